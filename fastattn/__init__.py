@@ -1,0 +1,11 @@
+"""fastattn: exact and fast training dynamics of in-context learning in attention models.
+
+Conventions (token layout, 1/N, loss scale, time units, parameter layouts) are in docs/conventions.md.
+"""
+
+from fastattn._core_loader import has_cpp
+from fastattn.info import info
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "has_cpp", "info"]

@@ -1,0 +1,82 @@
+"""What this installation has: versions, the C++ core, kernel backends and devices."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+from fastattn._core_loader import CORE_ERROR, core
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def info() -> dict:
+    """A plain dict describing the installation; ``fastattn info`` prints it.
+
+    Keys: versions (fastattn, python, numpy, torch, triton), core (loaded + error), backends (name ->
+    available + why not), devices (cpu, cuda list).
+    """
+    import numpy
+    import torch
+
+    triton_version = _version("triton")
+    cuda = torch.cuda.is_available()
+    interpret = os.environ.get("TRITON_INTERPRET") == "1"
+    backends = {
+        "triton-cuda": {
+            "available": bool(triton_version and cuda),
+            "why_not": None if triton_version and cuda else
+            ("triton is not installed" if not triton_version else "no CUDA device is visible"),
+        },
+        "triton-interpreter": {
+            "available": bool(triton_version and interpret),
+            "why_not": None if triton_version and interpret else
+            ("triton is not installed" if not triton_version else "TRITON_INTERPRET=1 is not set"),
+        },
+        "torch-reference": {"available": True, "why_not": None},
+    }
+    return {
+        "versions": {
+            "fastattn": _version("fastattn"),
+            "python": platform.python_version(),
+            "numpy": numpy.__version__,
+            "torch": torch.__version__,
+            "triton": triton_version,
+        },
+        "core": {
+            "loaded": core is not None,
+            "version": getattr(core, "__version__", None),
+            "eigen": getattr(core, "eigen_version", None),
+            "error": CORE_ERROR,
+        },
+        "backends": backends,
+        "devices": {
+            "cpu": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "cuda": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+        },
+    }
+
+
+def format_info(report: dict) -> str:
+    """Human-readable rendering of :func:`info`."""
+    v, c = report["versions"], report["core"]
+    lines = ["fastattn " + str(v["fastattn"])]
+    lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
+    status = f"loaded (version {c['version']}, Eigen {c['eigen']})" if c["loaded"] else \
+        f"NOT loaded: {c['error']}"
+    lines.append(f"C++ core: {status}")
+    lines.append("kernel backends:")
+    for name, b in report["backends"].items():
+        state = "available" if b["available"] else f"unavailable ({b['why_not']})"
+        lines.append(f"  {name:<19} {state}")
+    d = report["devices"]
+    lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
+                 f"cuda: {', '.join(d['cuda']) or 'none'}")
+    return "\n".join(lines)
