@@ -1,0 +1,227 @@
+"""Triton kernels for the ICL linear read-out: one pass over the context, β in registers.
+
+No ``tl.dot`` (D may be below 16 and float64 must run under the interpreter).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._launch import TritonKernel, block_size, interpreting
+from ..cubic.kernel import _num_programs, bilinear_backward
+
+__all__ = [
+    "icl_readout_backward",
+    "icl_readout_forward",
+    "icl_readout_next_token_backward",
+    "icl_readout_next_token_forward",
+]
+
+
+def _budget() -> int:
+    return 1 << 16 if interpreting() else 1 << 12
+
+
+def _readout_fwd(x_ptr, y_ptr, xq_ptr, g_ptr, out_ptr, beta_ptr, B, N, D, H,
+                 BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    od = tl.arange(0, BLOCK_D)
+    mb = ob < B
+    md = od < D
+    m2 = mb[:, None] & md[None, :]
+    acc = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)
+    for n0 in range(0, N, BLOCK_N):
+        on = n0 + tl.arange(0, BLOCK_N)
+        mn = on < N
+        xv = tl.load(x_ptr + ob[:, None, None] * N * D + on[None, :, None] * D + od[None, None, :],
+                     mask=mb[:, None, None] & mn[None, :, None] & md[None, None, :],
+                     other=0.0)  # [BB, BN, BD]
+        yv = tl.load(y_ptr + ob[:, None] * N + on[None, :], mask=mb[:, None] & mn[None, :],
+                     other=0.0)  # [BB, BN]
+        acc += tl.sum(xv * yv[:, :, None], axis=1)
+    beta = acc / N  # [BB, BD]
+    tl.store(beta_ptr + ob[:, None] * D + od[None, :], beta, mask=m2)
+    xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
+    mg = md[:, None] & md[None, :]
+    for h in range(H):
+        g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)  # [BD, BD]
+        gx = tl.sum(g[None, :, :] * xq[:, None, :], axis=2)  # [BB, BD]
+        tl.store(out_ptr + ob * H + h, tl.sum(beta * gx, axis=1), mask=mb)
+
+
+def _context_bwd(x_ptr, y_ptr, dbeta_ptr, dx_ptr, dy_ptr, B, N, D,
+                 BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    od = tl.arange(0, BLOCK_D)
+    mb = ob < B
+    md = od < D
+    dbeta = tl.load(dbeta_ptr + ob[:, None] * D + od[None, :], mask=mb[:, None] & md[None, :],
+                    other=0.0) / N  # [BB, BD]
+    for n0 in range(0, N, BLOCK_N):
+        on = n0 + tl.arange(0, BLOCK_N)
+        mn = on < N
+        m3 = mb[:, None, None] & mn[None, :, None] & md[None, None, :]
+        off3 = ob[:, None, None] * N * D + on[None, :, None] * D + od[None, None, :]
+        xv = tl.load(x_ptr + off3, mask=m3, other=0.0)  # [BB, BN, BD]
+        m2 = mb[:, None] & mn[None, :]
+        yv = tl.load(y_ptr + ob[:, None] * N + on[None, :], mask=m2, other=0.0)  # [BB, BN]
+        tl.store(dx_ptr + off3, yv[:, :, None] * dbeta[:, None, :], mask=m3)
+        tl.store(dy_ptr + ob[:, None] * N + on[None, :], tl.sum(xv * dbeta[:, None, :], axis=2),
+                 mask=m2)
+
+
+def _next_fwd(x_ptr, y_ptr, g_ptr, out_ptr, B, T, D, H,
+              BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    od = tl.arange(0, BLOCK_D)
+    mb = ob < B
+    md = od < D
+    m2 = mb[:, None] & md[None, :]
+    mg = md[:, None] & md[None, :]
+    for h in range(H):
+        g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)  # [BD, BD]
+        s = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)  # prefix Σ y x
+        for t in range(T):
+            xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+            yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)  # [BB]
+            if t > 0:
+                gx = tl.sum(g[None, :, :] * xt[:, None, :], axis=2)  # [BB, BD]
+                o = tl.sum(s * gx, axis=1) / t
+                tl.store(out_ptr + ob * (T - 1) * H + (t - 1) * H + h, o, mask=mb)
+            s += yt[:, None] * xt
+
+
+def _next_bwd_inputs(x_ptr, y_ptr, g_ptr, dout_ptr, dx_ptr, dy_ptr, B, T, D, H,
+                     BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    od = tl.arange(0, BLOCK_D)
+    mb = ob < B
+    md = od < D
+    m2 = mb[:, None] & md[None, :]
+    mg = md[:, None] & md[None, :]
+    s = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)
+    for t in range(T):
+        xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+        yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)
+        s += yt[:, None] * xt
+    r = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)  # Σ_{t' > t} dS_t'
+    for i in range(T):
+        t = T - 1 - i
+        xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+        yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)
+        s -= yt[:, None] * xt  # now Σ_{m < t} y_m x_m
+        dx = yt[:, None] * r
+        dy = tl.sum(xt * r, axis=1)
+        if t > 0:
+            ds = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)
+            for h in range(H):
+                g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)
+                go = tl.load(dout_ptr + ob * (T - 1) * H + (t - 1) * H + h, mask=mb,
+                             other=0.0) / t  # [BB]
+                ds += go[:, None] * tl.sum(g[None, :, :] * xt[:, None, :], axis=2)
+                dx += go[:, None] * tl.sum(g[None, :, :] * s[:, :, None], axis=1)
+            r += ds
+        tl.store(dx_ptr + ob[:, None] * T * D + t * D + od[None, :], dx, mask=m2)
+        tl.store(dy_ptr + ob * T + t, dy, mask=mb)
+
+
+def _next_bwd_gamma(x_ptr, y_ptr, dout_ptr, dg_ptr, B, T, D, H, P,
+                    BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    od = tl.arange(0, BLOCK_D)
+    md = od < D
+    nblk = tl.cdiv(B, BLOCK_B)
+    for h in range(H):
+        acc = tl.zeros([BLOCK_D, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
+        for blk in range(pid, nblk, P):
+            ob = (blk * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+            mb = ob < B
+            m2 = mb[:, None] & md[None, :]
+            s = tl.zeros([BLOCK_B, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
+            for t in range(T):
+                xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+                yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)
+                if t > 0:
+                    go = tl.load(dout_ptr + ob * (T - 1) * H + (t - 1) * H + h, mask=mb,
+                                 other=0.0) / t
+                    acc += tl.sum((go[:, None] * s)[:, :, None] * xt[:, None, :], axis=0)
+                s += yt[:, None] * xt
+        tl.store(dg_ptr + pid.to(tl.int64) * H * BLOCK_D * BLOCK_D + h * BLOCK_D * BLOCK_D
+                 + od[:, None] * BLOCK_D + od[None, :], acc)
+
+
+_k_readout_fwd = TritonKernel(_readout_fwd)
+_k_context_bwd = TritonKernel(_context_bwd)
+_k_next_fwd = TritonKernel(_next_fwd)
+_k_next_bwd_inputs = TritonKernel(_next_bwd_inputs)
+_k_next_bwd_gamma = TritonKernel(_next_bwd_gamma)
+
+
+def _blocks(b: int, n: int, d: int) -> tuple[int, int, int]:
+    bd = block_size(d)
+    bn = max(1, min(block_size(n), 32, _budget() // bd))
+    bb = max(1, min(block_size(b), _budget() // (bd * max(bd, bn))))
+    return bb, bn, bd
+
+
+def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gamma: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ŷ [B, H], β [B, D]); inputs contiguous and of one dtype (float32 or float64)."""
+    b, n, d = x.shape
+    h = gamma.shape[0]
+    out = torch.empty(b, h, dtype=x.dtype, device=x.device)
+    beta = torch.empty(b, d, dtype=x.dtype, device=x.device)
+    bb, bn, bd = _blocks(b, n, d)
+    _k_readout_fwd[(triton.cdiv(b, bb),)](x, y, x_q, gamma, out, beta, b, n, d, h,
+                                          BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
+    return out, beta
+
+
+def icl_readout_backward(dout, x, y, x_q, gamma, beta):
+    """(dx [B, N, D], dy [B, N], dx_q [B, D], dgamma [H, D, D]) given the saved β."""
+    b, n, d = x.shape
+    dbeta, dxq, dgamma = bilinear_backward(dout.contiguous(), beta, x_q, gamma)
+    dx = torch.empty_like(x)
+    dy = torch.empty_like(y)
+    bb, bn, bd = _blocks(b, n, d)
+    _k_context_bwd[(triton.cdiv(b, bb),)](x, y, dbeta, dx, dy, b, n, d,
+                                          BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
+    return dx, dy, dxq, dgamma
+
+
+def _next_blocks(b: int, d: int) -> tuple[int, int]:
+    bd = block_size(d)
+    return max(1, min(block_size(b), _budget() // (bd * bd))), bd
+
+
+def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
+                                   ) -> torch.Tensor:
+    """[B, T−1, H] next-token predictions (prefix sums in registers)."""
+    b, t, d = x.shape
+    h = gamma.shape[0]
+    out = torch.empty(b, t - 1, h, dtype=x.dtype, device=x.device)
+    bb, bd = _next_blocks(b, d)
+    _k_next_fwd[(triton.cdiv(b, bb),)](x, y, gamma, out, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
+    return out
+
+
+def icl_readout_next_token_backward(dout, x, y, gamma):
+    """(dx [B, T, D], dy [B, T], dgamma [H, D, D])."""
+    b, t, d = x.shape
+    h = gamma.shape[0]
+    dout = dout.contiguous()
+    bb, bd = _next_blocks(b, d)
+    nblk = triton.cdiv(b, bb)
+    dx = torch.empty_like(x)
+    dy = torch.empty_like(y)
+    _k_next_bwd_inputs[(nblk,)](x, y, gamma, dout, dx, dy, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
+    p = _num_programs(nblk, x.device)
+    part = torch.empty(p, h, bd, bd, dtype=x.dtype, device=x.device)
+    _k_next_bwd_gamma[(p,)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
+    return dx, dy, part.sum(0)[:, :d, :d].contiguous()
