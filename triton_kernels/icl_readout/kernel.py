@@ -163,21 +163,24 @@ _k_next_bwd_inputs = TritonKernel(_next_bwd_inputs)
 _k_next_bwd_gamma = TritonKernel(_next_bwd_gamma)
 
 
-def _blocks(b: int, n: int, d: int) -> tuple[int, int, int]:
+def _blocks(b: int, n: int, d: int, block_n: int | None = None) -> tuple[int, int, int]:
     bd = block_size(d)
-    bn = max(1, min(block_size(n), 32, _budget() // bd))
+    bn = block_size(block_n) if block_n else max(1, min(block_size(n), 32, _budget() // bd))
     bb = max(1, min(block_size(b), _budget() // (bd * max(bd, bn))))
     return bb, bn, bd
 
 
-def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gamma: torch.Tensor
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ŷ [B, H], β [B, D]); inputs contiguous and of one dtype (float32 or float64)."""
+def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gamma: torch.Tensor,
+                        block_n: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ŷ [B, H], β [B, D]); inputs contiguous and of one dtype (float32 or float64).
+
+    ``block_n`` overrides the context tokens per step (tests use it to force several steps).
+    """
     b, n, d = x.shape
     h = gamma.shape[0]
     out = torch.empty(b, h, dtype=x.dtype, device=x.device)
     beta = torch.empty(b, d, dtype=x.dtype, device=x.device)
-    bb, bn, bd = _blocks(b, n, d)
+    bb, bn, bd = _blocks(b, n, d, block_n)
     _k_readout_fwd[(triton.cdiv(b, bb),)](x, y, x_q, gamma, out, beta, b, n, d, h,
                                           BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
     return out, beta

@@ -1,0 +1,159 @@
+"""Triton kernels for single-query softmax attention: online softmax over the keys.
+
+One program holds BLOCK_B sequences of one head (forward) or all heads in turn (backward, so the
+gradients of shared keys and values are summed over heads without atomics). No ``tl.dot``.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._launch import TritonKernel, block_size, interpreting
+
+__all__ = ["single_query_attention_backward", "single_query_attention_forward"]
+
+
+def _sqa_fwd(q_ptr, k_ptr, v_ptr, scale_ptr, out_ptr, lse_ptr, B, H, M, K, V, stride_kb, stride_kh,
+             BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+             BLOCK_V: tl.constexpr):
+    pid = tl.program_id(0)
+    h = tl.program_id(1)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    ok = tl.arange(0, BLOCK_K)
+    ov = tl.arange(0, BLOCK_V)
+    mb = ob < B
+    mk = ok < K
+    mv = ov < V
+    scale = tl.load(scale_ptr)
+    q = tl.load(q_ptr + ob[:, None] * H * K + h * K + ok[None, :], mask=mb[:, None] & mk[None, :],
+                other=0.0)  # [BB, BK]
+    m_i = tl.full([BLOCK_B], float("-inf"), dtype=q.dtype)
+    l_i = tl.zeros([BLOCK_B], dtype=q.dtype)
+    acc = tl.zeros([BLOCK_B, BLOCK_V], dtype=q.dtype)
+    for m0 in range(0, M, BLOCK_M):
+        om = m0 + tl.arange(0, BLOCK_M)
+        mm = om < M
+        kk = tl.load(k_ptr + ob[:, None, None] * stride_kb + h * stride_kh + om[None, :, None] * K
+                     + ok[None, None, :],
+                     mask=mb[:, None, None] & mm[None, :, None] & mk[None, None, :],
+                     other=0.0)  # [BB, BM, BK]
+        vv = tl.load(v_ptr + ob[:, None, None] * M * V + om[None, :, None] * V + ov[None, None, :],
+                     mask=mb[:, None, None] & mm[None, :, None] & mv[None, None, :],
+                     other=0.0)  # [BB, BM, BV]
+        s = tl.sum(q[:, None, :] * kk, axis=2) * scale  # [BB, BM]
+        s = tl.where(mm[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])  # [BB, BM]
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vv, axis=1)
+        m_i = m_new
+    tl.store(out_ptr + ob[:, None] * H * V + h * V + ov[None, :], acc / l_i[:, None],
+             mask=mb[:, None] & mv[None, :])
+    tl.store(lse_ptr + ob * H + h, m_i + tl.log(l_i), mask=mb)
+
+
+def _sqa_bwd(q_ptr, k_ptr, v_ptr, scale_ptr, out_ptr, lse_ptr, do_ptr, dq_ptr, dk_ptr, dv_ptr,
+             B, H, M, K, V, stride_kb, stride_kh,
+             BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+             BLOCK_V: tl.constexpr, SHARED_K: tl.constexpr):
+    pid = tl.program_id(0)
+    ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    ok = tl.arange(0, BLOCK_K)
+    ov = tl.arange(0, BLOCK_V)
+    mb = ob < B
+    mk = ok < K
+    mv = ov < V
+    mbk = mb[:, None] & mk[None, :]
+    mbv = mb[:, None] & mv[None, :]
+    scale = tl.load(scale_ptr)
+    for h in range(H):
+        q = tl.load(q_ptr + ob[:, None] * H * K + h * K + ok[None, :], mask=mbk, other=0.0)
+        o = tl.load(out_ptr + ob[:, None] * H * V + h * V + ov[None, :], mask=mbv, other=0.0)
+        do = tl.load(do_ptr + ob[:, None] * H * V + h * V + ov[None, :], mask=mbv, other=0.0)
+        lse = tl.load(lse_ptr + ob * H + h, mask=mb, other=0.0)  # [BB]
+        delta = tl.sum(do * o, axis=1)  # [BB]
+        dq = tl.zeros([BLOCK_B, BLOCK_K], dtype=q.dtype)
+        for m0 in range(0, M, BLOCK_M):
+            om = m0 + tl.arange(0, BLOCK_M)
+            mm = om < M
+            m3k = mb[:, None, None] & mm[None, :, None] & mk[None, None, :]
+            m3v = mb[:, None, None] & mm[None, :, None] & mv[None, None, :]
+            offk = ob[:, None, None] * stride_kb + h * stride_kh + om[None, :, None] * K \
+                + ok[None, None, :]
+            offv = ob[:, None, None] * M * V + om[None, :, None] * V + ov[None, None, :]
+            kk = tl.load(k_ptr + offk, mask=m3k, other=0.0)  # [BB, BM, BK]
+            vv = tl.load(v_ptr + offv, mask=m3v, other=0.0)  # [BB, BM, BV]
+            s = tl.sum(q[:, None, :] * kk, axis=2) * scale  # [BB, BM]
+            p = tl.where(mm[None, :], tl.exp(s - lse[:, None]), 0.0)
+            dp = tl.sum(do[:, None, :] * vv, axis=2)  # [BB, BM]
+            ds = p * (dp - delta[:, None]) * scale
+            dq += tl.sum(ds[:, :, None] * kk, axis=1)
+            dk = ds[:, :, None] * q[:, None, :]  # [BB, BM, BK]
+            dv = p[:, :, None] * do[:, None, :]  # [BB, BM, BV]
+            later = ((om * 0 + h) > 0)[None, :, None]  # [1, BM, 1]: h > 0
+            if SHARED_K:
+                dk += tl.load(dk_ptr + offk, mask=m3k & later, other=0.0)
+            dv += tl.load(dv_ptr + offv, mask=m3v & later, other=0.0)
+            tl.store(dk_ptr + offk, dk, mask=m3k)
+            tl.store(dv_ptr + offv, dv, mask=m3v)
+        tl.store(dq_ptr + ob[:, None] * H * K + h * K + ok[None, :], dq, mask=mbk)
+
+
+_k_fwd = TritonKernel(_sqa_fwd)
+_k_bwd = TritonKernel(_sqa_bwd)
+
+
+def _blocks(b: int, m: int, kdim: int, vdim: int, block_m: int | None = None
+            ) -> tuple[int, int, int, int]:
+    budget = 1 << 16 if interpreting() else 1 << 12
+    bk, bv = block_size(kdim), block_size(vdim)
+    bb = max(1, min(block_size(b), 16 if not interpreting() else 256))
+    bm = max(1, min(block_size(m), budget // (bb * max(bk, bv))))
+    if block_m is not None:
+        bm = block_size(block_m)
+    return bb, bm, bk, bv
+
+
+def _strides(k: torch.Tensor, h: int) -> tuple[int, int]:
+    if k.dim() == 3:
+        return k.shape[1] * k.shape[2], 0
+    return h * k.shape[2] * k.shape[3], k.shape[2] * k.shape[3]
+
+
+def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out [B, H, V], logsumexp [B, H]); q [B, H, K], k [B, M, K] or [B, H, M, K], v [B, M, V].
+
+    ``block_m`` overrides the number of keys per online-softmax step (tests use it to force
+    several steps).
+    """
+    b, h, kdim = q.shape
+    m, vdim = v.shape[1], v.shape[2]
+    out = torch.empty(b, h, vdim, dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h, dtype=q.dtype, device=q.device)
+    scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
+    bb, bm, bk, bv = _blocks(b, m, kdim, vdim, block_m)
+    skb, skh = _strides(k, h)
+    _k_fwd[(triton.cdiv(b, bb), h)](q, k, v, scale_t, out, lse, b, h, m, kdim, vdim, skb, skh,
+                                    BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv)
+    return out, lse
+
+
+def single_query_attention_backward(dout, q, k, v, scale: float, out, lse,
+                                    block_m: int | None = None):
+    """(dq, dk, dv) with the shapes of (q, k, v); ``block_m`` overrides the key chunk (tests)."""
+    b, h, kdim = q.shape
+    m, vdim = v.shape[1], v.shape[2]
+    dq = torch.empty_like(q)
+    dk = torch.empty_like(k)
+    dv = torch.empty_like(v)
+    scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
+    bb, bm, bk, bv = _blocks(b, m, kdim, vdim, block_m)
+    skb, skh = _strides(k, h)
+    _k_bwd[(triton.cdiv(b, bb),)](q, k, v, scale_t, out, lse, dout.contiguous(), dq, dk, dv,
+                                  b, h, m, kdim, vdim, skb, skh,
+                                  BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv,
+                                  SHARED_K=k.dim() == 3)
+    return dq, dk, dv
