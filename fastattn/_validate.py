@@ -1,0 +1,57 @@
+"""Boundary checks shared by tasks, models and trainers: one clear ValueError naming the argument."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+    return int(value)
+
+
+def nonnegative_float(name: str, value: object) -> float:
+    v = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+    return v
+
+
+def positive_float(name: str, value: object) -> float:
+    v = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return v
+
+
+def psd_matrix(name: str, value: object, dim: int | None = None, tol: float = 1e-10) -> np.ndarray:
+    """A symmetric positive semi-definite float64 matrix, or ValueError saying what is wrong."""
+    m = np.asarray(value, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix [D, D]; got shape {m.shape}")
+    if dim is not None and m.shape[0] != dim:
+        raise ValueError(f"{name} must be [{dim}, {dim}] to match dim={dim}; got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"{name} contains NaN or inf; pass a finite matrix")
+    scale = max(1.0, float(np.abs(m).max()))
+    if not np.allclose(m, m.T, rtol=0, atol=tol * scale):
+        raise ValueError(f"{name} must be symmetric; max |A - Aᵀ| = {np.abs(m - m.T).max():.3g}. "
+                         "Pass (A + A.T) / 2 if the asymmetry is rounding")
+    m = (m + m.T) / 2
+    lo = float(np.linalg.eigvalsh(m).min())
+    if lo < -tol * scale:
+        raise ValueError(f"{name} must be positive semi-definite; its smallest eigenvalue is "
+                         f"{lo:.3g}. Pass a covariance matrix (e.g. A @ A.T)")
+    return m
+
+
+def finite_vector(name: str, value: object, dim: int) -> np.ndarray:
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape != (dim,):
+        raise ValueError(f"{name} must have shape [{dim}] to match dim={dim}; got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return v

@@ -1,0 +1,44 @@
+"""Two-layer linear network on the cubic feature z = vec(β x_qᵀ) (Zhang et al. 2025, Eq. 7).
+
+ŷ_q = w2ᵀ W1 z. With z flattened row-major (docs/conventions.md), W1[h].reshape(D, D) is the merged
+model's U_h and w2 its v: the two models compute the same function of the same flat parameters.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fastattn.models.base import ModelConfig
+from fastattn.models.linear_attention import _BilinearReadout, beta
+
+
+def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+    """z = (β x_qᵀ).flatten(), z[i·D + j] = β_i x_q,j. `[B, D²]` from β `[B, D]`, x_q `[B, D]`."""
+    return (b[:, :, None] * x_q[:, None, :]).flatten(1)
+
+
+class CubicMLP(_BilinearReadout):
+    """ŷ_q = w2ᵀ W1 z with w2 `[H]`, W1 `[H, D²]`; initialised like ATTN_M (App. C.2, Eq. 34)."""
+
+    FAMILY = "cubic_mlp"
+    PARAM_ORDER = ("w2", "W1")
+
+    def __init__(self, dim: int, hidden: int, *, init_scale: float = 1e-2, init_seed: int = 0,
+                 init_scheme: str = "paper", dtype: str = "float64") -> None:
+        super().__init__(ModelConfig("cubic_mlp", dim, hidden, 1, init_scale, init_seed,
+                                     init_scheme, False, 1.0, dtype))
+        d, h, s2 = dim, hidden, init_scale ** 2
+        g = self._generator()
+        var_2, var_1 = (s2 / h, s2 / (h * d * d)) if init_scheme == "paper" else (s2, s2)
+        self.w2 = self._normal(g, (h,), var_2)          # [H]
+        self.W1 = self._normal(g, (h, d * d), var_1)    # [H, D²]
+
+    def head_gammas(self) -> torch.Tensor:
+        d = self.config.dim
+        return self.w2[:, None, None] * self.W1.reshape(-1, d, d)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        hidden = cubic_feature(beta(x, y, lengths), x_q) @ self.W1.T    # [B, H]
+        out = hidden * self.w2                                          # [B, H]
+        return out if per_head else out.sum(-1)

@@ -1,0 +1,184 @@
+"""Multi-head linear attention for in-context regression (Zhang et al. 2025, §2.3–2.4).
+
+Both models are evaluated in the fast β-form: with zero blocks, the query read-out of
+ATTN(X) = X + Σ_i (1/N) W^V_i X Xᵀ W^KQ_i X is ŷ_q = βᵀ Γ x_q, β = (1/N) Σ_n y_n x_n, so a forward
+pass costs O(B N D + B D²) however many heads there are. The literal formula lives in
+`fastattn.models.reference` and the tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fastattn.models.base import ICLModel, ModelConfig
+
+
+def context_mean(values: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """(1/N) Σ_n over dim 1 of `values` `[B, N, ...]`, each sequence divided by its own length."""
+    total = values.sum(1)
+    if lengths is None:
+        return total / values.shape[1]
+    return total / lengths.to(values.dtype).reshape(-1, *([1] * (total.ndim - 1)))
+
+
+def beta(x: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """β = (1/N) Σ_n y_n x_n `[B, D]` from x `[B, N, D]`, y `[B, N]` (padding rows must be zero)."""
+    return context_mean(y[..., None] * x, lengths)
+
+
+def prefix_betas(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """β of every prefix: row n-1 averages tokens 1..n-1, for n = 2..T. `[B, T-1, D]`."""
+    sums = torch.cumsum(y[..., None] * x, dim=1)[:, :-1]                     # [B, T-1, D]
+    counts = torch.arange(1, x.shape[1], dtype=x.dtype, device=x.device)    # [T-1]
+    return sums / counts[None, :, None]
+
+
+class _BilinearReadout(ICLModel):
+    """A model whose prediction is ŷ_q = βᵀ Γ x_q; subclasses define the per-head Γ_h."""
+
+    def head_gammas(self) -> torch.Tensor:
+        """Γ_h `[H, D, D]`, so that head h contributes βᵀ Γ_h x_q."""
+        raise NotImplementedError
+
+    def gamma(self) -> torch.Tensor:
+        """The effective matrix Γ = Σ_h Γ_h `[D, D]`: ŷ_q = βᵀ Γ x_q."""
+        return self.head_gammas().sum(0)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """Prediction at the query.
+
+        Args:
+            x: `[B, N, D]` context tokens. y: `[B, N]` labels. x_q: `[B, D]` query.
+            lengths: `[B]` context lengths when padded (default: all N).
+            per_head: return each head's contribution `[B, H]` instead of the sum `[B]`.
+        """
+        b = beta(x, y, lengths)                                                  # [B, D]
+        if per_head:
+            return torch.einsum("bd,hde,be->bh", b, self.head_gammas(), x_q)    # [B, H]
+        return torch.einsum("bd,de,be->b", b, self.gamma(), x_q)                # [B]
+
+    def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Predictions at positions 2..T, each from the tokens before it (Eq. 23). `[B, T-1]`.
+
+        Args: x `[B, T, D]`, y `[B, T]`: a fully labelled sequence.
+        """
+        return torch.einsum("btd,de,bte->bt", prefix_betas(x, y), self.gamma(), x[:, 1:])
+
+
+class MergedKQ(_BilinearReadout):
+    """ATTN_M: H heads with merged key-query matrices (Eq. 6 (M)); parameters v `[H]`, U `[H, D, D]`.
+
+    Γ = Σ_i v_i U_i. With `config.full=True` the model instead keeps every block of
+    W^V_i and W^KQ_i `[H, D+1, D+1]` and evaluates the general read-out of Eq. 91 (needed when the
+    zero blocks v⃗_i = W^V_i[D, :D] and u_i = W^KQ_i[D, :D] are not zero, e.g. in-weight learning).
+    """
+
+    FAMILY = "merged"
+    PARAM_ORDER = ("v", "U")
+
+    def __init__(self, dim: int, heads: int, *, init_scale: float = 1e-2, init_seed: int = 0,
+                 init_scheme: str = "paper", full: bool = False, dtype: str = "float64") -> None:
+        super().__init__(ModelConfig("merged", dim, heads, 1, init_scale, init_seed, init_scheme,
+                                     full, 1.0, dtype))
+        d, h, s2 = dim, heads, init_scale ** 2
+        g = self._generator()
+        var_v, var_u = (s2 / h, s2 / (h * d * d)) if init_scheme == "paper" else (s2, s2)
+        if not full:
+            self.v = self._normal(g, (h,), var_v)                 # [H]
+            self.U = self._normal(g, (h, d, d), var_u)            # [H, D, D]
+            return
+        self.FAMILY, self.PARAM_ORDER = None, ("value", "kq")
+        value = self._normal(g, (h, d + 1, d + 1), var_u)         # [H, D+1, D+1]
+        kq = self._normal(g, (h, d + 1, d + 1), var_u)            # [H, D+1, D+1]
+        with torch.no_grad():
+            value[:, d, d] = self._normal(g, (h,), var_v)         # v_i
+            value[:, d, :d] = 0                                   # v⃗_i: zero block
+            kq[:, d, :d] = 0                                      # u_i: zero block
+        self.value, self.kq = value, kq
+
+    @property
+    def full(self) -> bool:
+        return self.config.full
+
+    def head_gammas(self) -> torch.Tensor:
+        if not self.full:
+            return self.v[:, None, None] * self.U
+        d = self.config.dim
+        v, U = self.value[:, d, d], self.kq[:, :d, :d]
+        v_vec, u = self.value[:, d, :d], self.kq[:, d, :d]
+        # Γ_eff of the spec §4.6: exact for the prediction only while v⃗ = u = 0.
+        return v[:, None, None] * U + v_vec[:, :, None] * u[:, None, :]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        if not self.full:
+            return super().forward(x, y, x_q, lengths, per_head)
+        # Eq. 91: ŷ_q = Σ_i W^V_i[D, :] S W^KQ_i[:, :D] x_q, S = (1/N) X Xᵀ with the query column.
+        z = torch.cat([x, y[..., None]], -1)                                     # [B, N, D+1]
+        z_q = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], -1)                 # [B, D+1]
+        outer = z[..., :, None] * z[..., None, :]                                # [B, N, D+1, D+1]
+        n = x.shape[1] if lengths is None else lengths.to(x.dtype)[:, None, None]
+        s = outer.sum(1) / n + z_q[:, :, None] * z_q[:, None, :] / n            # [B, D+1, D+1]
+        d = self.config.dim
+        out = torch.einsum("hi,bij,hjk,bk->bh", self.value[:, d, :], s, self.kq[:, :, :d], x_q)
+        return out if per_head else out.sum(-1)
+
+    def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not self.full:
+            return super().predict_next_token(x, y)
+        z = torch.cat([x, y[..., None]], -1)                                     # [B, T, D+1]
+        zx = torch.cat([x, torch.zeros_like(y[..., None])], -1)                  # [B, T, D+1]
+        outer = torch.cumsum(z[..., :, None] * z[..., None, :], 1)[:, :-1]      # [B, T-1, D+1, D+1]
+        own = zx[:, 1:, :, None] * zx[:, 1:, None, :]                            # [B, T-1, D+1, D+1]
+        n = torch.arange(1, x.shape[1], dtype=x.dtype, device=x.device)[None, :, None, None]
+        d = self.config.dim
+        return torch.einsum("hi,btij,hjk,btk->bt", self.value[:, d, :], (outer + own) / n,
+                            self.kq[:, :, :d], x[:, 1:])
+
+    def full_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W^V `[H, D+1, D+1]`, W^KQ `[H, D+1, D+1]`) of the literal formula; zero-filled `*` blocks
+        for the reduced form."""
+        if self.full:
+            return self.value, self.kq
+        h, d = self.config.heads, self.config.dim
+        wv = self.v.new_zeros(h, d + 1, d + 1)
+        wkq = self.v.new_zeros(h, d + 1, d + 1)
+        wv[:, d, d] = self.v
+        wkq[:, :d, :d] = self.U
+        return wv, wkq
+
+
+class SeparateKQ(_BilinearReadout):
+    """ATTN_S: H heads with separate rank-R keys and queries (Eq. 12, 84).
+
+    Parameters v `[H]`, K `[H, R, D]` (rows k_{i,r}), Q `[H, R, D]` (rows q_{i,r});
+    Γ = Σ_i v_i K_iᵀ Q_i.
+    """
+
+    FAMILY = "separate"
+    PARAM_ORDER = ("v", "K", "Q")
+
+    def __init__(self, dim: int, heads: int, rank: int = 1, *, init_scale: float = 1e-2,
+                 init_seed: int = 0, init_scheme: str = "paper", dtype: str = "float64") -> None:
+        super().__init__(ModelConfig("separate", dim, heads, rank, init_scale, init_seed,
+                                     init_scheme, False, 1.0, dtype))
+        d, h, r, s2 = dim, heads, rank, init_scale ** 2
+        g = self._generator()
+        # paper: App. C.2 Eq. 36; code: the Feb-May 2025 public code (spec §3.8).
+        var_v, var_kq = (s2 / h, s2 / (h * r * d)) if init_scheme == "paper" else \
+            (s2, s2 / (r * (d + 1)))
+        self.v = self._normal(g, (h,), var_v)          # [H]
+        self.K = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
+        self.Q = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
+
+    def head_gammas(self) -> torch.Tensor:
+        return self.v[:, None, None] * torch.einsum("hrd,hre->hde", self.K, self.Q)
+
+    def full_weights(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(W^V `[H, D+1, D+1]`, W^K `[H, R, D+1]`, W^Q `[H, R, D+1]`) of the literal formula."""
+        h, r, d = self.config.heads, self.config.rank, self.config.dim
+        wv = self.v.new_zeros(h, d + 1, d + 1)
+        wv[:, d, d] = self.v
+        pad = self.v.new_zeros(h, r, 1)
+        return wv, torch.cat([self.K, pad], -1), torch.cat([self.Q, pad], -1)

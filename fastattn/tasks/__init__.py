@@ -1,0 +1,7 @@
+"""Data distributions. Each task samples batches and knows the exact moments of its distribution."""
+
+from fastattn.tasks.linear_regression import Batch, LinearRegression, split_tokens
+
+TASKS = {"linear_regression": LinearRegression}
+
+__all__ = ["TASKS", "Batch", "LinearRegression", "split_tokens"]

@@ -1,0 +1,108 @@
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from fastattn.models import CubicMLP, MergedKQ, SeparateKQ, SoftmaxMergedKQ, build_model
+from fastattn.tasks import LinearRegression
+
+
+def _antithetic(batch):
+    """The batch and its mirror w → -w (y → -y): every odd moment of w vanishes exactly."""
+    cat = lambda a, b: torch.cat([a, b])  # noqa: E731
+    return cat(batch.x, batch.x), cat(batch.y, -batch.y), cat(batch.x_q, batch.x_q), \
+        cat(batch.y_q, -batch.y_q)
+
+
+def _zero_block_grads(model, x, y, x_q, y_q):
+    model.zero_grad()
+    ((y_q - model(x, y, x_q)) ** 2).mean().backward()
+    d = model.config.dim
+    return model.value.grad[:, d, :d], model.kq.grad[:, d, :d]   # v⃗_i and u_i
+
+
+def test_zero_blocks_get_zero_gradient_and_stay_zero_for_pure_icl():
+    d = 3
+    task = LinearRegression(d, context=5, spectrum=[0.5, 0.3, 0.2], rotate=True)
+    model = MergedKQ(d, 4, full=True, init_scale=1.0, init_seed=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(100):
+        x, y, x_q, y_q = _antithetic(task.sample(32, step))
+        g_vvec, g_u = _zero_block_grads(model, x, y, x_q, y_q)
+        assert g_vvec.abs().max() < 1e-13 and g_u.abs().max() < 1e-13
+        opt.step()
+    assert model.value[:, d, :d].abs().max() < 1e-13 and model.kq[:, d, :d].abs().max() < 1e-13
+    assert (model.value[:, d, d] - MergedKQ(d, 4, full=True, init_scale=1.0, init_seed=1)
+            .value[:, d, d]).abs().max() > 1e-3
+
+
+def test_zero_blocks_learn_with_a_fixed_task_fraction():
+    d = 3
+    task = LinearRegression(d, context=5, fixed_task_fraction=0.5)
+    model = MergedKQ(d, 4, full=True, init_scale=1.0)
+    b = task.sample(512, 0)  # w* is not mirrored: the odd moments of w no longer vanish
+    g_vvec, g_u = _zero_block_grads(model, b.x, b.y, b.x_q, b.y_q)
+    assert g_vvec.abs().max() > 1e-3 and g_u.abs().max() > 1e-3
+
+
+N_SEEDS = 400
+
+
+@pytest.mark.parametrize(
+    ("make", "blocks"),
+    [
+        (lambda s: MergedKQ(4, 8, init_scale=0.1, init_seed=s), {"v": 1.0, "U": 1.0}),
+        (lambda s: CubicMLP(4, 8, init_scale=0.1, init_seed=s), {"w2": 1.0, "W1": 1.0}),
+        (lambda s: SeparateKQ(4, 5, 2, init_scale=0.1, init_seed=s), {"v": 1.0, "K": 1.0, "Q": 1.0}),
+    ],
+)
+def test_initialisation_norms_follow_appendix_c2(make, blocks):
+    """App. C.2: each layer's squared norm has mean w_init² (entries N(0, w_init²/fan)).
+
+    ‖layer‖² / (w_init²/n) ~ χ²(n) with n entries; over many seeds the mean of ‖layer‖²/w_init² is 1
+    with standard error √(2/n)/√seeds; we allow 4 standard errors, and check χ² by a KS test.
+    """
+    norms = {name: [] for name in blocks}
+    for s in range(N_SEEDS):
+        m = make(s)
+        for name in blocks:
+            norms[name].append(float(getattr(m, name).detach().pow(2).sum()) / 0.1**2)
+    for name, values in norms.items():
+        n = getattr(make(0), name).numel()
+        values = np.asarray(values)
+        assert abs(values.mean() - 1.0) < 4 * np.sqrt(2 / n) / np.sqrt(N_SEEDS)
+        assert stats.kstest(values * n, stats.chi2(n).cdf).pvalue > 1e-3
+
+
+def test_init_is_seeded_and_schemes_differ():
+    a, b = SeparateKQ(4, 5, init_seed=3), SeparateKQ(4, 5, init_seed=3)
+    np.testing.assert_array_equal(a.to_flat(), b.to_flat())
+    assert not np.array_equal(a.to_flat(), SeparateKQ(4, 5, init_seed=4).to_flat())
+    code = MergedKQ(4, 8, init_scale=1.0, init_scheme="code")
+    assert abs(float(code.U.detach().std()) - 1.0) < 0.15  # code: every entry N(0, w_init²)
+
+
+def test_config_round_trip_rebuilds_the_same_model():
+    for m in (MergedKQ(3, 2, init_seed=5, full=True), SeparateKQ(3, 2, 3, init_seed=2),
+              SoftmaxMergedKQ(3, 2, scale=0.5), CubicMLP(2, 3, dtype="float32")):
+        twin = build_model(m.config)
+        assert type(twin) is type(m) and twin.config == m.config
+        np.testing.assert_array_equal(twin.to_flat(), m.to_flat())
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda: MergedKQ(0, 2), "dim"),
+        (lambda: MergedKQ(2, 0), "heads"),
+        (lambda: SeparateKQ(3, 2, rank=0), "rank"),
+        (lambda: SeparateKQ(3, 2, init_scale=float("nan")), "init_scale"),
+        (lambda: MergedKQ(3, 2, init_scheme="xavier"), "init_scheme"),
+        (lambda: SoftmaxMergedKQ(3, 2, scale=0.0), "scale"),
+        (lambda: MergedKQ(3, 2).load_flat(np.zeros(5)), "flat parameters"),
+        (lambda: MergedKQ(1, 1).load_flat(np.array([np.nan, 1.0])), "NaN"),
+    ],
+)
+def test_bad_model_arguments_raise_value_error(make, needle):
+    with pytest.raises(ValueError, match=needle):
+        make()
