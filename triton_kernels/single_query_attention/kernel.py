@@ -123,7 +123,8 @@ def _strides(k: torch.Tensor, h: int) -> tuple[int, int]:
     return h * k.shape[2] * k.shape[3], k.shape[2] * k.shape[3]
 
 
-def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = None
+                                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """(out [B, H, V], logsumexp [B, H]); q [B, H, K], k [B, M, K] or [B, H, M, K], v [B, M, V].
 
     ``block_m`` overrides the number of keys per online-softmax step (tests use it to force

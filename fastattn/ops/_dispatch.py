@@ -1,0 +1,135 @@
+"""Backend choice for the ops, xformers style: each backend declares what it can run, and a request
+it cannot serve fails with one message listing every reason and what would work instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fastattn.triton_kernels._launch import interpreting, triton_available
+
+__all__ = ["BACKENDS", "BackendUnavailableError", "available_backends", "select_backend"]
+
+
+class BackendUnavailableError(RuntimeError):
+    """A requested backend cannot run the given inputs; the message lists why and what would."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What one backend can run.
+
+    Attributes:
+        name: "triton", "reference" or "wishart".
+        needs_triton: requires ``import triton``.
+        devices: device types it runs on ("cpu" for Triton means: under TRITON_INTERPRET=1).
+        dtypes: supported floating dtypes (None: any floating dtype).
+        max_dim: largest feature size (D, K or V) it accepts (None: no limit).
+        describe: one line for error messages.
+    """
+
+    name: str
+    needs_triton: bool
+    devices: tuple[str, ...]
+    dtypes: tuple[torch.dtype, ...] | None
+    max_dim: int | None
+    describe: str
+
+    def not_supported_reasons(self, device: torch.device | None = None,
+                              dtype: torch.dtype | None = None,
+                              dims: dict[str, int] | None = None) -> list[str]:
+        """Every reason this backend cannot run the inputs (empty: it can)."""
+        reasons = []
+        if self.needs_triton and not triton_available():
+            reasons.append("triton is not installed (pip install triton)")
+        if device is not None:
+            if device.type not in self.devices:
+                reasons.append(f"tensors are on {device.type}; supported devices: "
+                               f"{', '.join(self.devices)}")
+            elif self.needs_triton and device.type == "cpu" and not interpreting():
+                reasons.append("tensors are on cpu and TRITON_INTERPRET=1 is not set (Triton "
+                               "kernels run on CUDA, or on CPU under the interpreter)")
+        if dtype is not None and self.dtypes is not None and dtype not in self.dtypes:
+            names = ", ".join(str(d).removeprefix("torch.") for d in self.dtypes)
+            reasons.append(f"dtype {str(dtype).removeprefix('torch.')} is not supported "
+                           f"(supported: {names})")
+        if dims and self.max_dim is not None:
+            for name, size in dims.items():
+                if size > self.max_dim:
+                    reasons.append(f"{name}={size} exceeds the maximum {self.max_dim}")
+        return reasons
+
+
+_FLOATS = (torch.float32, torch.float64)
+_TRITON = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 64,
+                  "fused Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), "
+                  "float32/float64, feature sizes <= 64")
+_TRITON_ATTN = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 128,
+                       "fused Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), "
+                       "float32/float64, K and V <= 128")
+_REFERENCE = Backend("reference", False, ("cpu", "cuda", "mps", "xpu", "meta"), None, None,
+                     "pure-torch reference: any device, any floating dtype")
+_WISHART = Backend("wishart", False, ("cpu", "cuda", "mps", "xpu"), None, None,
+                   "torch sampler of (β, x_q, y_q) through the Wishart law, O(D² + N) per "
+                   "sequence: any device, any floating dtype")
+
+BACKENDS: dict[str, dict[str, Backend]] = {
+    "icl_readout": {"triton": _TRITON, "reference": _REFERENCE},
+    "icl_readout_next_token": {"triton": _TRITON, "reference": _REFERENCE},
+    "cubic_hidden": {"triton": _TRITON, "reference": _REFERENCE},
+    "sample_icl_stats": {"triton": _TRITON, "reference": _REFERENCE, "wishart": _WISHART},
+    "single_query_attention": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
+}
+
+
+def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dtype,
+                   dims: dict[str, int]) -> str:
+    """The backend that will run ``op``.
+
+    "auto" picks Triton on CUDA, and on CPU only when TRITON_INTERPRET=1, whenever it can run the
+    inputs, else the reference; it never fails. An explicit backend that cannot run raises
+    :class:`BackendUnavailableError` with every reason and the backends that would work.
+    """
+    table = BACKENDS[op]
+    if backend == "auto":
+        if not table["triton"].not_supported_reasons(device, dtype, dims) and (
+                device.type == "cuda" or interpreting()):
+            return "triton"
+        return "reference"
+    if backend not in table:
+        raise ValueError(f"backend must be one of {['auto', *table]}; got {backend!r}")
+    reasons = table[backend].not_supported_reasons(device, dtype, dims)
+    if not reasons:
+        return backend
+    inputs = ", ".join([f"device={device.type}", f"dtype={str(dtype).removeprefix('torch.')}",
+                        *(f"{k}={v}" for k, v in dims.items())])
+    lines = [f"fastattn.ops.{op}: backend {backend!r} cannot run these inputs ({inputs}) because:"]
+    lines += [f"  - {r}" for r in reasons]
+    working = [name for name, b in table.items()
+               if name != backend and not b.not_supported_reasons(device, dtype, dims)]
+    lines.append("What would work: " + ("; ".join(
+        f"backend={name!r} ({table[name].describe})" for name in working) or "nothing here"))
+    lines.append(f"backend={backend!r} needs: {table[backend].describe}.")
+    raise BackendUnavailableError("\n".join(lines))
+
+
+def available_backends() -> dict[str, dict[str, dict]]:
+    """Per op, per backend: ``{"available": bool, "why_not": str | None, "requires": str}``.
+
+    "available" means the backend can run on some device visible now (Triton: triton installed
+    and a CUDA device, or TRITON_INTERPRET=1 for CPU tensors).
+    """
+    cuda = torch.cuda.is_available()
+    report: dict[str, dict[str, dict]] = {}
+    for op, table in BACKENDS.items():
+        report[op] = {}
+        for name, b in table.items():
+            why = None
+            if b.needs_triton:
+                if not triton_available():
+                    why = "triton is not installed"
+                elif not cuda and not interpreting():
+                    why = "no CUDA device is visible and TRITON_INTERPRET=1 is not set"
+            report[op][name] = {"available": why is None, "why_not": why, "requires": b.describe}
+    return report

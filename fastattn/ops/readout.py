@@ -1,0 +1,183 @@
+"""ICL linear read-out ŷ_h = βᵀ Γ_h x_q, and its next-token form, as torch custom ops."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from fastattn.ops._dispatch import select_backend
+from fastattn.ops._validate import check, check_same
+
+__all__ = ["icl_readout", "icl_readout_next_token"]
+
+
+@torch.library.custom_op("fastattn::icl_readout", mutates_args=())
+def _readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, backend: str
+             ) -> tuple[Tensor, Tensor]:
+    if backend == "triton":
+        from fastattn.triton_kernels.icl_readout.kernel import icl_readout_forward
+
+        return icl_readout_forward(x.contiguous(), y.contiguous(), x_q.contiguous(),
+                                   gamma.contiguous())
+    beta = torch.einsum("bn,bnd->bd", y, x) / x.shape[1]
+    return torch.einsum("bi,hij,bj->bh", beta, gamma, x_q), beta
+
+
+@_readout.register_fake
+def _(x, y, x_q, gamma, backend):
+    return x.new_empty(x.shape[0], gamma.shape[0]), x.new_empty(x.shape[0], x.shape[2])
+
+
+@torch.library.custom_op("fastattn::icl_readout_backward", mutates_args=())
+def _readout_bwd(dout: Tensor, x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, beta: Tensor,
+                 backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    if backend == "triton":
+        from fastattn.triton_kernels.icl_readout.kernel import icl_readout_backward
+
+        return icl_readout_backward(dout.contiguous(), x.contiguous(), y.contiguous(),
+                                    x_q.contiguous(), gamma.contiguous(), beta.contiguous())
+    n = x.shape[1]
+    dbeta = torch.einsum("bh,hij,bj->bi", dout, gamma, x_q)
+    dxq = torch.einsum("bh,hij,bi->bj", dout, gamma, beta)
+    dgamma = torch.einsum("bh,bi,bj->hij", dout, beta, x_q)
+    dx = y[:, :, None] * dbeta[:, None, :] / n
+    dy = torch.einsum("bnd,bd->bn", x, dbeta) / n
+    return dx, dy, dxq, dgamma
+
+
+@_readout_bwd.register_fake
+def _(dout, x, y, x_q, gamma, beta, backend):
+    return torch.empty_like(x), torch.empty_like(y), torch.empty_like(x_q), torch.empty_like(gamma)
+
+
+def _readout_setup(ctx, inputs, output):
+    x, y, x_q, gamma, backend = inputs
+    ctx.save_for_backward(x, y, x_q, gamma, output[1])
+    ctx.backend = backend
+    ctx.mark_non_differentiable(output[1])
+
+
+def _readout_backward(ctx, dout, _dbeta):
+    x, y, x_q, gamma, beta = ctx.saved_tensors
+    if dout is None:
+        dout = x.new_zeros(x.shape[0], gamma.shape[0])
+    dx, dy, dxq, dgamma = _readout_bwd(dout, x, y, x_q, gamma, beta, ctx.backend)
+    return dx, dy, dxq, dgamma, None
+
+
+_readout.register_autograd(_readout_backward, setup_context=_readout_setup)
+
+
+def icl_readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, *, backend: str = "auto"
+                ) -> Tensor:
+    """Per-head ICL linear read-out ŷ[b, h] = β_bᵀ Γ_h x_q,b with β_b = (1/N) Σ_n y_bn x_bn.
+
+    Merged attention passes Γ_h = v_h U_h, separate rank-R attention Γ_h = v_h K_hᵀ Q_h; the
+    model's prediction is the sum over heads. Differentiable in all four inputs.
+
+    Args:
+        x: [B, N, D] context inputs.
+        y: [B, N] context labels.
+        x_q: [B, D] query input.
+        gamma: [H, D, D] per-head effective matrices.
+        backend: "auto" (Triton on CUDA, or on CPU under TRITON_INTERPRET=1; else the reference),
+            "triton" or "reference".
+
+    Returns:
+        [B, H].
+    """
+    check("x", x, "[B, N, D]", (None, None, None))
+    b, n, d = x.shape
+    check("y", y, "[B, N]", (b, n))
+    check("x_q", x_q, "[B, D]", (b, d))
+    check("gamma", gamma, "[H, D, D]", (None, d, d))
+    check_same(["x", "y", "x_q", "gamma"], [x, y, x_q, gamma])
+    if n == 0:
+        raise ValueError("x must have at least one context token (N >= 1); got N = 0")
+    name = select_backend("icl_readout", backend, x.device, x.dtype, {"D": d})
+    return _readout(x, y, x_q, gamma, name)[0]
+
+
+@torch.library.custom_op("fastattn::icl_readout_next_token", mutates_args=())
+def _next(x: Tensor, y: Tensor, gamma: Tensor, backend: str) -> Tensor:
+    if backend == "triton":
+        from fastattn.triton_kernels.icl_readout.kernel import icl_readout_next_token_forward
+
+        return icl_readout_next_token_forward(x.contiguous(), y.contiguous(), gamma.contiguous())
+    from fastattn.triton_kernels.icl_readout.reference import icl_readout_next_token_reference
+
+    return icl_readout_next_token_reference(x, y, gamma)
+
+
+@_next.register_fake
+def _(x, y, gamma, backend):
+    return x.new_empty(x.shape[0], x.shape[1] - 1, gamma.shape[0])
+
+
+@torch.library.custom_op("fastattn::icl_readout_next_token_backward", mutates_args=())
+def _next_bwd(dout: Tensor, x: Tensor, y: Tensor, gamma: Tensor, backend: str
+              ) -> tuple[Tensor, Tensor, Tensor]:
+    if backend == "triton":
+        from fastattn.triton_kernels.icl_readout.kernel import icl_readout_next_token_backward
+
+        return icl_readout_next_token_backward(dout.contiguous(), x.contiguous(), y.contiguous(),
+                                               gamma.contiguous())
+    t = x.shape[1]
+    counts = torch.arange(1, t, dtype=x.dtype, device=x.device)
+    prefix = torch.cumsum(y[..., None] * x, dim=1)[:, :-1] / counts[None, :, None]  # [B, T-1, D]
+    xn = x[:, 1:]
+    dgamma = torch.einsum("bth,bti,btj->hij", dout, prefix, xn)
+    dxn = torch.einsum("bth,hij,bti->btj", dout, gamma, prefix)
+    dprefix = torch.einsum("bth,hij,btj->bti", dout, gamma, xn) / counts[None, :, None]
+    # token m enters every prefix t > m: reverse cumulative sum
+    r = torch.flip(torch.cumsum(torch.flip(dprefix, [1]), 1), [1])  # r[:, m] = Σ_{t>=m} dS_t
+    r = torch.cat([r, torch.zeros_like(r[:, :1])], 1)  # [B, T, D]
+    dx = y[..., None] * r
+    dx[:, 1:] += dxn
+    dy = (x * r).sum(-1)
+    return dx, dy, dgamma
+
+
+@_next_bwd.register_fake
+def _(dout, x, y, gamma, backend):
+    return torch.empty_like(x), torch.empty_like(y), torch.empty_like(gamma)
+
+
+def _next_setup(ctx, inputs, output):
+    x, y, gamma, backend = inputs
+    ctx.save_for_backward(x, y, gamma)
+    ctx.backend = backend
+
+
+def _next_backward(ctx, dout):
+    x, y, gamma = ctx.saved_tensors
+    dx, dy, dgamma = _next_bwd(dout, x, y, gamma, ctx.backend)
+    return dx, dy, dgamma, None
+
+
+_next.register_autograd(_next_backward, setup_context=_next_setup)
+
+
+def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str = "auto"
+                           ) -> Tensor:
+    """Next-token read-out: the prediction at position n = 2..T uses β over the first n−1 tokens
+    (divided by n−1) and x_n as the query.
+
+    Args:
+        x: [B, T, D], T >= 2.
+        y: [B, T].
+        gamma: [H, D, D].
+        backend: "auto", "triton" or "reference" (see :func:`icl_readout`).
+
+    Returns:
+        [B, T−1, H]; entry t−1 predicts y at 0-based position t.
+    """
+    check("x", x, "[B, T, D]", (None, None, None))
+    b, t, d = x.shape
+    check("y", y, "[B, T]", (b, t))
+    check("gamma", gamma, "[H, D, D]", (None, d, d))
+    check_same(["x", "y", "gamma"], [x, y, gamma])
+    if t < 2:
+        raise ValueError(f"x must have T >= 2 tokens for next-token predictions; got T = {t}")
+    name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d})
+    return _next(x, y, gamma, name)
