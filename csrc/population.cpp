@@ -1,0 +1,862 @@
+// Exact population loss, gradient, Hessian and gradient-flow integrators of the zero-block linear
+// attention models (merged / cubic_mlp and separate rank-R), float64, Eigen. See docs/theory.md.
+//
+// Every model predicts y_q = beta^T Gamma x_q; with Lambda = cov, S = w_second, s2 = noise, c = inv_n:
+//   A = Lambda S Lambda,  B = A + c (A + tr(S Lambda) Lambda) + s2 c Lambda
+//   L = tr(Lambda S) + s2 - 2 <Gamma, A> + <Gamma, B Gamma Lambda>,  M := dL/dGamma = 2 (B Gamma Lambda - A)
+// The flow is d theta/dt = -1/2 dL/dtheta. Integrators work in the eigenbasis of Lambda, where Lambda is
+// diagonal and (when S commutes with Lambda) B and A are diagonal too.
+#include <Eigen/Dense>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+using Index = Eigen::Index;
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+using RMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RMap = Eigen::Map<RMat>;
+using CRMap = Eigen::Map<const RMat>;
+using VMap = Eigen::Map<Vec>;
+using CVMap = Eigen::Map<const Vec>;
+using Arr = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum Family { MERGED = 0, SEPARATE = 1 };
+
+struct Dims {
+  int fam, D, H, R;
+  Index P;
+  Dims(int fam_, int D_, int H_, int R_) : fam(fam_), D(D_), H(H_), R(fam_ == MERGED ? 1 : R_) {
+    if (fam != MERGED && fam != SEPARATE) throw std::invalid_argument("family must be 0 or 1");
+    if (D < 1 || H < 1 || R < 1) throw std::invalid_argument("dims must be positive");
+    P = fam == MERGED ? Index(H) * (1 + Index(D) * D) : Index(H) * (1 + 2 * Index(R) * D);
+  }
+};
+
+// Moments expressed in one orthonormal basis (the original one, or the eigenbasis of Lambda).
+struct Basis {
+  int D = 0;
+  Mat Lam, B, A;  // symmetric
+  bool lam_diag = false, b_diag = false;  // b_diag implies A diagonal as well
+  Vec lam, b, a;
+  double c0 = 0;  // tr(Lambda S) + s2
+  Mat E;          // columns: eigenvectors (original = E * eigen coordinates); identity for "original"
+  bool rotated = false;
+};
+
+bool offdiag_small(const Mat& X, double rel) {
+  const double scale = X.cwiseAbs().maxCoeff();
+  for (Index j = 0; j < X.cols(); ++j)
+    for (Index i = 0; i < X.rows(); ++i)
+      if (i != j && std::abs(X(i, j)) > rel * scale) return false;
+  return true;
+}
+
+void finish_basis(Basis& bs, const Mat& Lam, const Mat& S, double s2, double c) {
+  bs.D = int(Lam.rows());
+  bs.Lam = Lam;
+  bs.A = Lam * S * Lam;
+  bs.A = 0.5 * (bs.A + bs.A.transpose());
+  const double trSL = (S.cwiseProduct(Lam.transpose())).sum();
+  bs.B = bs.A + c * (bs.A + trSL * Lam) + s2 * c * Lam;
+  bs.c0 = trSL + s2;
+  bs.lam_diag = offdiag_small(Lam, 0.0);
+  bs.b_diag = bs.lam_diag && offdiag_small(bs.B, 0.0) && offdiag_small(bs.A, 0.0);
+  bs.lam = Lam.diagonal();
+  bs.b = bs.B.diagonal();
+  bs.a = bs.A.diagonal();
+}
+
+Basis make_original(const Mat& Lam, const Mat& S, double s2, double c) {
+  Basis bs;
+  finish_basis(bs, Lam, S, s2, c);
+  bs.E = Mat::Identity(Lam.rows(), Lam.rows());
+  return bs;
+}
+
+Basis make_eigen(const Mat& Lam, const Mat& S, double s2, double c) {
+  const Index D = Lam.rows();
+  Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (Lam + Lam.transpose()));
+  Mat E(D, D);
+  Vec lam(D);
+  for (Index d = 0; d < D; ++d) {  // descending order (conventions.md)
+    E.col(d) = es.eigenvectors().col(D - 1 - d);
+    lam(d) = es.eigenvalues()(D - 1 - d);
+  }
+  Mat St = E.transpose() * S * E;
+  St = 0.5 * (St + St.transpose());
+  // S commuting with Lambda (e.g. S = I) is diagonal here up to rounding: drop the rounding.
+  if (offdiag_small(St, 1e-13)) St = Mat(St.diagonal().asDiagonal());
+  Basis bs;
+  finish_basis(bs, Mat(lam.asDiagonal()), St, s2, c);
+  bs.E = E;
+  bs.rotated = true;
+  return bs;
+}
+
+// ---- parameter rotation between the original basis and the eigenbasis (orthogonal, linear) ----
+void rotate_params(const Dims& dm, const Mat& E, const double* in, double* out, bool to_eigen) {
+  const int D = dm.D, H = dm.H;
+  std::copy(in, in + H, out);
+  if (dm.fam == MERGED) {
+    for (int i = 0; i < H; ++i) {
+      CRMap U(in + H + Index(i) * D * D, D, D);
+      RMap V(out + H + Index(i) * D * D, D, D);
+      if (to_eigen) V.noalias() = E.transpose() * U * E; else V.noalias() = E * U * E.transpose();
+    }
+  } else {
+    const Index HR = Index(H) * dm.R;
+    for (int part = 0; part < 2; ++part) {
+      CRMap X(in + H + part * HR * D, HR, D);
+      RMap Y(out + H + part * HR * D, HR, D);
+      if (to_eigen) Y.noalias() = X * E; else Y.noalias() = X * E.transpose();
+    }
+  }
+}
+
+struct Work {
+  RMat Gam, W, M, dG, dM, T, KM, QMt;
+};
+
+void compute_gamma(const Dims& dm, const double* th, RMat& Gam, RMat& T) {
+  const int D = dm.D, H = dm.H;
+  CVMap v(th, H);
+  Gam.resize(D, D);
+  if (dm.fam == MERGED) {
+    CRMap U(th + H, H, Index(D) * D);
+    Eigen::Map<Eigen::RowVectorXd>(Gam.data(), Index(D) * D).noalias() = v.transpose() * U;
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    T.resize(HR, D);
+    for (Index j = 0; j < HR; ++j) T.row(j) = v(j / dm.R) * Q.row(j);
+    Gam.noalias() = K.transpose() * T;
+  }
+}
+
+// W = B X Lambda for the basis' structure.
+void apply_BxL(const Basis& bs, const RMat& X, RMat& W) {
+  const int D = bs.D;
+  W.resize(D, D);
+  if (bs.b_diag) {
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) W(i, j) = bs.b(i) * X(i, j) * bs.lam(j);
+  } else if (bs.lam_diag) {
+    W.noalias() = bs.B * X;
+    for (int j = 0; j < D; ++j) W.col(j) *= bs.lam(j);
+  } else {
+    RMat T = bs.B * X;
+    W.noalias() = T * bs.Lam;
+  }
+}
+
+double gamma_dot_A(const Basis& bs, const RMat& G) {
+  if (bs.b_diag) return G.diagonal().dot(bs.a);
+  return G.cwiseProduct(bs.A).sum();
+}
+
+// Chain rule: out = dL/dtheta given M = dL/dGamma (linear in M).
+void chain(const Dims& dm, const double* th, const RMat& M, double* out, Work& w) {
+  const int D = dm.D, H = dm.H;
+  CVMap v(th, H);
+  VMap gv(out, H);
+  if (dm.fam == MERGED) {
+    CRMap U(th + H, H, Index(D) * D);
+    Eigen::Map<const Eigen::VectorXd> m(M.data(), Index(D) * D);
+    gv.noalias() = U * m;
+    RMap gU(out + H, H, Index(D) * D);
+    gU.noalias() = v * m.transpose();
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    w.KM.noalias() = K * M;               // rows: (M^T k)^T ... row j = k_j^T M
+    w.QMt.noalias() = Q * M.transpose();  // row j = q_j^T M^T = (M q_j)^T
+    RMap gK(out + H, HR, D), gQ(out + H + HR * D, HR, D);
+    gv.setZero();
+    for (Index j = 0; j < HR; ++j) {
+      const double vi = v(j / dm.R);
+      gv(j / dm.R) += w.KM.row(j).dot(Q.row(j));
+      gK.row(j) = vi * w.QMt.row(j);
+      gQ.row(j) = vi * w.KM.row(j);
+    }
+  }
+}
+
+// Loss and gradient at th (in the basis of bs). Returns the loss; grad may be null.
+double loss_grad(const Dims& dm, const Basis& bs, const double* th, double* grad, Work& w) {
+  compute_gamma(dm, th, w.Gam, w.T);
+  apply_BxL(bs, w.Gam, w.W);
+  const double loss = bs.c0 - 2.0 * gamma_dot_A(bs, w.Gam) + w.Gam.cwiseProduct(w.W).sum();
+  if (grad) {
+    w.M = 2.0 * w.W;
+    if (bs.b_diag) w.M.diagonal() -= 2.0 * bs.a; else w.M -= 2.0 * bs.A;
+    chain(dm, th, w.M, grad, w);
+  }
+  return loss;
+}
+
+// Hessian-vector product H u (requires w.M from a loss_grad call at th, recomputed here).
+void hvp(const Dims& dm, const Basis& bs, const double* th, const double* u, double* out, Work& w) {
+  loss_grad(dm, bs, th, nullptr, w);
+  w.M = 2.0 * w.W;
+  if (bs.b_diag) w.M.diagonal() -= 2.0 * bs.a; else w.M -= 2.0 * bs.A;
+  const int D = dm.D, H = dm.H;
+  CVMap v(th, H), uv(u, H);
+  // dGamma = J u
+  w.dG.setZero(D, D);
+  if (dm.fam == MERGED) {
+    CRMap U(th + H, H, Index(D) * D), uU(u + H, H, Index(D) * D);
+    Eigen::Map<Eigen::RowVectorXd> g(w.dG.data(), Index(D) * D);
+    g.noalias() = uv.transpose() * U + v.transpose() * uU;
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    CRMap uK(u + H, HR, D), uQ(u + H + HR * D, HR, D);
+    RMat T1(HR, D), T2(HR, D);
+    for (Index j = 0; j < HR; ++j) {
+      const double vi = v(j / dm.R), ui = uv(j / dm.R);
+      T1.row(j) = ui * Q.row(j) + vi * uQ.row(j);
+      T2.row(j) = vi * Q.row(j);
+    }
+    w.dG.noalias() = K.transpose() * T1 + uK.transpose() * T2;
+  }
+  apply_BxL(bs, w.dG, w.dM);
+  w.dM *= 2.0;
+  chain(dm, th, w.dM, out, w);
+  // second-order term of Gamma(theta) contracted with M
+  if (dm.fam == MERGED) {
+    CRMap U(th + H, H, Index(D) * D), uU(u + H, H, Index(D) * D);
+    Eigen::Map<const Eigen::VectorXd> m(w.M.data(), Index(D) * D);
+    VMap(out, H).noalias() += uU * m;
+    RMap(out + H, H, Index(D) * D).noalias() += uv * m.transpose();
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    CRMap uK(u + H, HR, D), uQ(u + H + HR * D, HR, D);
+    RMap oK(out + H, HR, D), oQ(out + H + HR * D, HR, D);
+    RMat Mq = Q * w.M.transpose();  // row j = (M q_j)^T
+    RMat Mtk = K * w.M;             // row j = (M^T k_j)^T
+    RMat Muq = uQ * w.M.transpose();
+    RMat Mtuk = uK * w.M;
+    for (Index j = 0; j < HR; ++j) {
+      const int i = int(j / dm.R);
+      out[i] += Mq.row(j).dot(uK.row(j)) + Mtk.row(j).dot(uQ.row(j));
+      oK.row(j) += uv(i) * Mq.row(j) + v(i) * Muq.row(j);
+      oQ.row(j) += uv(i) * Mtk.row(j) + v(i) * Mtuk.row(j);
+    }
+  }
+}
+
+// Dense Hessian (P x P, row-major into out).
+void hessian(const Dims& dm, const Basis& bs, const double* th, double* out, Work& w) {
+  loss_grad(dm, bs, th, nullptr, w);
+  w.M = 2.0 * w.W;
+  if (bs.b_diag) w.M.diagonal() -= 2.0 * bs.a; else w.M -= 2.0 * bs.A;
+  const int D = dm.D, H = dm.H;
+  const Index P = dm.P, D2 = Index(D) * D;
+  CVMap v(th, H);
+  // J: columns vec(dGamma/dtheta_p) (row-major vec); Y = (B (.) Lambda) J
+  RMat J = RMat::Zero(D2, P);
+  if (dm.fam == MERGED) {
+    CRMap U(th + H, H, D2);
+    for (int i = 0; i < H; ++i) {
+      J.col(i) = U.row(i).transpose();
+      for (Index ab = 0; ab < D2; ++ab) J(ab, H + i * D2 + ab) = v(i);
+    }
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    for (Index j = 0; j < HR; ++j) {
+      const int i = int(j / dm.R);
+      for (int a = 0; a < D; ++a)
+        for (int b = 0; b < D; ++b) {
+          J(a * D + b, i) += K(j, a) * Q(j, b);
+          J(a * D + b, H + j * D + a) = v(i) * Q(j, b);       // d/dk_j[a]: v e_a q^T
+          J(a * D + b, H + HR * D + j * D + b) = v(i) * K(j, a);  // d/dq_j[b]: v k e_b^T
+        }
+    }
+  }
+  RMat Y(D2, P), X(D, D), Wp;
+  for (Index p = 0; p < P; ++p) {
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b) X(a, b) = J(a * D + b, p);
+    apply_BxL(bs, X, Wp);
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b) Y(a * D + b, p) = Wp(a, b);
+  }
+  RMap Hm(out, P, P);
+  Hm.noalias() = 2.0 * J.transpose() * Y;
+  // second-order term
+  if (dm.fam == MERGED) {
+    for (int i = 0; i < H; ++i)
+      for (Index ab = 0; ab < D2; ++ab) {
+        const double m = w.M.data()[ab];
+        Hm(i, H + i * D2 + ab) += m;
+        Hm(H + i * D2 + ab, i) += m;
+      }
+  } else {
+    const Index HR = Index(H) * dm.R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    for (Index j = 0; j < HR; ++j) {
+      const int i = int(j / dm.R);
+      const Vec Mq = w.M * Q.row(j).transpose();
+      const Vec Mtk = w.M.transpose() * K.row(j).transpose();
+      for (int a = 0; a < D; ++a) {
+        const Index ka = H + j * D + a, qa = H + HR * D + j * D + a;
+        Hm(i, ka) += Mq(a); Hm(ka, i) += Mq(a);
+        Hm(i, qa) += Mtk(a); Hm(qa, i) += Mtk(a);
+        for (int b = 0; b < D; ++b) {
+          const Index qb = H + HR * D + j * D + b;
+          Hm(ka, qb) += v(i) * w.M(a, b);
+          Hm(qb, ka) += v(i) * w.M(a, b);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------ batching helpers ------------------------------------
+struct MomentSet {
+  std::vector<Mat> cov, ws;
+  std::vector<double> noise, inv_n;
+  Index count() const { return Index(cov.size()); }
+};
+
+MomentSet read_moments(const Arr& cov, const Arr& ws, const Arr& noise, const Arr& inv_n, int D) {
+  MomentSet m;
+  if (cov.ndim() != 3 || ws.ndim() != 3 || cov.shape(1) != D || cov.shape(2) != D ||
+      ws.shape(0) != cov.shape(0) || ws.shape(1) != D || ws.shape(2) != D)
+    throw std::invalid_argument("moments: cov and w_second must be [Km, D, D]");
+  const Index Km = cov.shape(0);
+  if (noise.size() != Km || inv_n.size() != Km)
+    throw std::invalid_argument("moments: noise and inv_n must have Km entries");
+  for (Index k = 0; k < Km; ++k) {
+    m.cov.push_back(CRMap(cov.data() + k * D * D, D, D));
+    m.ws.push_back(CRMap(ws.data() + k * D * D, D, D));
+    m.noise.push_back(noise.data()[k]);
+    m.inv_n.push_back(inv_n.data()[k]);
+  }
+  return m;
+}
+
+std::pair<Index, Index> read_params(const Arr& params, const Dims& dm) {
+  Index K;
+  if (params.ndim() == 1) K = 1;
+  else if (params.ndim() == 2) K = params.shape(0);
+  else throw std::invalid_argument("params must be [P] or [K, P]");
+  if (params.shape(params.ndim() - 1) != dm.P) throw std::invalid_argument("params: wrong length P");
+  return {K, dm.P};
+}
+
+py::tuple py_loss_grad(int fam, int D, int H, int R, const Arr& params, const Arr& cov,
+                       const Arr& ws, const Arr& noise, const Arr& inv_n) {
+  Dims dm(fam, D, H, R);
+  auto [K, P] = read_params(params, dm);
+  MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
+  if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
+  Arr loss(std::vector<py::ssize_t>{py::ssize_t(K)});
+  Arr grad(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
+  const double* th = params.data();
+  double* lo = loss.mutable_data();
+  double* g = grad.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    std::vector<Basis> bases;
+    for (Index m = 0; m < ms.count(); ++m)
+      bases.push_back(make_original(ms.cov[m], ms.ws[m], ms.noise[m], ms.inv_n[m]));
+    Work w;
+    for (Index k = 0; k < K; ++k)
+      lo[k] = loss_grad(dm, bases[ms.count() == 1 ? 0 : k], th + k * P, g + k * P, w);
+  }
+  return py::make_tuple(loss, grad);
+}
+
+// Prepared evaluator: moments fixed, both bases precomputed.
+class Evaluator {
+ public:
+  Evaluator(int fam, int D, int H, int R, const Arr& cov, const Arr& ws, double noise, double inv_n)
+      : dm_(fam, D, H, R) {
+    if (cov.ndim() != 2 || cov.shape(0) != D || cov.shape(1) != D || ws.ndim() != 2 ||
+        ws.shape(0) != D || ws.shape(1) != D)
+      throw std::invalid_argument("moments: cov and w_second must be [D, D]");
+    Mat L = CRMap(cov.data(), D, D), S = CRMap(ws.data(), D, D);
+    orig_ = make_original(L, S, noise, inv_n);
+    eig_ = make_eigen(L, S, noise, inv_n);
+  }
+  Index P() const { return dm_.P; }
+  bool eig_diagonal() const { return eig_.b_diag; }
+  Arr eigvecs() const {
+    Arr out(std::vector<py::ssize_t>{dm_.D, dm_.D});
+    RMap(out.mutable_data(), dm_.D, dm_.D) = eig_.E;
+    return out;
+  }
+  py::tuple lg(const Arr& params, bool eigen) const {
+    auto [K, P] = read_params(params, dm_);
+    Arr loss(std::vector<py::ssize_t>{py::ssize_t(K)});
+    Arr grad(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
+    const double* th = params.data();
+    double* lo = loss.mutable_data();
+    double* g = grad.mutable_data();
+    {
+      py::gil_scoped_release nogil;
+      Work w;
+      const Basis& bs = eigen ? eig_ : orig_;
+      for (Index k = 0; k < K; ++k) lo[k] = loss_grad(dm_, bs, th + k * P, g + k * P, w);
+    }
+    if (params.ndim() == 1) return py::make_tuple(lo[0], grad.reshape({P}));
+    return py::make_tuple(loss, grad);
+  }
+  Arr hess(const Arr& params) const {
+    auto [K, P] = read_params(params, dm_);
+    if (K != 1 || params.ndim() != 1) throw std::invalid_argument("params must be [P]");
+    Arr out(std::vector<py::ssize_t>{py::ssize_t(P), py::ssize_t(P)});
+    double* o = out.mutable_data();
+    const double* th = params.data();
+    {
+      py::gil_scoped_release nogil;
+      Work w;
+      hessian(dm_, orig_, th, o, w);
+    }
+    return out;
+  }
+  Arr hv(const Arr& params, const Arr& u) const {
+    auto [K, P] = read_params(params, dm_);
+    if (K != 1 || params.ndim() != 1 || u.ndim() != 1 || u.shape(0) != P)
+      throw std::invalid_argument("params and u must be [P]");
+    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
+    double* o = out.mutable_data();
+    const double *th = params.data(), *uu = u.data();
+    {
+      py::gil_scoped_release nogil;
+      Work w;
+      hvp(dm_, orig_, th, uu, o, w);
+    }
+    return out;
+  }
+  Arr rot(const Arr& params, bool to_eigen) const {
+    auto [K, P] = read_params(params, dm_);
+    Arr out(std::vector<py::ssize_t>(params.shape(), params.shape() + params.ndim()));
+    for (Index k = 0; k < K; ++k)
+      rotate_params(dm_, eig_.E, params.data() + k * P, out.mutable_data() + k * P, to_eigen);
+    return out;
+  }
+
+ private:
+  Dims dm_;
+  Basis orig_, eig_;
+};
+
+// ------------------------------------------ integrators -----------------------------------------
+enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3 };
+
+struct Opts {
+  int method;
+  double t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol;
+  long long max_evals, max_steps;
+  bool record_params;
+};
+
+struct Interrupt {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  bool hit = false;
+  bool poll() {
+    if (hit) return true;
+    auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last).count() < 0.2) return false;
+    last = now;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Clear();
+      hit = true;
+    }
+    return hit;
+  }
+};
+
+struct Result {
+  std::string status = "running";
+  long long n_evals = 0, n_steps = 0, n_jac = 0, n_rejected = 0;
+  double t_final = 0;
+};
+
+bool all_finite(const Vec& x) { return x.allFinite(); }
+
+class Runner {
+ public:
+  Runner(const Dims& dm, const Basis& bs, const Opts& o, const std::vector<double>& rec,
+         double* rec_loss, double* rec_params, Interrupt& intr)
+      : dm_(dm), bs_(bs), o_(o), rec_(rec), rec_loss_(rec_loss), rec_params_(rec_params),
+        intr_(intr) {}
+
+  // y: eigenbasis parameters in, final eigenbasis parameters out.
+  Result run(Vec& y) {
+    res_ = Result();
+    P_ = dm_.P;
+    f0_.resize(P_);
+    L0_ = eval(y, f0_);
+    if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
+      res_.status = "diverged";
+      return res_;
+    }
+    next_rec_ = 0;
+    switch (o_.method) {
+      case EULER: run_euler(y); break;
+      case RK4: run_fixed_rk4(y); break;
+      case RK45: run_dp45(y); break;
+      default: run_stiff(y); break;
+    }
+    return res_;
+  }
+
+ private:
+  const Dims& dm_;
+  const Basis& bs_;
+  const Opts& o_;
+  const std::vector<double>& rec_;
+  double *rec_loss_, *rec_params_;
+  Interrupt& intr_;
+  Result res_;
+  Index P_ = 0;
+  Vec f0_;  // flow field f = -1/2 grad L at the current state
+  double L0_ = 0;
+  size_t next_rec_ = 0;
+  Work w_;
+  std::vector<double> hbuf_;
+
+  double eval(const Vec& y, Vec& f) {
+    ++res_.n_evals;
+    const double L = loss_grad(dm_, bs_, y.data(), f.data(), w_);
+    f *= -0.5;
+    return L;
+  }
+  void record(size_t j, const Vec& y, double L) {
+    rec_loss_[j] = L;
+    if (rec_params_) {
+      double* dst = rec_params_ + Index(j) * P_;
+      rotate_params(dm_, bs_.E, y.data(), dst, false);
+    }
+  }
+  // Record every grid time <= t (within rounding) at the current state.
+  void record_upto(double t, const Vec& y) {
+    while (next_rec_ < rec_.size() && rec_[next_rec_] <= t * (1 + 1e-12) + 1e-300) {
+      record(next_rec_, y, L0_);
+      ++next_rec_;
+    }
+  }
+  // Stopping tests on the current (accepted) state. Returns true when stopping.
+  bool check_stop(double t) {
+    res_.t_final = t;
+    if (!std::isnan(o_.target_loss) && L0_ <= o_.target_loss) { res_.status = "target_loss"; return true; }
+    if (!std::isnan(o_.grad_tol) && 2.0 * f0_.norm() < o_.grad_tol) { res_.status = "converged"; return true; }
+    if (t >= o_.t_end * (1 - 1e-14)) { res_.status = "t_end"; return true; }
+    if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; return true; }
+    if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return true; }
+    if (intr_.poll()) { res_.status = "interrupted"; return true; }
+    return false;
+  }
+  double next_target(double t) const {
+    double tt = o_.t_end;
+    if (next_rec_ < rec_.size() && rec_[next_rec_] < tt && rec_[next_rec_] > t) tt = rec_[next_rec_];
+    return tt;
+  }
+
+  void run_euler(Vec& y) {
+    const double eta = o_.lr, dtt = 2.0 * eta;
+    const long long n_total = (long long)std::llround(o_.t_end / dtt);
+    // record grid: step index round(t_j / (2 eta)), clamped to n_total
+    std::vector<long long> ks(rec_.size());
+    for (size_t j = 0; j < rec_.size(); ++j) ks[j] = std::min(n_total, (long long)std::llround(rec_[j] / dtt));
+    Vec yn(P_), fn(P_);
+    for (long long k = 0;; ++k) {
+      while (next_rec_ < ks.size() && ks[next_rec_] <= k) { record(next_rec_, y, L0_); ++next_rec_; }
+      res_.t_final = dtt * double(k);
+      if (!std::isnan(o_.target_loss) && L0_ <= o_.target_loss) { res_.status = "target_loss"; return; }
+      if (!std::isnan(o_.grad_tol) && 2.0 * f0_.norm() < o_.grad_tol) { res_.status = "converged"; return; }
+      if (k >= n_total) { res_.status = "t_end"; return; }
+      if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; return; }
+      if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return; }
+      if ((k & 255) == 0 && intr_.poll()) { res_.status = "interrupted"; return; }
+      yn = y + dtt * f0_;  // theta - eta grad L
+      const double Ln = eval(yn, fn);
+      if (!all_finite(yn) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; return; }
+      y.swap(yn);
+      f0_.swap(fn);
+      L0_ = Ln;
+      ++res_.n_steps;
+    }
+  }
+
+  void run_fixed_rk4(Vec& y) {
+    double t = 0;
+    record_upto(t, y);
+    if (check_stop(t)) return;
+    Vec k2(P_), k3(P_), k4(P_), yt(P_), fn(P_);
+    for (;;) {
+      const double tt = next_target(t);
+      double h = std::min(o_.dt, tt - t);
+      if (t + h >= tt * (1 - 1e-13)) h = tt - t;
+      yt = y + 0.5 * h * f0_;
+      eval(yt, k2);
+      yt = y + 0.5 * h * k2;
+      eval(yt, k3);
+      yt = y + h * k3;
+      eval(yt, k4);
+      yt = y + (h / 6.0) * (f0_ + 2.0 * k2 + 2.0 * k3 + k4);
+      const double Ln = eval(yt, fn);
+      if (!all_finite(yt) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; res_.t_final = t; return; }
+      t = (h == tt - t) ? tt : t + h;
+      y.swap(yt);
+      f0_.swap(fn);
+      L0_ = Ln;
+      ++res_.n_steps;
+      record_upto(t, y);
+      if (check_stop(t)) return;
+    }
+  }
+
+  double err_norm(const Vec& err, const Vec& y, const Vec& yn) const {
+    double s = 0;
+    for (Index i = 0; i < P_; ++i) {
+      const double sc = o_.atol + o_.rtol * std::max(std::abs(y(i)), std::abs(yn(i)));
+      const double r = err(i) / sc;
+      s += r * r;
+    }
+    return std::sqrt(s / double(P_));
+  }
+  double initial_step(const Vec& y) const {
+    if (o_.h0 > 0) return o_.h0;
+    Vec z = Vec::Zero(P_);
+    const double d0 = err_norm(y, y, z) , d1 = err_norm(f0_, y, z);
+    double h = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+    return std::min(h, o_.t_end);
+  }
+
+  void run_dp45(Vec& y) {
+    static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
+                        a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
+                        a52 = -25360.0 / 2187, a53 = 64448.0 / 6561, a54 = -212.0 / 729,
+                        a61 = 9017.0 / 3168, a62 = -355.0 / 33, a63 = 46732.0 / 5247,
+                        a64 = 49.0 / 176, a65 = -5103.0 / 18656, b1 = 35.0 / 384,
+                        b3 = 500.0 / 1113, b4 = 125.0 / 192, b5 = -2187.0 / 6784, b6 = 11.0 / 84,
+                        e1 = 71.0 / 57600, e3 = -71.0 / 16695, e4 = 71.0 / 1920,
+                        e5 = -17253.0 / 339200, e6 = 22.0 / 525, e7 = -1.0 / 40;
+    double t = 0;
+    record_upto(t, y);
+    if (check_stop(t)) return;
+    double h = initial_step(y);
+    Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_);
+    bool last_rejected = false;
+    for (;;) {
+      const double tt = next_target(t);
+      double hs = h;
+      bool clamp = false;
+      if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
+      yt = y + hs * a21 * f0_; eval(yt, k2);
+      yt = y + hs * (a31 * f0_ + a32 * k2); eval(yt, k3);
+      yt = y + hs * (a41 * f0_ + a42 * k2 + a43 * k3); eval(yt, k4);
+      yt = y + hs * (a51 * f0_ + a52 * k2 + a53 * k3 + a54 * k4); eval(yt, k5);
+      yt = y + hs * (a61 * f0_ + a62 * k2 + a63 * k3 + a64 * k4 + a65 * k5); eval(yt, k6);
+      yn = y + hs * (b1 * f0_ + b3 * k3 + b4 * k4 + b5 * k5 + b6 * k6);
+      const double Ln = eval(yn, k7);
+      err = hs * (e1 * f0_ + e3 * k3 + e4 * k4 + e5 * k5 + e6 * k6 + e7 * k7);
+      double en = err_norm(err, y, yn);
+      if (!std::isfinite(en) || !std::isfinite(Ln) || !all_finite(k7)) en = 1e10;
+      if (en <= 1.0) {
+        t = clamp ? tt : t + hs;
+        y.swap(yn);
+        f0_.swap(k7);
+        L0_ = Ln;
+        ++res_.n_steps;
+        double fac = 0.9 * std::pow(std::max(en, 1e-10), -0.2);
+        fac = std::min(last_rejected ? 1.0 : 10.0, std::max(0.2, fac));
+        // a clamped step says nothing about the step the solution allows: keep h if larger
+        h = clamp ? std::max(h, hs * fac) : hs * fac;
+        last_rejected = false;
+        record_upto(t, y);
+        if (check_stop(t)) return;
+      } else {
+        ++res_.n_rejected;
+        h = hs * std::max(0.1, 0.9 * std::pow(en, -0.2));
+        last_rejected = true;
+        if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+      }
+      if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
+    }
+  }
+
+  void finish_small_step(double t) {
+    res_.t_final = t;
+    // The step collapsed: a finite-time blow-up (diverged) or a non-finite field.
+    res_.status = (L0_ > 1e100 || !std::isfinite(L0_)) ? "diverged" : "step_too_small";
+    if (f0_.norm() > 1e50) res_.status = "diverged";
+  }
+
+  // Shampine-Reichelt ode23s Rosenbrock pair (L-stable, order 2 with order-3 error estimate),
+  // using the analytic Jacobian J = -1/2 Hessian. W = I - h d J = I + (h d / 2) Hessian.
+  void run_stiff(Vec& y) {
+    const double d = 1.0 / (2.0 + std::sqrt(2.0)), e32 = 6.0 + std::sqrt(2.0);
+    double t = 0;
+    record_upto(t, y);
+    if (check_stop(t)) return;
+    double h = initial_step(y);
+    RMat Hs(P_, P_);
+    Mat W(P_, P_);
+    Vec k1(P_), k2(P_), k3(P_), F1(P_), F2(P_), yt(P_), yn(P_), err(P_);
+    bool have_jac = false, last_rejected = false;
+    for (;;) {
+      if (!have_jac) {
+        hessian(dm_, bs_, y.data(), Hs.data(), w_);
+        ++res_.n_jac;
+        have_jac = true;
+      }
+      const double tt = next_target(t);
+      double hs = h;
+      bool clamp = false;
+      if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
+      W = (0.5 * hs * d) * Hs;
+      W.diagonal().array() += 1.0;
+      Eigen::PartialPivLU<Mat> lu(W);
+      k1 = lu.solve(f0_);
+      yt = y + 0.5 * hs * k1;
+      eval(yt, F1);
+      k2 = lu.solve(F1 - k1) + k1;
+      yn = y + hs * k2;
+      const double Ln = eval(yn, F2);
+      k3 = lu.solve(F2 - e32 * (k2 - F1) - 2.0 * (k1 - f0_));
+      err = (hs / 6.0) * (k1 - 2.0 * k2 + k3);
+      double en = err_norm(err, y, yn);
+      if (!std::isfinite(en) || !std::isfinite(Ln) || !all_finite(F2) || !all_finite(yn)) en = 1e10;
+      if (en <= 1.0) {
+        t = clamp ? tt : t + hs;
+        y.swap(yn);
+        f0_.swap(F2);
+        L0_ = Ln;
+        ++res_.n_steps;
+        have_jac = false;
+        double fac = 0.8 * std::pow(std::max(en, 1e-10), -1.0 / 3.0);
+        fac = std::min(last_rejected ? 1.0 : 5.0, std::max(0.2, fac));
+        h = clamp ? std::max(h, hs * fac) : hs * fac;
+        last_rejected = false;
+        record_upto(t, y);
+        if (check_stop(t)) return;
+      } else {
+        ++res_.n_rejected;
+        h = hs * std::max(0.1, 0.8 * std::pow(en, -1.0 / 3.0));
+        last_rejected = true;
+        if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+      }
+      if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
+    }
+  }
+};
+
+py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr& cov,
+                      const Arr& ws, const Arr& noise, const Arr& inv_n, int method,
+                      double t_end, double lr, double dt, double rtol, double atol, double h0,
+                      const Arr& record_times, bool record_params, double target_loss,
+                      double grad_tol, long long max_evals, long long max_steps) {
+  Dims dm(fam, D, H, R);
+  auto [K, P] = read_params(params, dm);
+  MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
+  if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
+  if (method < 0 || method > 3) throw std::invalid_argument("method must be 0..3");
+  std::vector<double> rec(record_times.data(), record_times.data() + record_times.size());
+  const Index T = Index(rec.size());
+  Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_evals, max_steps, record_params};
+  Arr loss(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T)});
+  Arr fin(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
+  Arr recp(record_params ? std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T), py::ssize_t(P)}
+                         : std::vector<py::ssize_t>{0});
+  std::vector<Result> results(K);
+  {
+    double* lo = loss.mutable_data();
+    double* fo = fin.mutable_data();
+    double* rp = record_params ? recp.mutable_data() : nullptr;
+    const double* th = params.data();
+    std::fill(lo, lo + K * T, kNaN);
+    if (rp) std::fill(rp, rp + K * T * P, kNaN);
+    py::gil_scoped_release nogil;
+    std::vector<Basis> bases;
+    for (Index m = 0; m < ms.count(); ++m)
+      bases.push_back(make_eigen(ms.cov[m], ms.ws[m], ms.noise[m], ms.inv_n[m]));
+    Interrupt intr;
+    Vec y(P), yr(P);
+    for (Index k = 0; k < K; ++k) {
+      const Basis& bs = bases[ms.count() == 1 ? 0 : k];
+      if (intr.hit) {
+        results[k].status = "interrupted";
+        std::copy(th + k * P, th + (k + 1) * P, fo + k * P);
+        continue;
+      }
+      rotate_params(dm, bs.E, th + k * P, y.data(), true);
+      Runner run(dm, bs, o, rec, lo + k * T, rp ? rp + k * T * P : nullptr, intr);
+      results[k] = run.run(y);
+      rotate_params(dm, bs.E, y.data(), fo + k * P, false);
+    }
+  }
+  py::dict out;
+  py::list status;
+  Arr ne(std::vector<py::ssize_t>{py::ssize_t(K)}), ns(std::vector<py::ssize_t>{py::ssize_t(K)}),
+      nj(std::vector<py::ssize_t>{py::ssize_t(K)}), nr(std::vector<py::ssize_t>{py::ssize_t(K)}),
+      tf(std::vector<py::ssize_t>{py::ssize_t(K)});
+  for (Index k = 0; k < K; ++k) {
+    status.append(results[k].status);
+    ne.mutable_data()[k] = double(results[k].n_evals);
+    ns.mutable_data()[k] = double(results[k].n_steps);
+    nj.mutable_data()[k] = double(results[k].n_jac);
+    nr.mutable_data()[k] = double(results[k].n_rejected);
+    tf.mutable_data()[k] = results[k].t_final;
+  }
+  out["loss"] = loss;
+  out["final_params"] = fin;
+  out["params"] = record_params ? py::object(recp) : py::object(py::none());
+  out["status"] = status;
+  out["n_evals"] = ne;
+  out["n_steps"] = ns;
+  out["n_jac"] = nj;
+  out["n_rejected"] = nr;
+  out["t_final"] = tf;
+  return out;
+}
+
+}  // namespace
+
+void register_population(py::module_& m) {
+  m.def("loss_grad", &py_loss_grad, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),
+        py::arg("params"), py::arg("cov"), py::arg("w_second"), py::arg("noise"), py::arg("inv_n"),
+        "Population loss [K] and gradient [K, P] of K models (params [P] or [K, P]); moments are "
+        "[Km, D, D] / [Km] with Km in {1, K}. family: 0 merged/cubic_mlp, 1 separate.");
+  py::class_<Evaluator>(m, "Evaluator")
+      .def(py::init<int, int, int, int, const Arr&, const Arr&, double, double>(),
+           py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"),
+           py::arg("w_second"), py::arg("noise"), py::arg("inv_n"))
+      .def_property_readonly("P", &Evaluator::P)
+      .def_property_readonly("eig_diagonal", &Evaluator::eig_diagonal)
+      .def("eigvecs", &Evaluator::eigvecs)
+      .def("loss_grad", &Evaluator::lg, py::arg("params"), py::arg("eigen") = false)
+      .def("hessian", &Evaluator::hess, py::arg("params"))
+      .def("hvp", &Evaluator::hv, py::arg("params"), py::arg("u"))
+      .def("to_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, true); })
+      .def("from_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, false); });
+  m.def("integrate", &py_integrate, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),
+        py::arg("params"), py::arg("cov"), py::arg("w_second"), py::arg("noise"),
+        py::arg("inv_n"), py::arg("method"), py::arg("t_end"), py::arg("lr"), py::arg("dt"),
+        py::arg("rtol"), py::arg("atol"), py::arg("h0"), py::arg("record_times"),
+        py::arg("record_params"), py::arg("target_loss"), py::arg("grad_tol"),
+        py::arg("max_evals"), py::arg("max_steps"),
+        "Integrate K models' gradient flow (method 0 euler, 1 rk4, 2 rk45, 3 stiff).");
+}

@@ -1,0 +1,359 @@
+"""Exact population loss, gradient, Hessian and gradient-flow integrators (public face).
+
+Families and flat float64 layouts (docs/conventions.md), dims = (D, H, R) (R is ignored by merged):
+
+- ``"merged"`` (ATTN_M): ``v [H]``, ``U [H, D, D]``, Γ = Σ_i v_i U_i, P = H(1 + D²).
+- ``"cubic_mlp"``: ``w2 [H]``, ``W1 [H, D·D]``; same layout and Γ as merged.
+- ``"separate"`` (ATTN_S, rank R): ``v [H]``, ``K [H, R, D]``, ``Q [H, R, D]``, Γ = Σ_i v_i K_iᵀ Q_i,
+  P = H(1 + 2RD).
+
+Time: gradient flow dθ/dt = −½ ∂L/∂θ; one GD step with learning rate η advances t by 2η.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastattn._core_loader import core, has_cpp
+from fastattn.population import reference
+from fastattn.population.moments import Moments
+
+FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
+METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3}
+
+
+@dataclass(frozen=True, eq=False)
+class IntegrationResult:
+    """A gradient-flow trajectory.
+
+    Attributes:
+        times: `[T]` record times actually reached (Euler: the step grid 2ηk nearest each request).
+            For a single model (params0 `[P]`) truncated to the records reached before stopping; for a
+            batch the full grid, with NaN losses where a model had stopped.
+        loss: `[T]` (single model) or `[K, T]`.
+        params: `[T, P]` or `[K, T, P]` recorded parameters (only with record_params=True), else None.
+        final_params: `[P]` or `[K, P]`, the last finite state.
+        status: per model, one of "t_end", "target_loss", "converged", "max_evals", "max_steps",
+            "diverged", "step_too_small", "interrupted" (a str for a single model, else a list).
+        n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: Hessians.
+        t_final: time of the final state (float or `[K]`).
+        wall_time: seconds for the whole call.
+    """
+
+    times: np.ndarray
+    loss: np.ndarray
+    params: np.ndarray | None
+    final_params: np.ndarray
+    status: str | list[str]
+    n_evals: int | np.ndarray
+    n_steps: int | np.ndarray
+    n_jac: int | np.ndarray
+    t_final: float | np.ndarray
+    wall_time: float
+
+
+# ---------------------------------------------------------------- validation helpers
+def _dims(family: str, dims) -> tuple[int, int, int]:
+    if family not in FAMILY_CODE:
+        raise ValueError(f"family={family!r} is unknown; use one of {sorted(FAMILY_CODE)}")
+    try:
+        t = tuple(int(x) for x in dims)
+    except TypeError as exc:
+        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints") from exc
+    if len(t) == 2 and FAMILY_CODE[family] == 0:
+        t = (*t, 1)
+    if len(t) != 3 or min(t) < 1:
+        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints")
+    D, H, R = t
+    return (D, H, 1) if FAMILY_CODE[family] == 0 else (D, H, R)
+
+
+def n_params(family: str, dims) -> int:
+    """Flat parameter count P of a family at dims (D, H, R)."""
+    D, H, R = _dims(family, dims)
+    return reference.n_params(family, D, H, R)
+
+
+def _params(name: str, params, family: str, dims) -> np.ndarray:
+    p = np.ascontiguousarray(np.asarray(params, dtype=np.float64))
+    P = n_params(family, dims)
+    if p.ndim not in (1, 2) or p.shape[-1] != P:
+        raise ValueError(
+            f"{name} has shape {p.shape}, but family={family!r} with dims={tuple(dims)} needs "
+            f"[P] or [K, P] with P={P}; check the family/dims or the flat layout"
+        )
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{name} contains non-finite weights (NaN/inf); pass finite parameters")
+    return p
+
+
+def _moments(moments, D: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ms = [moments] if isinstance(moments, Moments) else list(moments)
+    if not ms or not all(isinstance(m, Moments) for m in ms):
+        raise ValueError("moments must be a Moments or a sequence of K Moments")
+    if len(ms) not in (1, K):
+        raise ValueError(f"moments: got {len(ms)} sets for K={K} models; pass 1 shared set or K")
+    cov = np.stack([np.asarray(m.cov, dtype=np.float64) for m in ms])
+    ws = np.stack([np.asarray(m.w_second, dtype=np.float64) for m in ms])
+    if cov.shape[1:] != (D, D) or ws.shape[1:] != (D, D):
+        raise ValueError(
+            f"moments: cov/w_second have shape {cov.shape[1:]}/{ws.shape[1:]}, but dims give D={D}; "
+            "build the Moments for the same token dimension"
+        )
+    noise = np.array([float(m.noise) for m in ms])
+    inv_n = np.array([float(m.inv_n) for m in ms])
+    if not (np.all(np.isfinite(cov)) and np.all(np.isfinite(ws)) and np.all(np.isfinite(noise))
+            and np.all(np.isfinite(inv_n))):
+        raise ValueError("moments contain non-finite entries")
+    return cov, ws, noise, inv_n
+
+
+def _backend(backend: str) -> str:
+    if backend not in ("auto", "cpp", "torch"):
+        raise ValueError(f"backend={backend!r} is unknown; use 'auto', 'cpp' or 'torch'")
+    if backend == "cpp" and not has_cpp():
+        raise ValueError("backend='cpp' but the compiled core is absent; rebuild or use 'torch'")
+    return "cpp" if backend == "auto" and has_cpp() else ("torch" if backend == "auto" else backend)
+
+
+def _moment_list(moments, K: int) -> list[Moments]:
+    ms = [moments] if isinstance(moments, Moments) else list(moments)
+    return ms * K if len(ms) == 1 else ms
+
+
+# ---------------------------------------------------------------- public functions
+def gamma(family: str, params, dims) -> np.ndarray:
+    """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
+    D, H, R = _dims(family, dims)
+    p = _params("params", params, family, dims)
+    v = p[..., :H]
+    if FAMILY_CODE[family] == 0:
+        U = p[..., H:].reshape(*p.shape[:-1], H, D, D)
+        return np.einsum("...i,...iab->...ab", v, U)
+    K = p[..., H : H + H * R * D].reshape(*p.shape[:-1], H, R, D)
+    Q = p[..., H + H * R * D :].reshape(*p.shape[:-1], H, R, D)
+    return np.einsum("...i,...ira,...irb->...ab", v, K, Q)
+
+
+def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
+    """Population loss and gradient ∂L/∂θ.
+
+    Args:
+        params: `[P]` or `[K, P]` flat float64 parameters.
+        moments: one Moments (shared) or a sequence of K Moments.
+    Returns:
+        (loss, grad): a float and `[P]` for params `[P]`; `[K]` and `[K, P]` for `[K, P]`.
+    """
+    D, H, R = _dims(family, dims)
+    p = _params("params", params, family, dims)
+    K = 1 if p.ndim == 1 else p.shape[0]
+    cov, ws, noise, inv_n = _moments(moments, D, K)
+    if _backend(backend) == "cpp":
+        loss, grad = core.loss_grad(FAMILY_CODE[family], D, H, R, p, cov, ws, noise, inv_n)
+    else:
+        ms = _moment_list(moments, K)
+        pk = p.reshape(K, -1)
+        out = [reference.loss_and_grad(family, pk[k], (D, H, R), ms[k]) for k in range(K)]
+        loss = np.array([o[0] for o in out])
+        grad = np.stack([o[1] for o in out])
+    if p.ndim == 1:
+        return float(loss[0]), grad[0]
+    return loss, grad
+
+
+def hessian(family: str, params, dims, moments: Moments, backend: str = "auto") -> np.ndarray:
+    """Dense Hessian ∂²L/∂θ² `[P, P]` of one model (params `[P]`)."""
+    D, H, R = _dims(family, dims)
+    p = _params("params", params, family, dims)
+    if p.ndim != 1:
+        raise ValueError("params must be one model [P] for hessian")
+    _moments(moments, D, 1)
+    if _backend(backend) == "cpp":
+        return make_evaluator(family, dims, moments).hessian(p)
+    return reference.hessian(family, p, (D, H, R), moments)
+
+
+def hvp(family: str, params, u, dims, moments: Moments) -> np.ndarray:
+    """Hessian-vector product `[P]` (C++ core)."""
+    p = _params("params", params, family, dims)
+    uu = np.ascontiguousarray(np.asarray(u, dtype=np.float64))
+    if p.ndim != 1 or uu.shape != p.shape:
+        raise ValueError(f"u must have the shape of params {p.shape}, got {uu.shape}")
+    return make_evaluator(family, dims, moments).hvp(p, uu)
+
+
+def make_evaluator(family: str, dims, moments: Moments):
+    """A prepared C++ evaluator for repeated calls with fixed moments.
+
+    Methods: ``loss_grad(params [P]|[K,P], eigen=False)``, ``hessian(params [P])``,
+    ``hvp(params, u)``, ``to_eigen(params)``/``from_eigen(params)`` (rotate to Λ's eigenbasis, where
+    the integrators work), ``eigvecs()``.
+    """
+    if not has_cpp():
+        raise ValueError("make_evaluator needs the compiled core; rebuild fastattn")
+    D, H, R = _dims(family, dims)
+    cov, ws, noise, inv_n = _moments(moments, D, 1)
+    return core.Evaluator(FAMILY_CODE[family], D, H, R, cov[0], ws[0], noise[0], inv_n[0])
+
+
+def integrate(
+    family: str,
+    params0,
+    dims,
+    moments,
+    method: str = "rk45",
+    t_end: float = 1.0,
+    *,
+    lr: float | None = None,
+    dt: float | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    h0: float | None = None,
+    record_times: Sequence[float] | np.ndarray | None = None,
+    record_params: bool = False,
+    target_loss: float | None = None,
+    grad_tol: float | None = None,
+    max_evals: int | None = None,
+    max_steps: int | None = None,
+) -> IntegrationResult:
+    """Integrate the gradient flow dθ/dt = −½ ∂L/∂θ from params0 to t_end (or an early stop).
+
+    Args:
+        params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step).
+        moments: one Moments (shared) or K Moments.
+        method: "euler" (GD with learning rate ``lr``, t = 2·lr·k), "rk4" (fixed step ``dt``),
+            "rk45" (Dormand–Prince, rtol/atol), "stiff" (Rosenbrock ode23s with the analytic
+            Jacobian −½·Hessian, rtol/atol).
+        record_times: increasing times in [0, t_end] at which the loss (and params) are recorded;
+            adaptive methods and rk4 land on them exactly. Default: 0 and t_end.
+        target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
+        max_evals / max_steps: caps on gradient evaluations / accepted steps.
+    """
+    D, H, R = _dims(family, dims)
+    p = _params("params0", params0, family, dims)
+    K = 1 if p.ndim == 1 else p.shape[0]
+    cov, ws, noise, inv_n = _moments(moments, D, K)
+    if method not in METHOD_CODE:
+        raise ValueError(f"method={method!r} is unknown; use one of {sorted(METHOD_CODE)}")
+    t_end = float(t_end)
+    if not math.isfinite(t_end) or t_end <= 0:
+        raise ValueError(f"t_end={t_end} must be a positive finite time")
+    if method == "euler":
+        if lr is None or not math.isfinite(lr) or lr <= 0:
+            raise ValueError(f"lr={lr} must be a positive learning rate for method='euler'")
+    if method == "rk4":
+        if dt is None or not math.isfinite(dt) or dt <= 0:
+            raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
+    if method in ("rk45", "stiff") and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
+        raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
+    rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()
+    if rec.size == 0 or not np.all(np.isfinite(rec)) or np.any(np.diff(rec) < 0):
+        raise ValueError("record_times must be a non-empty increasing sequence of finite times")
+    if rec[0] < 0 or rec[-1] > t_end * (1 + 1e-12):
+        raise ValueError(f"record_times must lie in [0, t_end={t_end}]")
+    if not has_cpp():
+        return _integrate_python(family, p, (D, H, R), moments, method, t_end, lr, rec,
+                                 record_params, target_loss, grad_tol, max_steps)
+    t0 = time.perf_counter()
+    out = core.integrate(
+        FAMILY_CODE[family], D, H, R, p, cov, ws, noise, inv_n, METHOD_CODE[method], t_end,
+        float(lr or 0.0), float(dt or 0.0), float(rtol), float(atol), float(h0 or 0.0), rec,
+        bool(record_params), math.nan if target_loss is None else float(target_loss),
+        math.nan if grad_tol is None else float(grad_tol), int(max_evals or 0),
+        int(max_steps or 0),
+    )
+    wall = time.perf_counter() - t0
+    times = rec
+    if method == "euler":
+        n_total = round(t_end / (2 * lr))
+        times = 2 * lr * np.minimum(np.rint(rec / (2 * lr)), n_total)
+    loss, fin, prm = out["loss"], out["final_params"], out["params"]
+    ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac")]
+    if p.ndim == 1:
+        reached = ~np.isnan(loss[0])
+        n_rec = int(np.argmin(reached)) if not reached.all() else reached.size
+        return IntegrationResult(
+            times=times[:n_rec], loss=loss[0, :n_rec],
+            params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
+            status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
+            n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
+        )
+    return IntegrationResult(
+        times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
+        n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
+    )
+
+
+def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_params,
+                      target_loss, grad_tol, max_steps) -> IntegrationResult:
+    """Fallback without the C++ core: GD (method='euler') on the torch reference only."""
+    if method != "euler" or p.ndim != 1:
+        raise ValueError(f"method={method!r}: without the C++ core only single-model 'euler' runs")
+    t0 = time.perf_counter()
+    n_total = round(t_end / (2 * lr))
+    ks = np.minimum(np.rint(rec / (2 * lr)).astype(np.int64), n_total)
+    th = p.copy()
+    losses, params = [], []
+    status, k, n_evals = "t_end", 0, 0
+    L, g = reference.loss_and_grad(family, th, dims, moments)
+    n_evals += 1
+    j = 0
+    while True:
+        while j < ks.size and ks[j] <= k:
+            losses.append(L)
+            params.append(th.copy())
+            j += 1
+        if target_loss is not None and target_loss >= L:
+            status = "target_loss"
+            break
+        if grad_tol is not None and np.linalg.norm(g) < grad_tol:
+            status = "converged"
+            break
+        if k >= n_total or (max_steps and k >= max_steps):
+            status = "t_end" if k >= n_total else "max_steps"
+            break
+        new = th - lr * g
+        Ln, gn = reference.loss_and_grad(family, new, dims, moments)
+        n_evals += 1
+        if not (np.isfinite(Ln) and np.all(np.isfinite(gn)) and np.all(np.isfinite(new))):
+            status = "diverged"
+            break
+        th, L, g, k = new, Ln, gn, k + 1
+    n = len(losses)
+    return IntegrationResult(
+        times=2 * lr * ks[:n].astype(np.float64), loss=np.array(losses),
+        params=np.array(params) if record_params else None, final_params=th, status=status,
+        n_evals=n_evals, n_steps=k, n_jac=0, t_final=2 * lr * k,
+        wall_time=time.perf_counter() - t0,
+    )
+
+
+def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.ndarray]:
+    """Quantities conserved by the gradient flow (any loss), for diagnostics.
+
+    Args:
+        params_over_time: `[..., P]` (e.g. `[T, P]`).
+    Returns:
+        merged/cubic_mlp: {"w2w2T_minus_W1W1T": `[..., H, H]`} (Eq. 55: w₂w₂ᵀ − W₁W₁ᵀ).
+        separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
+                   "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
+    """
+    D, H, R = _dims(family, dims)
+    p = np.asarray(params_over_time, dtype=np.float64)
+    P = n_params(family, dims)
+    if p.shape[-1] != P:
+        raise ValueError(f"params_over_time has last dimension {p.shape[-1]}, expected P={P}")
+    v = p[..., :H]
+    if FAMILY_CODE[family] == 0:
+        W1 = p[..., H:].reshape(*p.shape[:-1], H, D * D)
+        return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]
+                - np.einsum("...ia,...ja->...ij", W1, W1)}
+    K = p[..., H : H + H * R * D].reshape(*p.shape[:-1], H, R, D)
+    Q = p[..., H + H * R * D :].reshape(*p.shape[:-1], H, R, D)
+    kk = (K**2).sum(-1)
+    return {"k_minus_q": kk - (Q**2).sum(-1), "k_minus_v": kk.sum(-1) - v**2}
