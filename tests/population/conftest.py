@@ -1,0 +1,61 @@
+"""Random moment and parameter generators for the population tests (fresh randomness per run)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastattn.population import Moments, n_params
+
+
+@pytest.fixture
+def rng(request):
+    seed = int(np.random.SeedSequence().entropy % (2**32))
+    request.node.user_properties.append(("seed", seed))
+    print(f"seed={seed}")
+    return np.random.default_rng(seed)
+
+
+def random_moments(rng, D: int, *, s_identity: bool = False, inv_n: float | None = None,
+                   noise: float | None = None) -> tuple[Moments, np.ndarray, np.ndarray]:
+    """Λ = O diag(λ) Oᵀ with a random rotation O; S = Σ_w + μμᵀ. Returns (moments, mu, Sigma_w)."""
+    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    lam = rng.uniform(0.1, 1.0, D)
+    cov = rot @ np.diag(lam) @ rot.T
+    if s_identity:
+        mu, sig = np.zeros(D), np.eye(D)
+    else:
+        A = rng.standard_normal((D, D))
+        sig = A @ A.T / D + 0.1 * np.eye(D)
+        mu = 0.5 * rng.standard_normal(D)
+    m = Moments(
+        cov=cov,
+        w_second=sig + np.outer(mu, mu),
+        noise=float(rng.uniform(0.0, 0.5)) if noise is None else noise,
+        inv_n=float(1.0 / rng.integers(2, 40)) if inv_n is None else inv_n,
+    )
+    return m, mu, sig
+
+
+def random_params(rng, family: str, dims, scale: float = 0.5) -> np.ndarray:
+    return scale * rng.standard_normal(n_params(family, dims))
+
+
+FAMILY_DIMS = [
+    ("merged", (1, 2, 1)), ("merged", (3, 4, 1)), ("merged", (5, 3, 1)),
+    ("cubic_mlp", (3, 2, 1)), ("cubic_mlp", (5, 4, 1)),
+    ("separate", (1, 3, 1)), ("separate", (3, 4, 2)), ("separate", (5, 3, 3)),
+    ("separate", (5, 5, 1)),
+]
+
+
+def fig3_setting(rng, init: float):
+    """Zhang Fig. 3: separate, D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, S=I, σ²=0."""
+    D, H, R = 4, 5, 1
+    lam = np.array([0.4, 0.3, 0.2, 0.1])
+    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
+    theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
+                            rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
+    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
+    return (D, H, R), m, theta, lstar
