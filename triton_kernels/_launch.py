@@ -47,9 +47,31 @@ class TritonKernel:
                 from triton.runtime.interpreter import InterpretedFunction
 
                 self._interpreted = InterpretedFunction(self.fn)
-            return self._interpreted[grid]
+            return _with_interpreted_library(self._interpreted[grid])
         if self._compiled is None:
             from triton.runtime.jit import JITFunction
 
             self._compiled = JITFunction(self.fn)
         return self._compiled[grid]
+
+
+def _with_interpreted_library(launch: Callable) -> Callable:
+    """Wrap an interpreted launch so that library device functions (``tl.sum``, ``tl.randn``, ...)
+    that were built as compiled ``JITFunction`` objects, because triton was imported before
+    TRITON_INTERPRET=1 was set, run through the interpreter too during this launch."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    def run(*args, **kwargs):
+        original = JITFunction.__call__
+
+        def call(jit_fn, *a, **k):
+            return InterpretedFunction(jit_fn.fn)(*a, **k)
+
+        JITFunction.__call__ = call
+        try:
+            return launch(*args, **kwargs)
+        finally:
+            JITFunction.__call__ = original
+
+    return run

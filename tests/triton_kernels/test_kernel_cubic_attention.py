@@ -1,0 +1,101 @@
+"""cubic_hidden and single_query_attention kernels against float64 references; references against
+literal formulas."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fastattn.triton_kernels.cubic import kernel as CK
+from fastattn.triton_kernels.cubic.reference import (
+    cubic_hidden_reference,
+    cubic_second_moments_reference,
+)
+from fastattn.triton_kernels.single_query_attention import kernel as AK
+from fastattn.triton_kernels.single_query_attention.reference import (
+    single_query_attention_reference,
+)
+
+DTYPES = [torch.float32, torch.float64]
+
+
+def _randn(g, *shape):
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+def test_cubic_reference_matches_literal_feature(seed):
+    g = torch.Generator().manual_seed(seed)
+    b, d, h = 6, 3, 4
+    beta, x_q, w1, y_q = _randn(g, b, d), _randn(g, b, d), _randn(g, h, d * d), _randn(g, b)
+    z = torch.stack([torch.outer(beta[s], x_q[s]).flatten() for s in range(b)])  # literal z
+    torch.testing.assert_close(cubic_hidden_reference(beta, x_q, w1), z @ w1.T)
+    mom = cubic_second_moments_reference(beta, x_q, y_q, chunk=4)
+    torch.testing.assert_close(mom["zz"], sum(torch.outer(zz, zz) for zz in z) / b)
+    torch.testing.assert_close(mom["zy"].flatten(), (y_q[:, None] * z).mean(0))
+    # Kronecker factors are exact for a single data point
+    one = cubic_second_moments_reference(beta[:1], x_q[:1], y_q[:1])
+    torch.testing.assert_close(torch.kron(one["beta_beta"], one["xq_xq"]), one["zz"])
+
+
+def test_attention_reference_matches_literal_softmax(seed):
+    """The library's use: query U_h x_q, keys all tokens' x including the query column, values y
+    with 0 in the query slot; softmax written out over the key index."""
+    g = torch.Generator().manual_seed(seed)
+    b, n, d, h, scale = 3, 5, 2, 2, 0.8
+    x, y, x_q, u = _randn(g, b, n, d), _randn(g, b, n), _randn(g, b, d), _randn(g, h, d, d)
+    keys = torch.cat([x, x_q[:, None]], 1)  # [B, N+1, D]
+    vals = torch.cat([y, y.new_zeros(b, 1)], 1)[..., None]  # [B, N+1, 1]
+    q = torch.einsum("hij,bj->bhi", u, x_q)
+    ref = single_query_attention_reference(q, keys, vals, scale)
+    for s in range(b):
+        for i in range(h):
+            scores = [scale * float(q[s, i] @ keys[s, m]) for m in range(n + 1)]
+            top = max(scores)
+            e = [torch.exp(torch.tensor(v - top, dtype=torch.float64)) for v in scores]
+            lit = sum(e[m] * vals[s, m, 0] for m in range(n + 1)) / sum(e)
+            torch.testing.assert_close(ref[s, i, 0], lit)
+
+
+@pytest.mark.interpreter
+@pytest.mark.usefixtures("interpret", "poison_empty")
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
+@pytest.mark.parametrize("b,d,h", [(1, 1, 1), (17, 5, 3), (33, 17, 2), (3, 64, 1)],
+                         ids=lambda s: str(s))
+def test_cubic_kernel_forward_backward(b, d, h, dtype, seed, rms_close):
+    g = torch.Generator().manual_seed(seed)
+    leaves = [_randn(g, b, d).requires_grad_(), _randn(g, b, d).requires_grad_(),
+              _randn(g, h, d * d).requires_grad_()]
+    ref = cubic_hidden_reference(*leaves)
+    dout = _randn(g, *ref.shape)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().to(dtype) for t in leaves]
+    rms_close("hidden", ref, CK.cubic_hidden_forward(*low), dtype)
+    for name, a, c in zip(["dbeta", "dx_q", "dW1"], grads,
+                          CK.cubic_hidden_backward(dout.to(dtype), *low), strict=True):
+        rms_close(name, a, c, dtype)
+
+
+@pytest.mark.interpreter
+@pytest.mark.usefixtures("interpret", "poison_empty")
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
+@pytest.mark.parametrize("b,h,m,k,v,per_head,block_m",
+                         [(1, 1, 1, 1, 1, False, None), (17, 3, 33, 5, 1, False, 8),
+                          (5, 2, 17, 17, 3, True, 4), (33, 5, 6, 4, 2, False, None),
+                          (3, 1, 64, 64, 1, True, 16)], ids=lambda s: str(s))
+def test_attention_kernel_forward_backward(b, h, m, k, v, per_head, block_m, dtype, seed,
+                                           rms_close):
+    g = torch.Generator().manual_seed(seed)
+    kshape = (b, h, m, k) if per_head else (b, m, k)
+    leaves = [_randn(g, b, h, k).requires_grad_(), _randn(g, *kshape).requires_grad_(),
+              _randn(g, b, m, v).requires_grad_()]
+    scale = 0.7
+    ref = single_query_attention_reference(*leaves, scale)
+    dout = _randn(g, *ref.shape)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().to(dtype) for t in leaves]
+    out, lse = AK.single_query_attention_forward(*low, scale, block_m=block_m)
+    rms_close("out", ref, out, dtype)
+    tri = AK.single_query_attention_backward(dout.to(dtype), *low, scale, out, lse,
+                                             block_m=block_m)
+    for name, a, c in zip(["dq", "dk", "dv"], grads, tri, strict=True):
+        rms_close(name, a, c, dtype)
