@@ -1,0 +1,151 @@
+"""fastattn.ops: autograd through the custom ops, opcheck, shape validation and dispatch errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fastattn.ops as ops
+from fastattn.triton_kernels.icl_readout.reference import (
+    icl_readout_next_token_reference,
+    icl_readout_reference,
+)
+
+
+@pytest.fixture
+def no_interpret(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+@pytest.fixture
+def interpret(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def _cases(dtype=torch.float64):
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s):
+        return torch.randn(*s, generator=g, dtype=dtype, requires_grad=True)
+
+    b, n, d, h = 3, 5, 3, 2
+    return {
+        "icl_readout": (ops.icl_readout, torch.ops.fastattn.icl_readout.default,
+                        (r(b, n, d), r(b, n), r(b, d), r(h, d, d))),
+        "icl_readout_next_token": (ops.icl_readout_next_token,
+                                   torch.ops.fastattn.icl_readout_next_token.default,
+                                   (r(b, n, d), r(b, n), r(h, d, d))),
+        "cubic_hidden": (ops.cubic_hidden, torch.ops.fastattn.cubic_hidden.default,
+                         (r(b, d), r(b, d), r(h, d * d))),
+        "single_query_attention": (
+            lambda q, k, v, backend: ops.single_query_attention(q, k, v, 0.5, backend=backend),
+            torch.ops.fastattn.single_query_attention.default, (r(b, h, d), r(b, n, d), r(b, n, 2))),
+    }
+
+
+@pytest.mark.parametrize("op", list(_cases()))
+def test_reference_backend_gradcheck_and_opcheck(op, no_interpret):
+    fn, raw, args = _cases()[op]
+    assert torch.autograd.gradcheck(lambda *a: fn(*a, backend="reference"), args)
+    extra = (0.5,) if op == "single_query_attention" else ()
+    torch.library.opcheck(raw, (*args, *extra, "reference"))
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("op", list(_cases()))
+def test_triton_backend_matches_reference_through_autograd(op, interpret):
+    fn, raw, args = _cases()[op]
+    out_t, out_r = fn(*args, backend="triton"), fn(*args, backend="reference")
+    dout = torch.randn_like(out_r)
+    g_t = torch.autograd.grad(out_t, args, dout)
+    g_r = torch.autograd.grad(out_r, args, dout)
+    torch.testing.assert_close(out_t, out_r)
+    for a, b in zip(g_t, g_r, strict=True):
+        torch.testing.assert_close(a, b)
+    extra = (0.5,) if op == "single_query_attention" else ()
+    torch.library.opcheck(raw, (*args, *extra, "triton"))
+
+
+def test_ops_match_pure_references(no_interpret):
+    _, _, (x, y, x_q, gamma) = _cases()["icl_readout"]
+    torch.testing.assert_close(ops.icl_readout(x, y, x_q, gamma),
+                               icl_readout_reference(x, y, x_q, gamma))
+    torch.testing.assert_close(ops.icl_readout_next_token(x, y, gamma),
+                               icl_readout_next_token_reference(x, y, gamma))
+    # per-head keys
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 4, generator=g), torch.randn(2, 3, 5, 4, generator=g),
+               torch.randn(2, 5, 1, generator=g))
+    s = torch.softmax(torch.einsum("bhk,bhmk->bhm", q, k) * 0.3, -1)
+    torch.testing.assert_close(ops.single_query_attention(q, k, v, 0.3),
+                               torch.einsum("bhm,bmv->bhv", s, v))
+
+
+def test_shape_errors_name_the_argument():
+    x, y, xq, g = torch.randn(2, 3, 4), torch.randn(2, 3), torch.randn(2, 4), torch.randn(1, 4, 4)
+    with pytest.raises(ValueError, match=r"x must be \[B, N, D\]; got \[2, 3\]"):
+        ops.icl_readout(y, y, xq, g)
+    with pytest.raises(ValueError, match=r"y must be \[B, N\]"):
+        ops.icl_readout(x, y[:, :2], xq, g)
+    with pytest.raises(ValueError, match=r"gamma must be \[H, D, D\]"):
+        ops.icl_readout(x, y, xq, g[:, :3])
+    with pytest.raises(ValueError, match="gamma must have the dtype of x"):
+        ops.icl_readout(x, y, xq, g.double())
+    with pytest.raises(ValueError, match=r"w1 must be \[H, D\*D\]"):
+        ops.cubic_hidden(xq, xq, g)
+    with pytest.raises(ValueError, match=r"k must be \[B, M, K\] or \[B, H, M, K\]"):
+        ops.single_query_attention(torch.randn(2, 1, 4), xq, x, 1.0)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        ops.icl_readout(x, y, xq, g, backend="cuda")
+
+
+def test_triton_on_cpu_without_interpreter_lists_every_reason(no_interpret):
+    d = 80
+    x = torch.randn(2, 3, d, dtype=torch.float16)
+    with pytest.raises(ops.BackendUnavailableError) as err:
+        ops.icl_readout(x, torch.randn(2, 3, dtype=torch.float16),
+                        torch.randn(2, d, dtype=torch.float16),
+                        torch.randn(1, d, d, dtype=torch.float16), backend="triton")
+    msg = str(err.value)
+    assert "TRITON_INTERPRET=1 is not set" in msg
+    assert "dtype float16 is not supported" in msg
+    assert "D=80 exceeds the maximum 64" in msg
+    assert "What would work: backend='reference'" in msg
+
+
+def test_triton_reasons_under_interpreter(interpret):
+    x = torch.randn(2, 3, 4, dtype=torch.bfloat16)
+    with pytest.raises(ops.BackendUnavailableError, match="dtype bfloat16") as err:
+        ops.cubic_hidden(x[:, 0], x[:, 0], torch.randn(1, 16, dtype=torch.bfloat16),
+                         backend="triton")
+    assert "TRITON_INTERPRET=1 is not set" not in str(err.value)
+    lmat = torch.eye(70)
+    with pytest.raises(ops.BackendUnavailableError, match="D=70 exceeds") as err:
+        ops.sample_icl_stats(0, 0, 4, 3, lmat, torch.zeros(70), lmat, 0.1, backend="triton")
+    assert "backend='wishart'" in str(err.value) and "backend='reference'" in str(err.value)
+    # auto never fails: falls back to the reference
+    out = ops.cubic_hidden(x[:, 0], x[:, 0], torch.randn(1, 16, dtype=torch.bfloat16))
+    assert out.dtype == torch.bfloat16
+
+
+def test_available_backends_report(no_interpret):
+    report = ops.available_backends()
+    assert set(report) == {"icl_readout", "icl_readout_next_token", "cubic_hidden",
+                           "sample_icl_stats", "single_query_attention"}
+    for table in report.values():
+        assert table["reference"] == {"available": True, "why_not": None,
+                                      "requires": table["reference"]["requires"]}
+        if not torch.cuda.is_available():
+            assert not table["triton"]["available"] and table["triton"]["why_not"]
+    assert report["sample_icl_stats"]["wishart"]["available"]
+
+
+def test_sampling_backends_are_reproducible(no_interpret):
+    lmat = torch.eye(3, dtype=torch.float64)
+    for backend in ("reference", "wishart"):
+        a = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3), lmat, 0.1, torch.float64,
+                                 backend=backend)
+        b = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3), lmat, 0.1, torch.float64,
+                                 backend=backend)
+        assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
+        assert a[0].shape == (8, 3) and a[1].shape == (8, 3) and a[2].shape == (8,)
