@@ -143,9 +143,11 @@ def test_available_backends_report(no_interpret):
 def test_sampling_backends_are_reproducible(no_interpret):
     lmat = torch.eye(3, dtype=torch.float64)
     for backend in ("reference", "wishart"):
-        a = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3), lmat, 0.1, torch.float64,
+        a = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3, dtype=torch.float64), lmat, 0.1,
+                                 torch.float64,
                                  backend=backend)
-        b = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3), lmat, 0.1, torch.float64,
+        b = ops.sample_icl_stats(5, 2, 8, 4, lmat, torch.ones(3, dtype=torch.float64), lmat, 0.1,
+                                 torch.float64,
                                  backend=backend)
         assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
         assert a[0].shape == (8, 3) and a[1].shape == (8, 3) and a[2].shape == (8,)
