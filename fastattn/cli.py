@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+
+from fastattn.cli_options import add_options
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -21,6 +24,31 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 2
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from fastattn import plots
+    from fastattn.cli_options import build_run, collect
+    from fastattn.train import train
+
+    task, model, config = build_run(collect(args))
+    if config.progress is None and args.quiet:
+        config = dataclasses.replace(config, progress=False)
+    traj = train(model, task, config)
+    out = Path(args.out)
+    record = traj.save(out / args.name)
+    fig, ax = plots.plt.subplots(figsize=(6, 4))
+    plots.loss_axes(ax, log_time=True)
+    plots.plot_loss(ax, traj, label=f"{model.config.name} ({config.method})")
+    ax.set_title(f"D={task.dim}, N={task.context}, H={model.config.heads}, R={model.config.rank}")
+    ax.legend()
+    png = plots.save(fig, out / f"{args.name}.png")
+    print(f"{config.method}: status={traj.status}, final loss={traj.final_loss:.6g}, "
+          f"evaluations={traj.n_evals}, wall time={traj.wall_time:.3g} s")
+    print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastattn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -28,6 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="versions, C++ core, kernel backends and devices")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("train", help="train one model on one task; writes a run record and a plot",
+                       description="Train one model. Every task, model and trainer option is "
+                       "below; e.g. fastattn train --model separate --dim 4 --heads 5 --rank 1 "
+                       "--context 31 --spectrum 0.4,0.3,0.2,0.1 --init 1e-2 --method flow "
+                       "--time 2000 --out DIR")
+    add_options(p)
+    p.add_argument("--out", required=True, help="directory for the run record and the plot")
+    p.add_argument("--name", default="run", help="file name stem (default: run)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("reproduce", help="reproduce a published figure with the theory overlaid")
     p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")

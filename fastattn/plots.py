@@ -1,0 +1,50 @@
+"""Matplotlib helpers shared by the CLI, the figure recipes and the sweeps (Agg backend, files only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from fastattn.train.trajectory import Trajectory
+
+
+def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,
+              xlabel: str = "time t (τ = 1)") -> plt.Axes:
+    if log_time:
+        ax.set_xscale("log")
+    if log_loss:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("loss")
+    ax.grid(alpha=0.3, which="both")
+    return ax
+
+
+def plot_loss(ax: plt.Axes, traj: Trajectory, label: str | None = None, x: str = "time",
+              **kw) -> None:
+    """Draw a trajectory's loss against time (or `x="step"`), skipping the t = 0 point on log axes."""
+    xs = np.asarray(traj.time if x == "time" else traj.step, dtype=float)
+    keep = xs > 0 if ax.get_xscale() == "log" else np.ones(len(xs), bool)
+    ax.plot(xs[keep], traj.loss[keep], label=label, **kw)
+
+
+def draw_levels(ax: plt.Axes, levels: Sequence[float], label: str = "theory", **kw) -> None:
+    """Horizontal dashed lines at predicted plateau levels."""
+    style = {"color": "0.3", "ls": "--", "lw": 0.8} | kw
+    for i, level in enumerate(levels):
+        ax.axhline(level, label=label if i == 0 else None, **style)
+
+
+def save(fig: plt.Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

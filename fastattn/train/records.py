@@ -1,0 +1,100 @@
+"""Run records: a JSON file (config, metadata, scalars) beside an `.npz` (arrays), written atomically.
+
+A record is complete or absent: each file is written to a temporary name in the same directory and
+renamed into place (`os.replace` is atomic on POSIX), the `.npz` first, so a JSON that exists always
+points at a finished `.npz`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastattn._core_loader import core
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON data from configs: dataclasses, numpy arrays and scalars, ranges, tuples."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (list, tuple, range)):
+        return [to_jsonable(v) for v in obj]
+    return obj
+
+
+def git_revision() -> str | None:
+    """The git revision fastattn was built from (baked into the core), else of its source tree."""
+    baked = getattr(core, "git_revision", None)
+    if baked:
+        return baked
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5, check=True)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict[str, Any]:
+    """Versions, git revision, host and time: what a run record needs to be traced back."""
+    from fastattn.info import info
+
+    report = info()
+    return {
+        "versions": report["versions"],
+        "core_loaded": report["core"]["loaded"],
+        "git_revision": git_revision(),
+        "host": platform.node(),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(path: str | os.PathLike, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    """Write `path.json` (meta) and `path.npz` (arrays) atomically; `path` has no suffix."""
+    base = Path(path)
+    npz = base.with_name(base.name + ".npz")
+    _atomic_write(npz, lambda fh: np.savez(fh, **arrays), "wb")
+    meta = {**to_jsonable(meta), "arrays": f"{npz.name}"}
+    _atomic_write(base.with_name(base.name + ".json"),
+                  lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=True)), "w")
+    return base.with_name(base.name + ".json")
+
+
+def read_record(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(meta, arrays) of a record written by `write_record`; `path` may end in .json or have no suffix."""
+    p = Path(path)
+    json_path = p if p.suffix == ".json" else p.with_name(p.name + ".json")
+    meta = json.loads(json_path.read_text())
+    with np.load(json_path.with_name(meta["arrays"])) as data:
+        arrays = {k: data[k] for k in data.files}
+    return meta, arrays

@@ -1,0 +1,283 @@
+"""`train(model, task, method=...)`: exact gradient flow, population GD, and sampled SGD / Adam.
+
+- "flow": the exact population gradient flow τ dθ/dt = −½ ∂L/∂θ (τ = 1), integrated in the C++ core.
+- "gd": population gradient descent with a fixed learning rate (explicit Euler of the flow with
+  Δt = 2η), what the papers' figures call training, minus the sampling noise.
+- "sgd" / "adam": torch training on fresh batches every step (online) or on one fixed data set
+  (`dataset_size`, full batch, as the papers' code does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fastattn import _validate as check
+from fastattn.models.base import ICLModel
+from fastattn.tasks.linear_regression import Batch, LinearRegression
+from fastattn.train.records import environment, to_jsonable
+from fastattn.train.trajectory import Trajectory
+
+METHODS = ("flow", "gd", "sgd", "adam")
+INTEGRATORS = ("stiff", "rk45", "rk4")
+LOSSES = ("query", "next_token")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train. Seeds of data and initialisation live on the task and the model.
+
+    Attributes:
+        method: "flow", "gd", "sgd" or "adam".
+        t_end: flow: integrate to this time (required for "flow").
+        integrator: flow: "stiff" (default; implicit, uses the analytic Hessian), "rk45", "rk4".
+        rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
+        lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
+        batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
+            sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
+            that data set's task vectors as the Zhang et al. code does.
+        loss: "query" (last-token loss) or "next_token" (Eq. 23; sgd/adam only — for the population
+            use a task whose context is uniform on 1..N).
+        n_records: number of log-spaced points at which the loss is recorded.
+        n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
+        target_loss: stop once the training loss is at or below it.
+        grad_tol: flow/gd: stop once the gradient norm is below it.
+        test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
+        eval_seed: seed of the test sets; must differ from the task's data_seed.
+        progress: show a progress bar (default: when attached to a terminal).
+    """
+
+    method: str = "flow"
+    t_end: float | None = None
+    integrator: str = "stiff"
+    rtol: float = 1e-8
+    atol: float = 1e-12
+    dt: float | None = None
+    lr: float | None = None
+    steps: int | None = None
+    batch_size: int = 1024
+    dataset_size: int | None = None
+    whiten: bool = False
+    loss: str = "query"
+    n_records: int = 400
+    n_snapshots: int = 40
+    target_loss: float | None = None
+    grad_tol: float | None = None
+    test_size: int = 0
+    eval_seed: int = 1
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        if self.method == "flow":
+            if self.t_end is None:
+                raise ValueError("method='flow' needs t_end (the gradient-flow time to reach)")
+            check.positive_float("t_end", self.t_end)
+            if self.integrator not in INTEGRATORS:
+                raise ValueError(f"integrator must be one of {INTEGRATORS}; got {self.integrator!r}")
+            check.positive_float("rtol", self.rtol)
+            check.positive_float("atol", self.atol)
+            if self.integrator == "rk4":
+                check.positive_float("dt", self.dt if self.dt is not None else -1)
+        else:
+            if self.lr is None or self.steps is None:
+                raise ValueError(f"method={self.method!r} needs lr and steps")
+            check.positive_float("lr", self.lr)
+            check.positive_int("steps", self.steps)
+        check.positive_int("batch_size", self.batch_size)
+        if self.dataset_size is not None:
+            check.positive_int("dataset_size", self.dataset_size)
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
+        if self.loss == "next_token" and self.method in ("flow", "gd"):
+            raise ValueError("loss='next_token' is for sampled training; for the exact population "
+                             "next-token loss use a task with context=range(1, N+1) (Eq. 23-24)")
+        check.positive_int("n_records", self.n_records)
+        check.positive_int("n_snapshots", self.n_snapshots)
+        if self.test_size:
+            check.positive_int("test_size", self.test_size)
+
+
+def train(model: ICLModel, task: LinearRegression, config: TrainConfig | None = None,
+          **kwargs) -> Trajectory:
+    """Train `model` on `task` in place and return its `Trajectory`.
+
+    Pass a `TrainConfig`, or its fields as keyword arguments:
+    `train(model, task, method="gd", lr=0.02, steps=10_000)`.
+    """
+    cfg = config if config is not None else TrainConfig(**kwargs)
+    if config is not None and kwargs:
+        cfg = dataclasses.replace(config, **kwargs)
+    if model.config.dim != task.dim:
+        raise ValueError(f"model dim={model.config.dim} does not match task dim={task.dim}")
+    if cfg.test_size and cfg.eval_seed == task.data_seed:
+        raise ValueError(f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: "
+                         "test sets must be independent of the training data")
+    _check_finite(model)
+    start = time.perf_counter()
+    if cfg.method in ("flow", "gd"):
+        traj = _train_population(model, task, cfg)
+    else:
+        traj = _train_sampled(model, task, cfg)
+    traj.wall_time = time.perf_counter() - start
+    traj.config = {"task": to_jsonable(task), "model": to_jsonable(model.config),
+                   "train": to_jsonable(cfg)}
+    traj.meta = environment()
+    return traj
+
+
+def _check_finite(model: ICLModel) -> None:
+    for name, p in model.named_parameters():
+        if not torch.all(torch.isfinite(p)):
+            raise ValueError(f"model parameter {name!r} contains NaN or inf; re-initialise the model")
+
+
+def log_grid(stop: float, n: int, start: float | None = None) -> np.ndarray:
+    """0 followed by n log-spaced points up to `stop` (the first at `start`, default stop·1e-6)."""
+    first = min(start if start is not None else stop * 1e-6, stop)
+    return np.unique(np.concatenate([[0.0], np.geomspace(first, stop, n)]))
+
+
+def record_steps(steps: int, n: int) -> np.ndarray:
+    """About n step indices in [0, steps], log-spaced, always including 0 and `steps`."""
+    return np.unique(np.concatenate([[0, steps], np.geomspace(1, steps, n).round()])).astype(int)
+
+
+# ------------------------------------------------------------------------------- population
+def _train_population(model: ICLModel, task: LinearRegression, cfg: TrainConfig) -> Trajectory:
+    from fastattn import population
+
+    if model.FAMILY is None:
+        raise ValueError(f"method={cfg.method!r} needs a model with a closed-form population loss "
+                         f"(merged, separate, cubic_mlp); {model.config.name} has none: "
+                         "use method='sgd' or 'adam'")
+    if cfg.method == "gd":
+        steps = record_steps(cfg.steps, cfg.n_records)
+        times = 2 * cfg.lr * steps
+        snaps = 2 * cfg.lr * record_steps(cfg.steps, cfg.n_snapshots)
+        kw = {"method": "euler", "lr": cfg.lr, "t_end": 2 * cfg.lr * cfg.steps}
+    else:
+        times = log_grid(cfg.t_end, cfg.n_records)
+        snaps = log_grid(cfg.t_end, cfg.n_snapshots)
+        kw = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol}
+        if cfg.integrator == "rk4":
+            kw["dt"] = cfg.dt
+    res = population.integrate(model.FAMILY, model.to_flat(), model.dims, task.moments(),
+                               record_times=np.union1d(times, snaps), record_params=True,
+                               target_loss=cfg.target_loss, grad_tol=cfg.grad_tol, **kw)
+    t = np.asarray(res.times)
+    keep = np.isin(t, times) | (t == t[-1])
+    snap = np.isin(t, snaps) | (t == t[-1])
+    model.load_flat(res.final_params)
+    step = np.round(t / (2 * cfg.lr)).astype(int) if cfg.method == "gd" else \
+        np.full(len(t), -1)
+    return Trajectory(time=t[keep], step=step[keep], loss=np.asarray(res.loss)[keep],
+                      snapshot_time=t[snap], params=np.asarray(res.params)[snap],
+                      status=res.status, n_evals=int(res.n_evals))
+
+
+# ---------------------------------------------------------------------------------- sampled
+def _loss(model: ICLModel, batch: Batch, kind: str) -> torch.Tensor:
+    if kind == "query":
+        return ((batch.y_q - model(batch.x, batch.y, batch.x_q, lengths=batch.lengths)) ** 2).mean()
+    x = torch.cat([batch.x, batch.x_q[:, None]], 1)           # [B, N+1, D]
+    y = torch.cat([batch.y, batch.y_q[:, None]], 1)           # [B, N+1]
+    return ((y[:, 1:] - model.predict_next_token(x, y)) ** 2).mean()
+
+
+def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) -> Trajectory:
+    from tqdm.auto import tqdm
+
+    dtype = model.config.torch_dtype
+    opt_cls = torch.optim.SGD if cfg.method == "sgd" else torch.optim.Adam
+    opt = opt_cls(model.parameters(), lr=cfg.lr)
+    data = None
+    if cfg.dataset_size is not None:
+        data = task.fixed_dataset(cfg.dataset_size, task.data_seed, dtype=dtype, whiten=cfg.whiten)
+    tests: dict[str, Batch] = {}
+    if cfg.test_size:
+        tests["in_context"] = task.in_context_test_set(cfg.test_size, cfg.eval_seed, dtype=dtype)
+        if task.fixed_task_fraction > 0:
+            tests["in_weight"] = task.in_weight_test_set(cfg.test_size, cfg.eval_seed, dtype=dtype)
+    exact = _population_loss_fn(model, task)
+
+    rec = set(record_steps(cfg.steps, cfg.n_records).tolist())
+    snap = set(record_steps(cfg.steps, cfg.n_snapshots).tolist())
+    out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
+    test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
+    status, n_evals = "steps", 0
+    previous = [p.detach().clone() for p in model.parameters()]
+    progress = tqdm(total=cfg.steps, disable=not _show_progress(cfg), unit="step",
+                    desc=f"{cfg.method} {model.config.name}")
+    try:
+        for k in range(cfg.steps + 1):
+            batch = data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
+            loss = _loss(model, batch, cfg.loss)
+            n_evals += 1
+            value = loss.item()
+            if not math.isfinite(value):
+                status = "diverged"
+                with torch.no_grad():
+                    for p, q in zip(model.parameters(), previous, strict=True):
+                        p.copy_(q)
+                break
+            if k in rec:
+                out["step"].append(k)
+                out["loss"].append(value)
+                with torch.no_grad():
+                    for name, test in tests.items():
+                        test_out[name].append(float(_loss(model, test, cfg.loss)))
+                if exact:
+                    test_out["population"].append(exact())
+            if k in snap:
+                out["snap_step"].append(k)
+                out["params"].append(model.to_flat())
+            if cfg.target_loss is not None and value <= cfg.target_loss:
+                status = "target_loss"
+                break
+            if k == cfg.steps:
+                break
+            previous = [p.detach().clone() for p in model.parameters()]
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            progress.update(1)
+            if k % 100 == 0:
+                progress.set_postfix(loss=f"{value:.4g}")
+    except KeyboardInterrupt:
+        status = "interrupted"
+    finally:
+        progress.close()
+    if not out["snap_step"] or out["snap_step"][-1] != k or status == "diverged":
+        out["snap_step"].append(k if status != "diverged" else max(k - 1, 0))
+        out["params"].append(model.to_flat())
+    steps = np.asarray(out["step"], dtype=int)
+    return Trajectory(time=2 * cfg.lr * steps, step=steps, loss=np.asarray(out["loss"]),
+                      test_loss={k: np.asarray(v) for k, v in test_out.items()},
+                      snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
+                      params=np.stack(out["params"]), status=status, n_evals=n_evals)
+
+
+def _population_loss_fn(model: ICLModel, task: LinearRegression):
+    """A callable giving the model's exact population loss now, or None without a closed form."""
+    if model.FAMILY is None:
+        return None
+    from fastattn import population
+
+    moments = task.moments()
+    return lambda: float(population.loss_and_grad(model.FAMILY, model.to_flat(), model.dims,
+                                                  moments)[0])
+
+
+def _show_progress(cfg: TrainConfig) -> bool:
+    if cfg.progress is not None:
+        return cfg.progress
+    import sys
+
+    return sys.stderr.isatty()

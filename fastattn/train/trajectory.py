@@ -1,0 +1,73 @@
+"""A training trajectory: what every trainer returns, saved to and loaded from a run record."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastattn.train.records import read_record, write_record
+
+
+@dataclass
+class Trajectory:
+    """Losses over time, parameter snapshots and the provenance of one run.
+
+    Attributes:
+        time: `[T]` gradient-flow time t (τ = 1; a GD/SGD step of learning rate η advances t by 2η).
+        step: `[T]` optimiser steps (integrator steps for "flow").
+        loss: `[T]` training loss: exact population loss ("flow", "gd"), or the loss on the batch /
+            fixed data set ("sgd", "adam").
+        test_loss: name → `[T]` losses at the same points, e.g. "population" (exact, when the model
+            has a closed form), "in_context", "in_weight".
+        snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
+            (layout of docs/conventions.md).
+        status: why the run stopped: "t_end", "steps", "target_loss", "converged", "diverged",
+            "interrupted", "max_evals".
+        n_evals: gradient evaluations. wall_time: seconds.
+        config: {"task", "model", "train"} plain-data configs that rebuild the run.
+        meta: versions, git revision, host, creation time.
+    """
+
+    time: np.ndarray
+    step: np.ndarray
+    loss: np.ndarray
+    test_loss: dict[str, np.ndarray] = field(default_factory=dict)
+    snapshot_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    params: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    status: str = "t_end"
+    n_evals: int = 0
+    wall_time: float = 0.0
+    config: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_loss(self) -> float:
+        return float(self.loss[-1]) if len(self.loss) else float("nan")
+
+    @property
+    def final_params(self) -> np.ndarray:
+        """The last parameter snapshot `[P]` (every trainer snapshots its final state)."""
+        return self.params[-1]
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write `path.json` + `path.npz` atomically; returns the JSON path."""
+        arrays = {"time": self.time, "step": self.step, "loss": self.loss,
+                  "snapshot_time": self.snapshot_time, "params": self.params}
+        arrays |= {f"test_loss/{k}": v for k, v in self.test_loss.items()}
+        meta = {"kind": "fastattn.Trajectory", "status": self.status, "n_evals": self.n_evals,
+                "wall_time": self.wall_time, "final_loss": self.final_loss,
+                "config": self.config, "meta": self.meta}
+        return write_record(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Trajectory:
+        meta, arrays = read_record(path)
+        tests = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("test_loss/")}
+        return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
+                   snapshot_time=arrays["snapshot_time"], params=arrays["params"],
+                   status=meta["status"], n_evals=int(meta["n_evals"]),
+                   wall_time=float(meta["wall_time"]), config=meta["config"], meta=meta["meta"])

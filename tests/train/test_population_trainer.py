@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+import torch
+
+from fastattn import population
+from fastattn.models import CubicMLP, MergedKQ, SeparateKQ
+from fastattn.population import reference
+from fastattn.tasks import LinearRegression
+from fastattn.train import train
+from helpers import mc_mean_and_se, random_spd
+
+TASK = LinearRegression(4, context=31, spectrum=[0.4, 0.3, 0.2, 0.1], rotate=True)
+
+
+def test_gd_is_population_gradient_descent_with_time_two_eta_k():
+    lr, steps = 0.3, 200
+    m = SeparateKQ(4, 5, init_scale=0.3, init_seed=1)
+    theta = m.to_flat()
+    moments = TASK.moments()
+    traj = train(m, TASK, method="gd", lr=lr, steps=steps, n_records=steps)
+    losses = []
+    for _ in range(steps + 1):
+        loss, grad = reference.loss_and_grad("separate", theta, m.dims, moments)
+        losses.append(loss)
+        theta = theta - lr * grad
+    losses = np.asarray(losses)
+    np.testing.assert_allclose(traj.loss, losses[traj.step], rtol=1e-10)
+    np.testing.assert_allclose(traj.time, 2 * lr * traj.step)
+    # the loop took one step past `steps`; the model holds the state after exactly `steps`
+    np.testing.assert_allclose(m.to_flat(), theta + lr * grad, rtol=1e-9, atol=1e-13)
+    np.testing.assert_array_equal(traj.final_params, m.to_flat())
+
+
+@pytest.mark.parametrize("make", [lambda: MergedKQ(4, 6, init_scale=1e-2),
+                                  lambda: CubicMLP(4, 6, init_scale=1e-2),
+                                  lambda: SeparateKQ(4, 5, 1, init_scale=1e-2)])
+def test_flow_reaches_the_global_minimum(make):
+    m = make()
+    traj = train(m, TASK, method="flow", t_end=1e6)
+    lam, c = TASK.eigvals, TASK.inv_context_mean()
+    minimum = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) * c))  # Eq. 19 with m = D
+    assert abs(traj.final_loss - minimum) < 1e-8
+    assert np.all(np.diff(traj.loss) <= 1e-12)   # gradient flow never increases the loss
+    assert traj.time[0] == 0 and np.isclose(traj.time[-1], 1e6)
+
+
+def test_flow_conserves_the_balance_quantities():
+    m = SeparateKQ(4, 5, 2, init_scale=0.1, init_seed=3)
+    traj = train(m, TASK, method="flow", t_end=3e4, rtol=1e-10, atol=1e-14)
+    q = population.conserved_quantities("separate", traj.params, m.dims)
+    for values in q.values():
+        values = np.asarray(values)
+        assert np.abs(values - values[0]).max() < 1e-7
+
+
+def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
+    """Task sampler + model forward (Monte-Carlo) agree with the population evaluator."""
+    d = 3
+    task = LinearRegression(d, context=[3, 6, 11], cov=random_spd(rng, d),
+                            w_mean=rng.standard_normal(d) * 0.5, noise=0.3,
+                            data_seed=int(rng.integers(10**6)))
+    for model in (MergedKQ(d, 3, init_scale=1.0, init_seed=int(rng.integers(1000))),
+                  SeparateKQ(d, 2, 2, init_scale=1.0, init_seed=int(rng.integers(1000)))):
+        b = task.sample(200_000, 0)
+        per_seq = (b.y_q - model(b.x, b.y, b.x_q, lengths=b.lengths)) ** 2
+        mean, se = mc_mean_and_se(per_seq.detach().numpy())
+        loss, grad = population.loss_and_grad(model.FAMILY, model.to_flat(), model.dims,
+                                               task.moments())
+        assert abs(mean - loss) < 4 * se
+        # gradient: per-sequence autograd gradients via the mean over 32 independent chunks
+        chunks = []
+        for chunk in torch.chunk(per_seq, 32):
+            model.zero_grad()
+            chunk.mean().backward(retain_graph=True)
+            chunks.append(np.concatenate([p.grad.reshape(-1).numpy() for p in
+                                          (getattr(model, n) for n in model.PARAM_ORDER)]))
+        g_mean, g_se = mc_mean_and_se(np.asarray(chunks))
+        assert np.all(np.abs(g_mean - grad) < 5 * g_se + 1e-9)
+
+
+def test_flow_rejects_models_without_a_closed_form():
+    from fastattn.models import SoftmaxMergedKQ
+
+    with pytest.raises(ValueError, match="closed-form"):
+        train(SoftmaxMergedKQ(4, 2), TASK, method="flow", t_end=10.0)
+    with pytest.raises(ValueError, match="closed-form"):
+        train(MergedKQ(4, 2, full=True), TASK, method="gd", lr=0.1, steps=3)

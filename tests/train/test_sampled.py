@@ -1,0 +1,116 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from fastattn.models import MergedKQ, SeparateKQ, SoftmaxMergedKQ, build_model
+from fastattn.models.base import ModelConfig
+from fastattn.tasks import LinearRegression
+from fastattn.train import TrainConfig, Trajectory, train
+
+TASK = LinearRegression(3, context=7, spectrum=[0.5, 0.3, 0.2], rotate=True, data_seed=0)
+
+
+def _manual_sgd(model, task, lr, steps, batch_size):
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for k in range(steps + 1):
+        b = task.sample(batch_size, k)
+        loss = ((b.y_q - model(b.x, b.y, b.x_q)) ** 2).mean()
+        losses.append(loss.item())
+        if k == steps:
+            break
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return np.asarray(losses)
+
+
+def test_online_sgd_equals_a_plain_torch_loop_and_time_is_two_eta_k():
+    lr, steps = 0.05, 40
+    a = SeparateKQ(3, 3, init_scale=0.5, init_seed=2)
+    b = SeparateKQ(3, 3, init_scale=0.5, init_seed=2)
+    traj = train(a, TASK, method="sgd", lr=lr, steps=steps, batch_size=32, n_records=steps)
+    want = _manual_sgd(b, TASK, lr, steps, 32)
+    np.testing.assert_allclose(traj.loss, want[traj.step], rtol=1e-12)
+    np.testing.assert_allclose(traj.time, 2 * lr * traj.step)
+    np.testing.assert_allclose(traj.final_params, b.to_flat(), rtol=1e-12)
+    assert traj.status == "steps" and traj.step[-1] == steps
+
+
+def test_full_batch_adam_on_a_fixed_dataset_reduces_the_loss():
+    m = MergedKQ(3, 4, init_scale=0.3)
+    traj = train(m, TASK, method="adam", lr=0.01, steps=200, dataset_size=256)
+    assert traj.loss[-1] < 0.5 * traj.loss[0]
+    assert "population" in traj.test_loss and len(traj.test_loss["population"]) == len(traj.loss)
+
+
+def test_divergence_stops_and_keeps_the_last_finite_state():
+    m = MergedKQ(3, 4, init_scale=3.0)
+    traj = train(m, TASK, method="sgd", lr=50.0, steps=500, batch_size=16)
+    assert traj.status == "diverged"
+    assert np.all(np.isfinite(traj.final_params))
+    assert np.all(np.isfinite(traj.loss))
+
+
+def test_in_context_and_in_weight_test_sets_are_recorded():
+    task = LinearRegression(3, context=7, fixed_task_fraction=0.6, data_seed=0)
+    traj = train(SoftmaxMergedKQ(3, 2), task, method="sgd", lr=0.05, steps=20, batch_size=16,
+                 test_size=64, eval_seed=9)
+    assert set(traj.test_loss) == {"in_context", "in_weight"}
+    assert all(len(v) == len(traj.loss) for v in traj.test_loss.values())
+    with pytest.raises(ValueError, match="eval_seed"):
+        train(SoftmaxMergedKQ(3, 2), task, method="sgd", lr=0.05, steps=2, test_size=8, eval_seed=0)
+
+
+def test_next_token_loss_trains():
+    traj = train(MergedKQ(3, 2, init_scale=0.5), TASK, method="adam", lr=0.02, steps=60,
+                 batch_size=64, loss="next_token")
+    assert traj.loss[-1] < traj.loss[0]
+
+
+def test_run_record_round_trip_rebuilds_the_run(tmp_path):
+    m = SeparateKQ(3, 2, init_seed=4, init_scale=0.4)
+    traj = train(m, TASK, method="sgd", lr=0.05, steps=10, batch_size=8)
+    path = traj.save(tmp_path / "run")
+    meta = json.loads(path.read_text())
+    assert meta["config"]["model"]["init_seed"] == 4
+    assert meta["meta"]["versions"]["torch"] == torch.__version__
+    assert "git_revision" in meta["meta"]
+    back = Trajectory.load(path)
+    np.testing.assert_array_equal(back.loss, traj.loss)
+    np.testing.assert_array_equal(back.params, traj.params)
+    rebuilt_task = LinearRegression(**meta["config"]["task"])
+    rebuilt = build_model(ModelConfig(**meta["config"]["model"]))
+    again = train(rebuilt, rebuilt_task, TrainConfig(**meta["config"]["train"]))
+    np.testing.assert_array_equal(again.loss, traj.loss)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"method": "sgd", "lr": 0.0, "steps": 3}, "lr"),
+        ({"method": "sgd", "lr": -1.0, "steps": 3}, "lr"),
+        ({"method": "gd", "lr": 0.1}, "steps"),
+        ({"method": "flow"}, "t_end"),
+        ({"method": "flow", "t_end": -1.0}, "t_end"),
+        ({"method": "flow", "t_end": 1.0, "integrator": "euler2"}, "integrator"),
+        ({"method": "newton"}, "method"),
+        ({"method": "gd", "lr": 0.1, "steps": 3, "loss": "next_token"}, "next_token"),
+    ],
+)
+def test_bad_train_config_raises(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        TrainConfig(**kwargs)
+
+
+def test_nan_weights_and_dim_mismatch_are_rejected():
+    m = MergedKQ(3, 2)
+    with torch.no_grad():
+        m.U[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"'U'.*NaN"):
+        train(m, TASK, method="sgd", lr=0.1, steps=2)
+    with pytest.raises(ValueError, match="dim"):
+        train(MergedKQ(2, 2), TASK, method="sgd", lr=0.1, steps=2)
