@@ -23,7 +23,8 @@ Algorithm (`find_plateaus_and_drops`):
    robustly from the residuals of the raw samples (zero for exact data), so sparse noisy stretches
    are not fragmented.
 5. Each plateau's level is the median of the raw loss samples in [start, end]. The drop between
-   consecutive plateaus is placed at the steepest descent (most negative s) between them.
+   consecutive plateaus is placed at the steepest descent (most negative s) between them, among
+   the points whose smoothed loss lies in the middle 60% of the drop (in ln L).
 
 Resolution limits: drops smaller than about `rel_tol` in ln L, or plateaus shorter than
 `min_decades`, are not resolved. The last plateau may be the converged loss (`reaches_end`).
@@ -131,6 +132,7 @@ def _smooth(
     min_samples: int,
     noise_sd: float = 0.0,
     slope_sd_max: float = math.inf,
+    max_smooth_decades: float = 0.25,
 ) -> _Smoothed:
     lt, ly = np.log10(t), np.log(y)
     n_bins = max(3, math.ceil((lt[-1] - lt[0]) * points_per_decade) + 1)
@@ -155,7 +157,7 @@ def _smooth(
         num = gaussian_filter1d(med * counts, s_k, mode="constant", truncate=4.0)
         den = gaussian_filter1d(counts, s_k, mode="constant", truncate=4.0)
         ne = den * math.sqrt(2.0 * math.pi) * s_k
-        last = s_k > 4 * n_bins
+        last = s_k >= max(max_smooth_decades * points_per_decade, sigma)
         sl_sd = noise_sd / np.sqrt(np.maximum(ne, 1.0)) / (math.sqrt(2.0) * s_k * step * math.log(10))
         good = (ne >= min_samples) & (sl_sd <= slope_sd_max)
         take = np.isnan(smooth) & (den > 0) & (good | last)
@@ -239,9 +241,7 @@ def find_plateaus_and_drops(
         sd_raw = _smooth(t, y, points_per_decade, smooth_decades, 5).sd_raw
         min_samples = int(np.clip(math.ceil((max(n_sigma, 1.0) * sd_raw / rel_tol) ** 2), 5, 1000))
         # and wide enough windows that the slope noise is <= slope_tol / n_sigma
-        sm = _smooth(
-            t, y, points_per_decade, smooth_decades, min_samples, sd_raw, slope_tol / max(n_sigma, 1.0)
-        )
+        sm = _smooth(t, y, points_per_decade, smooth_decades, min_samples, sd_raw, slope_tol)
     else:
         sm = _smooth(t, y, points_per_decade, smooth_decades, min_samples)
     grid, smooth, slope = sm.grid, sm.smooth, sm.slope
@@ -269,7 +269,7 @@ def find_plateaus_and_drops(
             q = merged[-1]
             lvl_q = float(np.median(smooth[q[0] : q[1] + 1]))
             lvl_p = float(np.median(smooth[p[0] : p[1] + 1]))
-            tol = float(lvl_tol[q[0] : p[1] + 1].max())
+            tol = float(lvl_tol[q[1] : p[0] + 1].max())  # noise where the two pieces meet
             between = smooth[q[1] : p[0] + 1]
             in_band = between.min() >= min(lvl_p, lvl_q) - tol and between.max() <= max(lvl_p, lvl_q) + tol
             short_gap = grid[p[0]] - grid[q[1]] <= merge_gap_decades
@@ -292,7 +292,14 @@ def find_plateaus_and_drops(
     drops: list[Drop] = []
     for (_, b0), (a1, _), p, q in zip(merged[:-1], merged[1:], plateaus[:-1], plateaus[1:], strict=True):
         window = np.arange(b0, a1 + 1)
-        k = window[np.argmin(slope[window])]
+        # steepest descent among points in the middle 60% of the drop (in ln L), so that noise
+        # on the plateau shoulders cannot win; fall back to the whole window
+        hi_l, lo_l = math.log(p.level), math.log(q.level)
+        inner = window[
+            (smooth[window] <= hi_l - 0.2 * (hi_l - lo_l)) & (smooth[window] >= lo_l + 0.2 * (hi_l - lo_l))
+        ]
+        cand = inner if inner.size else window
+        k = cand[np.argmin(slope[cand])]
         drops.append(Drop(float(10.0 ** grid[k]), p.level, q.level))
     return plateaus, drops
 
