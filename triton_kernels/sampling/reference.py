@@ -92,7 +92,7 @@ def sample_icl_stats_wishart(seed: int, step: int, batch: int, context: int,
         chi2 += torch.randn(batch, n, generator=g, dtype=dtype, device=dev).square().sum(1)
     c = chi2.sqrt()[:, None]
     z = torch.randn(batch, d + 1, generator=g, dtype=dtype, device=dev)
-    norm = u.norm(dim=1, keepdim=True)
+    norm = u.square().sum(1, keepdim=True).sqrt()
     uhat = u / norm.clamp_min(torch.finfo(dtype).tiny)
     wu = c * (c * u + norm * (z - uhat * (uhat * z).sum(1, keepdim=True)))
     beta = wu[:, :d] @ lt / context
