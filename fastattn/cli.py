@@ -19,9 +19,18 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    print("fastattn reproduce: figure reproductions are not yet available in this version "
-          "(they arrive with the Zhang et al. 2025 reproduction work).", file=sys.stderr)
-    return 2
+    from fastattn import experiments
+
+    if args.list or not args.name:
+        for name, recipe in sorted(experiments.FIGURES.items()):
+            opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
+            print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
+        return 0 if args.list else 2
+    options = dict(o.split("=", 1) for o in args.option)
+    doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
+    print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
+    print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
+    return 0
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -73,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="out", help="output directory (default: out)")
     p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
     p.add_argument("--list", action="store_true", help="list the available figures")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a recipe option, e.g. heads=code (see --list)")
     p.set_defaults(func=_cmd_reproduce)
     return parser
 

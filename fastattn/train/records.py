@@ -65,7 +65,7 @@ def environment() -> dict[str, Any]:
     }
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
+def atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -83,9 +83,9 @@ def write_record(path: str | os.PathLike, meta: dict[str, Any], arrays: dict[str
     """Write `path.json` (meta) and `path.npz` (arrays) atomically; `path` has no suffix."""
     base = Path(path)
     npz = base.with_name(base.name + ".npz")
-    _atomic_write(npz, lambda fh: np.savez(fh, **arrays), "wb")
+    atomic_write(npz, lambda fh: np.savez(fh, **arrays), "wb")
     meta = {**to_jsonable(meta), "arrays": f"{npz.name}"}
-    _atomic_write(base.with_name(base.name + ".json"),
+    atomic_write(base.with_name(base.name + ".json"),
                   lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=True)), "w")
     return base.with_name(base.name + ".json")
 
