@@ -88,6 +88,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dataset-size", "train", "dataset_size", int,
            "sgd/adam: train full-batch on this many fixed sequences"),
     Option("--whiten", "train", "whiten", boolean, "whiten the fixed data set's tasks (code)", False),
+    Option("--sampler", "train", "sampler", str,
+           "sgd/adam online: tokens (full token tensors) | stats (fused (β, x_q, y_q) sampler)", "tokens"),
     Option("--loss", "train", "loss", str, "query | next_token (sgd/adam)", "query"),
     Option("--records", "train", "n_records", int, "log-spaced loss records", 400),
     Option("--snapshots", "train", "n_snapshots", int, "log-spaced parameter snapshots", 40),

@@ -56,12 +56,22 @@ def info() -> dict:
             "error": CORE_ERROR,
         },
         "backends": backends,
+        "ops": _op_backends(),
         "devices": {
             "cpu": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
             "cuda": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
         },
     }
+
+
+def _op_backends() -> dict:
+    """Per fused op, which backends can run here and why the others cannot."""
+    from fastattn.ops import available_backends
+
+    return {op: {name: {"available": b["available"], "why_not": b.get("why_not")}
+                 for name, b in backends.items()}
+            for op, backends in available_backends().items()}
 
 
 def format_info(report: dict) -> str:
@@ -76,6 +86,10 @@ def format_info(report: dict) -> str:
     for name, b in report["backends"].items():
         state = "available" if b["available"] else f"unavailable ({b['why_not']})"
         lines.append(f"  {name:<19} {state}")
+    lines.append("fused ops (backends that can run):")
+    for op, backends in report["ops"].items():
+        ok = [name for name, b in backends.items() if b["available"]]
+        lines.append(f"  {op:<24} {', '.join(ok) or 'none'}")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

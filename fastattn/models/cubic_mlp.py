@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from fastattn import ops
 from fastattn.models.base import ModelConfig
 from fastattn.models.linear_attention import _BilinearReadout, beta
 
@@ -37,8 +38,11 @@ class CubicMLP(_BilinearReadout):
         d = self.config.dim
         return self.w2[:, None, None] * self.W1.reshape(-1, d, d)
 
+    def forward_stats(self, b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        return ops.cubic_hidden(b, x_q, self.W1) @ self.w2
+
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
-        hidden = cubic_feature(beta(x, y, lengths), x_q) @ self.W1.T    # [B, H]
+        hidden = ops.cubic_hidden(beta(x, y, lengths), x_q, self.W1)    # [B, H], z never built
         out = hidden * self.w2                                          # [B, H]
         return out if per_head else out.sum(-1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from fastattn import ops
 from fastattn.models.base import ICLModel, ModelConfig
 
 
@@ -24,13 +25,6 @@ def context_mean(values: torch.Tensor, lengths: torch.Tensor | None) -> torch.Te
 def beta(x: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
     """β = (1/N) Σ_n y_n x_n `[B, D]` from x `[B, N, D]`, y `[B, N]` (padding rows must be zero)."""
     return context_mean(y[..., None] * x, lengths)
-
-
-def prefix_betas(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """β of every prefix: row n-1 averages tokens 1..n-1, for n = 2..T. `[B, T-1, D]`."""
-    sums = torch.cumsum(y[..., None] * x, dim=1)[:, :-1]                     # [B, T-1, D]
-    counts = torch.arange(1, x.shape[1], dtype=x.dtype, device=x.device)    # [T-1]
-    return sums / counts[None, :, None]
 
 
 class _BilinearReadout(ICLModel):
@@ -53,17 +47,23 @@ class _BilinearReadout(ICLModel):
             lengths: `[B]` context lengths when padded (default: all N).
             per_head: return each head's contribution `[B, H]` instead of the sum `[B]`.
         """
-        b = beta(x, y, lengths)                                                  # [B, D]
-        if per_head:
-            return torch.einsum("bd,hde,be->bh", b, self.head_gammas(), x_q)    # [B, H]
-        return torch.einsum("bd,de,be->b", b, self.gamma(), x_q)                # [B]
+        out = ops.icl_readout(x, y, x_q, self.head_gammas())                    # [B, H]
+        if lengths is not None:
+            # padding rows are zero, so the op's β = Σ/N_max; ŷ is linear in β
+            out = out * (x.shape[1] / lengths.to(out.dtype))[:, None]
+        return out if per_head else out.sum(-1)
+
+    def forward_stats(self, b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        """Prediction βᵀ Γ x_q `[B]` from precomputed statistics β `[B, D]`, x_q `[B, D]`
+        (what `LinearRegression.sample_stats` draws without building the tokens)."""
+        return torch.einsum("bd,de,be->b", b, self.gamma(), x_q)
 
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Predictions at positions 2..T, each from the tokens before it (Eq. 23). `[B, T-1]`.
 
         Args: x `[B, T, D]`, y `[B, T]`: a fully labelled sequence.
         """
-        return torch.einsum("btd,de,bte->bt", prefix_betas(x, y), self.gamma(), x[:, 1:])
+        return ops.icl_readout_next_token(x, y, self.head_gammas()).sum(-1)
 
 
 class MergedKQ(_BilinearReadout):

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import torch
 
+from fastattn import ops
 from fastattn.models.base import ICLModel, ModelConfig
 from fastattn.models.linear_attention import MergedKQ, SeparateKQ
 
 
-def _attend(qvec: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
+def _attend(qvec: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
             scale: float) -> torch.Tensor:
     """Σ_m softmax_m(scale q_h·k_m) v_m: qvec `[B, H, D]`, keys `[B, M, D]`, values `[B, M]`,
     mask `[B, M]` (True = attend) → `[B, H]`."""
     scores = scale * torch.einsum("bhd,bmd->bhm", qvec, keys)                  # [B, H, M]
-    if mask is not None:
-        scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
+    scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
     return torch.einsum("bhm,bm->bh", torch.softmax(scores, -1), values)
 
 
@@ -38,11 +38,14 @@ class _SoftmaxReadout(ICLModel):
         qvec = torch.einsum("hde,be->bhd", self.query_weights(), x_q)           # [B, H, D]
         keys = torch.cat([x, x_q[:, None]], 1)                                  # [B, N+1, D]
         values = torch.cat([y, y.new_zeros(b, 1)], 1)                           # [B, N+1]
-        mask = None
-        if lengths is not None:
+        if lengths is None:
+            attended = ops.single_query_attention(qvec, keys, values[..., None],
+                                                  self.config.scale)[..., 0]    # [B, H]
+        else:  # ragged contexts: the fused op has no mask, so mask the padding here
             idx = torch.arange(n + 1, device=x.device)
             mask = (idx[None] < lengths[:, None]) | (idx[None] == n)            # [B, N+1]
-        out = self.v * _attend(qvec, keys, values, mask, self.config.scale)     # [B, H]
+            attended = _attend(qvec, keys, values, mask, self.config.scale)
+        out = self.v * attended                                                 # [B, H]
         return out if per_head else out.sum(-1)
 
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -230,6 +230,29 @@ class LinearRegression:
         return self._draw(batch_size, _generator(self.data_seed, step, _STREAM_BATCH),
                           dtype, device, exact_fraction=False)
 
+    def sample_stats(self, batch_size: int, step: int = 0, *, dtype: torch.dtype = torch.float64,
+                     device: str | torch.device = "cpu", backend: str = "auto"
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(β `[B, D]`, x_q `[B, D]`, y_q `[B]`) of batch `step`, drawn by the fused sampler without
+        ever building the `[B, N, D]` tokens (`fastattn.ops.sample_icl_stats`).
+
+        Same distribution as `sample`, not the same bits; a pure function of (data_seed, step).
+        Needs a fixed context length and no fixed-task fraction.
+        """
+        from fastattn import ops
+
+        if len(self.context_lengths) != 1 or self.fixed_task_fraction > 0:
+            raise ValueError("sample_stats needs a fixed context length and fixed_task_fraction=0; "
+                             "use sample() for this task")
+        check.positive_int("batch_size", batch_size)
+        to = {"dtype": dtype, "device": device}
+        return ops.sample_icl_stats(
+            self.data_seed, step, batch_size, self.max_context,
+            torch.from_numpy(_factor(self.cov_matrix)).to(**to),
+            torch.from_numpy(self.w_mean_vector).to(**to),
+            torch.from_numpy(_factor(self.w_cov_matrix)).to(**to),
+            float(np.sqrt(self.noise)), dtype, backend=backend)
+
     def fixed_dataset(self, size: int, seed: int, *, dtype: torch.dtype = torch.float64,
                       device: str | torch.device = "cpu", whiten: bool = False) -> Batch:
         """A finite training set of `size` sequences, as the papers' code trains on.

@@ -26,6 +26,7 @@ from fastattn.train.trajectory import Trajectory
 METHODS = ("flow", "gd", "sgd", "adam")
 INTEGRATORS = ("stiff", "rk45", "rk4")
 LOSSES = ("query", "next_token")
+SAMPLERS = ("tokens", "stats")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class TrainConfig:
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
             sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
             that data set's task vectors as the Zhang et al. code does.
+        sampler: sgd/adam online: "tokens" (`task.sample`, the full token tensors) or "stats" (the
+            fused sampler `task.sample_stats` draws only (β, x_q, y_q); linear models, query loss).
         loss: "query" (last-token loss) or "next_token" (Eq. 23; sgd/adam only — for the population
             use a task whose context is uniform on 1..N).
         n_records: number of log-spaced points at which the loss is recorded.
@@ -63,6 +66,7 @@ class TrainConfig:
     batch_size: int = 1024
     dataset_size: int | None = None
     whiten: bool = False
+    sampler: str = "tokens"
     loss: str = "query"
     n_records: int = 400
     n_snapshots: int = 40
@@ -93,6 +97,11 @@ class TrainConfig:
         check.positive_int("batch_size", self.batch_size)
         if self.dataset_size is not None:
             check.positive_int("dataset_size", self.dataset_size)
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+        if self.sampler == "stats" and (self.loss != "query" or self.dataset_size is not None):
+            raise ValueError("sampler='stats' is for online training on the query loss; "
+                             "use sampler='tokens' with dataset_size or loss='next_token'")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         if self.loss == "next_token" and self.method in ("flow", "gd"):
@@ -206,6 +215,9 @@ def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) ->
         if task.fixed_task_fraction > 0:
             tests["in_weight"] = task.in_weight_test_set(cfg.test_size, cfg.eval_seed, dtype=dtype)
     exact = _population_loss_fn(model, task)
+    if cfg.sampler == "stats" and not hasattr(model, "forward_stats"):
+        raise ValueError(f"sampler='stats' needs a linear model (merged, separate, cubic_mlp); "
+                         f"{model.config.name} reads the tokens themselves: use sampler='tokens'")
 
     rec = set(record_steps(cfg.steps, cfg.n_records).tolist())
     snap = set(record_steps(cfg.steps, cfg.n_snapshots).tolist())
@@ -217,8 +229,12 @@ def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) ->
                     desc=f"{cfg.method} {model.config.name}")
     try:
         for k in range(cfg.steps + 1):
-            batch = data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
-            loss = _loss(model, batch, cfg.loss)
+            if cfg.sampler == "stats":
+                b, x_q, y_q = task.sample_stats(cfg.batch_size, k, dtype=dtype)
+                loss = ((y_q - model.forward_stats(b, x_q)) ** 2).mean()
+            else:
+                batch = data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
+                loss = _loss(model, batch, cfg.loss)
             n_evals += 1
             value = loss.item()
             if not math.isfinite(value):

@@ -114,3 +114,11 @@ def test_nan_weights_and_dim_mismatch_are_rejected():
         train(m, TASK, method="sgd", lr=0.1, steps=2)
     with pytest.raises(ValueError, match="dim"):
         train(MergedKQ(2, 2), TASK, method="sgd", lr=0.1, steps=2)
+
+
+def test_stats_sampler_trains_linear_models_without_token_tensors():
+    m = SeparateKQ(3, 3, init_scale=0.5, init_seed=1)
+    traj = train(m, TASK, method="sgd", lr=0.1, steps=300, batch_size=256, sampler="stats")
+    assert traj.test_loss["population"][-1] < 0.9 * traj.test_loss["population"][0]
+    with pytest.raises(ValueError, match="sampler='stats' needs a linear model"):
+        train(SoftmaxMergedKQ(3, 2), TASK, method="sgd", lr=0.1, steps=2, sampler="stats")
