@@ -1,5 +1,10 @@
 import numpy as np
 import pytest
+import torch
+
+# The tests use tiny tensors: one intra-op thread avoids OpenMP spin-waits, which make small ops
+# hundreds of times slower when the machine's cores are busy with other work.
+torch.set_num_threads(1)
 
 
 @pytest.fixture
