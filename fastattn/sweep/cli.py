@@ -1,0 +1,124 @@
+"""`fastattn sweep` and `fastattn plot`: added to the main parser by `add_parsers(subparsers)`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fastattn.cli_options import add_options
+
+SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
+
+A comma separates the values of an axis: --dim 4,8 --context 16,64 is 4 runs. Inside one value
+write commas as '/': --spectrum 0.4/0.3/0.2/0.1, --context 8/16 (a list of lengths). --heads and
+--init may be expressions of D and N: --heads D, --heads 2*D, --init '1e-2*sqrt(D)'.
+Flow runs without --time stop at L <= (1 + converge-rel)·L* (theory's minimum), bounded by
+t_end = horizon-factor × the theory's plateau-time estimate. Finished runs in --out are never
+rerun: rerun the same command to resume. See docs/sweeps.md.
+
+Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
+         --seeds 2 --out DIR"""
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from fastattn.sweep import Horizon, load_config, run_sweep
+    from fastattn.sweep.api import SWEEP_DEFAULTS, plan
+    from fastattn.sweep.grid import Grid, grid_from_args
+
+    settings: dict = {}
+    grid = grid_from_args(args)
+    if args.config:
+        file_grid, settings = load_config(args.config)
+        grid = Grid(file_grid.axes | grid.axes,
+                    args.seeds if args.seeds is not None else file_grid.seeds)
+
+    def opt(name, default=None):
+        value = getattr(args, name, None)
+        return value if value is not None else settings.get(name, default)
+
+    out = opt("out")
+    if not out:
+        print("fastattn sweep: --out DIR is required (or `out` under [sweep] in the config)",
+              file=sys.stderr)
+        return 2
+    horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
+                      horizon_factor=opt("horizon_factor", 10.0),
+                      max_evals=int(opt("max_evals", 5_000_000)))
+    if args.dry_run:
+        items = plan(grid, horizon, SWEEP_DEFAULTS)
+        for it in items:
+            tr = it.spec["train"]
+            print(it.key, {k: v for k, v in it.point.items()},
+                  f"t_end={tr.get('t_end')} target={tr.get('target_loss')} {tr.get('integrator')}")
+        print(f"{len(items)} runs")
+        return 0
+    table = run_sweep(grid, out, executor=opt("executor", "local"), workers=opt("workers"),
+                      batch=int(opt("batch", 1)), address=opt("address"), horizon=horizon,
+                      retry_failed=bool(opt("retry_failed", False)),
+                      progress=False if args.quiet else None, max_runs=opt("max_runs"))
+    counts = table["status"].value_counts().to_dict()
+    print(f"{len(table)} runs in {out}/results.parquet: "
+          + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    failed = table[table["status"] == "error"]
+    for _, row in failed.head(5).iterrows():
+        print(f"  failed {row['key']}: {row['error']}")
+    return 0 if failed.empty else 1
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from fastattn.sweep.plots import KINDS, plot_sweep
+
+    kinds = list(KINDS) if args.kind == "all" else [args.kind]
+    for kind in kinds:
+        try:
+            path = plot_sweep(args.dir, kind, out=args.out if len(kinds) == 1 else None,
+                              x=args.x, y=args.y, value=args.value)
+        except ValueError as exc:
+            print(f"{kind}: skipped ({exc})", file=sys.stderr)
+            if len(kinds) == 1:
+                return 2
+            continue
+        print(f"wrote {path}")
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    """Add the `sweep` and `plot` subcommands to `fastattn`'s subparsers."""
+    from fastattn.sweep.grid import axis_parser
+
+    p = subparsers.add_parser("sweep", help="run a grid of configurations; resumable Parquet table",
+                              description=SWEEP_HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", nargs="?", help="a TOML (or YAML) sweep file; CLI axes override it")
+    add_options(p, parse=axis_parser)
+    g = p.add_argument_group("sweep")
+    g.add_argument("--out", help="sweep directory (results.parquet, runs/, records/)")
+    g.add_argument("--seeds", type=int, help="K: seeds 0..K-1 set init, rotation and data seeds")
+    g.add_argument("--executor", choices=("local", "ray"), help="local process pool (default) or ray")
+    g.add_argument("--workers", type=int, help="processes (default: CPU count; 0: in this process)")
+    g.add_argument("--address", help="ray: address of a running cluster (default: start a local one)")
+    g.add_argument("--batch", type=int,
+                   help="integrate up to this many compatible flow runs per C++ call (default 1)")
+    g.add_argument("--converge-rel", type=float,
+                   help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
+    g.add_argument("--horizon-factor", type=float,
+                   help="flow without --time: t_end = this × theory time estimate (default 10)")
+    g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
+    g.add_argument("--retry-failed", action="store_true", default=None,
+                   help="rerun runs recorded as failed")
+    g.add_argument("--max-runs", type=int, help="stop after this many new runs")
+    g.add_argument("--dry-run", action="store_true", help="list the runs and their horizons; run none")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sweep)
+
+    p = subparsers.add_parser("plot", help="plots of a sweep's results table",
+                              description="Plots from DIR/results.parquet: 'duration' (measured first "
+                              "plateau vs Eq. 72/54 across D and init), 'levels' (plateau levels vs "
+                              "Eq. 19 across N), 'heatmap' (a value over two swept axes).")
+    p.add_argument("dir", help="sweep directory")
+    p.add_argument("--kind", default="all", choices=("all", "duration", "levels", "heatmap"))
+    p.add_argument("--x", help="heatmap: column on x (default: first swept axis)")
+    p.add_argument("--y", help="heatmap: column on y (default: second swept axis)")
+    p.add_argument("--value", default="final_loss", help="heatmap: column shown (default final_loss)")
+    p.add_argument("--out", help="output PNG (default DIR/plot_KIND.png)")
+    p.set_defaults(func=_cmd_plot)

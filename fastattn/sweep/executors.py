@@ -1,0 +1,115 @@
+"""Executors: a local process pool (default) and Ray (optional extra ``fastattn[ray]``).
+
+Both call the same worker function, `fastattn.sweep.api._execute_safe`, on one batch of runs; the
+worker writes each run's record and row into the sweep directory (which must therefore be visible
+to the workers: always true locally; on a multi-node Ray cluster use a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any
+
+from fastattn.sweep.runner import Horizon, RunItem
+
+Collect = Callable[[list[dict[str, Any]]], None]
+
+
+def _worker_init() -> None:
+    # one core per worker: the C++ core is single-threaded; keep torch/BLAS from oversubscribing
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except Exception:
+        pass
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
+              collect: Collect, start_method: str = "spawn") -> None:
+    """Run the batches on a process pool of `workers` (0: in this process, no pool)."""
+    from fastattn.sweep.api import _execute_safe
+
+    n = default_workers() if workers is None else int(workers)
+    if n <= 0 or not groups:
+        for g in groups:
+            collect(_execute_safe(g, out, horizon))
+        return
+    ctx = mp.get_context(start_method)
+    with ProcessPoolExecutor(max_workers=min(n, len(groups)), mp_context=ctx,
+                             initializer=_worker_init) as pool:
+        pending = {pool.submit(_execute_safe, g, out, horizon): g for g in groups}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                group = pending.pop(fut)
+                try:
+                    rows = fut.result()
+                except Exception as exc:        # the worker process died (killed, out of memory)
+                    rows = _lost(group, out, exc)
+                collect(rows)
+
+
+def _lost(group: list[RunItem], out: str, exc: BaseException) -> list[dict[str, Any]]:
+    """Rows of runs whose worker died: recorded as failed (a resume with --retry-failed reruns them)."""
+    from pathlib import Path
+
+    from fastattn.sweep import store
+    from fastattn.sweep.runner import _error_row
+
+    rows = []
+    for it in group:
+        path = Path(out) / store.RUNS / f"{it.key}.json"
+        if path.exists():                       # finished before the worker died
+            import json
+
+            rows.append(json.loads(path.read_text()))
+            continue
+        row = _error_row(it, RuntimeError(f"worker died: {exc!r}"), 0.0)
+        store.save_row(Path(out), row)
+        rows.append(row)
+    return rows
+
+
+def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
+            address: str | None, collect: Collect) -> None:
+    """Run the batches as Ray tasks (one CPU each) on the cluster at `address`, or a local one."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("executor='ray' needs Ray: pip install 'fastattn[ray]'") from None
+    from fastattn.sweep.api import _execute_safe
+
+    started = False
+    if not ray.is_initialized():
+        kw: dict[str, Any] = {"address": address} if address else \
+            {"num_cpus": workers or default_workers(), "include_dashboard": False}
+        ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
+        started = True
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+        pending = {task.remote(_execute_safe, g, out, horizon): g for g in groups}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                group = pending.pop(ref)
+                try:
+                    rows = ray.get(ref)
+                except Exception as exc:
+                    rows = _lost(group, out, exc)
+                collect(rows)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_task(fn, group, out, horizon):
+    _worker_init()
+    return fn(group, out, horizon)

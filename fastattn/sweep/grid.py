@@ -1,0 +1,280 @@
+"""Sweep grids: axes of option values, their cartesian product, and one resolved spec per run.
+
+An axis is a list of values of one `fastattn.cli_options` option (keyed by the option's name without
+dashes, e.g. ``dim``, ``context``, ``init``). Every combination is one run. On the command line a
+comma separates axis values (``--dim 4,8``); an option whose *single* value contains commas (an
+explicit spectrum, a list of context lengths, ``--w-mean``) writes those inner commas as ``/``
+(``--spectrum 0.4/0.3/0.2/0.1``, ``--context 8/16``). In a TOML file a list is an axis and a nested
+list or a string is one value (``context = [[8, 16], 32]``, ``spectrum = ["0.4,0.3,0.2,0.1"]``).
+
+``heads`` and ``init`` may be expressions of the token dimension ``D`` (and context length ``N``):
+``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init = "1e-2*sqrt(D)"``; they are evaluated per run.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import itertools
+import json
+import math
+import operator
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastattn.cli_options import OPTIONS, Option
+
+#: option name (flag without dashes, underscores) → Option
+OPTION_BY_NAME: dict[str, Option] = {o.flag[2:].replace("-", "_"): o for o in OPTIONS}
+#: options whose single value may itself contain commas: written with "/" on the sweep CLI
+INNER_LIST = ("context", "spectrum", "w_mean")
+#: options that may be expressions of D (and N)
+EXPRESSIONS = ("heads", "init")
+#: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
+SEED_FIELDS = ("init_seed", "rotation_seed", "data_seed")
+EVAL_SEED_OFFSET = 1_000_000
+
+
+# ----------------------------------------------------------------------------- expressions
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
+_FUNCS = {"sqrt": math.sqrt, "log": math.log, "log2": math.log2, "exp": math.exp, "int": int,
+          "round": round, "max": max, "min": min}
+
+
+def evaluate(expr: str, names: Mapping[str, float]) -> float:
+    """Evaluate an arithmetic expression of `names` (e.g. "1e-2*sqrt(D)") without `eval`."""
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+            return _FUNCS[node.func.id](*[ev(a) for a in node.args])
+        raise ValueError(f"unsupported expression {expr!r}: use numbers, {sorted(names)}, + - * / **, "
+                         f"and {sorted(_FUNCS)}")
+
+    try:
+        tree = ast.parse(expr.replace("×", "*"), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot parse expression {expr!r}") from None
+    return ev(tree)
+
+
+def _expr_or(parse):
+    """A parser that keeps expressions of D/N as strings (resolved per run) and parses numbers."""
+
+    def p(text: str):
+        try:
+            return parse(text)
+        except (ValueError, TypeError):
+            evaluate(text, {"D": 1, "N": 1})     # validate now: a typo fails at parse time
+            return text.strip()
+
+    return p
+
+
+# ------------------------------------------------------------------------------ axis parsing
+def parse_value(name: str, text: str) -> Any:
+    """One value of option `name` from its command-line text (inner lists written with "/")."""
+    opt = OPTION_BY_NAME[name]
+    if name in INNER_LIST:
+        text = text.replace("/", ",")
+    if name in EXPRESSIONS:
+        return _expr_or(opt.parse)(text)
+    return opt.parse(text)
+
+
+def parse_axis(name: str, text: str) -> list[Any]:
+    """An axis of option `name`: "4,8" → [4, 8]; every value parsed by the option's parser."""
+    parts = [t for t in text.split(",") if t.strip()]
+    if not parts:
+        raise ValueError(f"--{name.replace('_', '-')}: empty value")
+    return [parse_value(name, t.strip()) for t in parts]
+
+
+def axis_parser(opt: Option):
+    """The `parse` hook of `cli_options.add_options`: every sweep option takes an axis."""
+    name = opt.flag[2:].replace("-", "_")
+
+    def p(text: str) -> list[Any]:
+        return parse_axis(name, text)
+
+    p.__name__ = f"{name} axis"     # argparse names the type in its error messages
+    return p
+
+
+def _from_toml(name: str, value: Any) -> Any:
+    """One value from a config file: strings go through the option's parser; numbers stay."""
+    opt = OPTION_BY_NAME[name]
+    if isinstance(value, str):
+        if name in EXPRESSIONS:
+            return _expr_or(opt.parse)(value)
+        return opt.parse(value)
+    if isinstance(value, list):            # a nested list: one list-valued value
+        return [_from_toml(name, v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def normalize_name(key: str) -> str:
+    name = key.lstrip("-").replace("-", "_")
+    if name not in OPTION_BY_NAME:
+        raise ValueError(f"unknown sweep option {key!r}; options are "
+                         f"{', '.join(sorted(OPTION_BY_NAME))}")
+    return name
+
+
+# --------------------------------------------------------------------------------- the grid
+@dataclass
+class Grid:
+    """Axes (option name → list of values) and the seed count; `expand()` lists the runs.
+
+    Attributes:
+        axes: option name → values. A name absent from `axes` takes the option's default.
+        seeds: None, or K: every run is repeated for seed s = 0..K-1, which sets init_seed,
+            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s.
+    """
+
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+    seeds: int | None = None
+
+    def __post_init__(self) -> None:
+        self.axes = {normalize_name(k): (list(v) if isinstance(v, (list, tuple)) else [v])
+                     for k, v in self.axes.items()}
+        for name, values in self.axes.items():
+            if not values:
+                raise ValueError(f"axis {name!r} has no values")
+        if self.seeds is not None:
+            if int(self.seeds) < 1:
+                raise ValueError(f"seeds must be >= 1; got {self.seeds}")
+            clash = [f for f in SEED_FIELDS if f in self.axes]
+            if clash:
+                raise ValueError(f"seeds={self.seeds} sets {', '.join(SEED_FIELDS)}; do not also "
+                                 f"sweep {', '.join(clash)}")
+
+    @property
+    def shape(self) -> dict[str, int]:
+        out = {k: len(v) for k, v in self.axes.items() if len(v) > 1}
+        if self.seeds:
+            out["seed"] = int(self.seeds)
+        return out
+
+    def __len__(self) -> int:
+        return math.prod(self.shape.values())
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every combination as {option name: value} (plus "seed" when seeds are swept)."""
+        names = list(self.axes)
+        seeds = range(int(self.seeds)) if self.seeds else [None]
+        out = []
+        for combo in itertools.product(*(self.axes[n] for n in names)):
+            for s in seeds:
+                point = dict(zip(names, copy.deepcopy(combo), strict=True))
+                if s is not None:
+                    point["seed"] = s
+                out.append(point)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"axes": self.axes, "seeds": self.seeds}
+
+
+def grid_from_args(args: Any) -> Grid:
+    """A Grid from an argparse namespace built with `add_options(parser, parse=axis_parser)`."""
+    axes = {name: getattr(args, name) for name in OPTION_BY_NAME if getattr(args, name, None) is not None}
+    return Grid(axes, getattr(args, "seeds", None))
+
+
+def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
+    """(grid, sweep settings) from a TOML (or, with pyyaml, YAML) file.
+
+    Layout: option keys at the top level or under ``[grid]`` (a list is an axis), sweep settings
+    (``seeds``, ``out``, ``executor``, ``workers``, ``batch``, ``converge_rel`` …) under ``[sweep]``.
+    """
+    text = open(path, "rb").read()
+    if str(path).endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise ValueError("YAML sweep files need pyyaml (pip install pyyaml); or use TOML") from None
+        doc = yaml.safe_load(text) or {}
+    else:
+        import tomllib
+
+        doc = tomllib.loads(text.decode())
+    settings = dict(doc.pop("sweep", {}) or {})
+    raw = dict(doc.pop("grid", {}) or {}) | doc
+    axes: dict[str, list[Any]] = {}
+    for key, value in raw.items():
+        name = normalize_name(key)
+        values = value if isinstance(value, list) else [value]
+        axes[name] = [_from_toml(name, v) for v in values]
+    seeds = settings.pop("seeds", None)
+    return Grid(axes, seeds), settings
+
+
+# ------------------------------------------------------------------------------ resolution
+def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A {"task", "model", "train"} spec (as `cli_options.build_run` takes it) of one grid point:
+    defaults filled in, seeds applied, heads/init expressions of D and N evaluated."""
+    values = {name: point[name] if name in point else opt.default for name, opt in OPTION_BY_NAME.items()}
+    if point.get("seed") is not None:
+        s = int(point["seed"])
+        for f in SEED_FIELDS:
+            values[f] = s
+        values["eval_seed"] = EVAL_SEED_OFFSET + s
+    dim = int(values["dim"])
+    ctx = values["context"]
+    n = max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)
+    names = {"D": dim, "N": n}
+    if isinstance(values["heads"], str):
+        h = evaluate(values["heads"], names)
+        if abs(h - round(h)) > 1e-9 or round(h) < 1:
+            raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
+        values["heads"] = round(h)
+    if isinstance(values["init"], str):
+        values["init"] = float(evaluate(values["init"], names))
+    spec: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
+    for name, opt in OPTION_BY_NAME.items():
+        if values[name] is not None:
+            spec[opt.target][opt.field] = values[name]
+    return spec
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_key(spec: Mapping[str, Any]) -> str:
+    """A stable 16-hex-digit key of a resolved run (config + horizon settings)."""
+    return hashlib.sha256(canonical(spec).encode()).hexdigest()[:16]
+
+
+def flat_columns(point: Mapping[str, Any], spec: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Config columns of the results table: one per option (its name), resolved values; list
+    values as JSON text so every column has one type."""
+    out: dict[str, Any] = {}
+    for name, opt in OPTION_BY_NAME.items():
+        v = spec[opt.target].get(opt.field)
+        if isinstance(v, (list, tuple)):
+            v = json.dumps(list(v))
+        out[name] = v
+    out["seed"] = point.get("seed")
+    for name in EXPRESSIONS:
+        raw = point.get(name)
+        out[f"{name}_expr"] = raw if isinstance(raw, str) else None
+    return out
+
+
+def describe(points: Iterable[Mapping[str, Any]]) -> str:
+    pts = list(points)
+    return f"{len(pts)} runs"

@@ -1,0 +1,327 @@
+"""Executing sweep runs: the flow horizon, theory predictions, measurement, and batched integration.
+
+Everything here runs inside a worker (a local process or a Ray task) and depends only on plain data,
+so a run gives the same row wherever it runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: families with the closed-form population flow
+FLOW_FAMILIES = {"merged": "merged", "separate": "separate", "cubic_mlp": "cubic_mlp"}
+#: "auto" integrator: the dense-Hessian stiff solver up to this many parameters, rk45 above
+AUTO_STIFF_MAX_PARAMS = 200
+#: parameters are recorded at every loss record only below this many floats (else init + final)
+MAX_RECORDED_FLOATS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """How far a flow run goes when the sweep does not give --time (see docs/sweeps.md).
+
+    target: stop at L ≤ (1 + converge_rel)·L* (theory's minimum, Eq. 25/46), unless --target-loss.
+    t_end: horizon_factor × the theory's time to learn the directions that the target needs,
+        Σ_{m<m_target} 1/(λ_{m+1}² v₀) (Eq. 72 summed, v₀ the typical initial value weight), a
+        conservative bound: the target normally stops the run well before.
+    max_evals: a cap on gradient evaluations (status "max_evals" when hit).
+    """
+
+    converge_rel: float = 0.05
+    horizon_factor: float = 10.0
+    max_evals: int = 5_000_000
+    n_records: int | None = None
+
+
+@dataclass
+class RunItem:
+    key: str
+    point: dict[str, Any]
+    spec: dict[str, dict[str, Any]]
+    columns: dict[str, Any]
+    batch_key: str | None = None
+    theory: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------- theory
+def theory_applies(task) -> bool:
+    """Eq. 19/25 assume w ~ N(0, I), no label noise and no fixed task (our defaults)."""
+    return (task.noise == 0 and task.fixed_task_fraction == 0
+            and np.allclose(task.w_second_moment(), np.eye(task.dim)))
+
+
+def typical_value_weight(model_cfg: dict[str, Any]) -> float:
+    """Typical |v_i(0)|: init/√H (paper scheme, App. C.2) or init (code scheme)."""
+    s = float(model_cfg.get("init_scale", 1e-2))
+    return s / math.sqrt(model_cfg["heads"]) if model_cfg.get("init_scheme", "paper") == "paper" else s
+
+
+def predictions(task, model_cfg: dict[str, Any], params0: np.ndarray | None = None,
+                converge_rel: float = 0.05) -> dict[str, Any]:
+    """The theory's numbers for one run (NaN where they do not apply)."""
+    from fastattn.theory import zhang2025 as th
+
+    nan = float("nan")
+    out: dict[str, Any] = {"theory_L0": nan, "theory_Lstar": nan, "theory_levels": None,
+                           "theory_m_target": None, "theory_t_estimate": nan,
+                           "theory_eq72_duration": nan, "theory_eq54_duration": nan,
+                           "theory_n_conspicuous": None, "v0_rms": nan}
+    lam = np.asarray(task.eigvals, dtype=float)
+    inv_n = task.inv_context_mean()
+    name = model_cfg["name"]
+    heads = int(model_cfg["heads"])
+    v0 = typical_value_weight(model_cfg)
+    if params0 is not None and name in FLOW_FAMILIES:
+        v0 = float(np.sqrt(np.mean(np.asarray(params0)[:heads] ** 2))) or v0
+    out["v0_rms"] = v0
+    if theory_applies(task):
+        levels = th.fixed_point_losses(lam, inv_n)
+        out["theory_L0"] = float(levels[0])
+        out["theory_Lstar"] = float(levels[-1])
+        out["theory_levels"] = [float(x) for x in levels]
+        target = (1 + converge_rel) * levels[-1]
+        m = int(np.argmax(levels <= target * (1 - 1e-12))) if np.any(levels <= target) else lam.size
+        out["theory_m_target"] = m
+    else:
+        m = lam.size
+    m = max(m, 1)
+    if v0 > 0:
+        out["theory_t_estimate"] = float(sum(1.0 / (lam[k] ** 2 * v0) for k in range(m)))
+        if name in ("separate", "softmax_separate"):
+            out["theory_eq72_duration"] = th.plateau_duration(float(lam[0]), v0)
+            out["theory_n_conspicuous"] = th.n_conspicuous_plateaus(lam.size, int(model_cfg.get("rank", 1)))
+        if name in ("merged", "cubic_mlp", "softmax_merged"):
+            s0 = heads * v0 ** 2            # ‖w_2(0)‖² = ‖v(0)‖²
+            if 0 < s0 < 1:
+                out["theory_eq54_duration"] = th.merged_plateau_time(lam, s0)
+    return out
+
+
+def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, dict[str, Any]]:
+    """Fill the flow horizon (t_end, target, integrator "auto") into a resolved spec; returns
+    (spec, theory predictions from the init scale). Cheap: builds the task without rotation."""
+    from fastattn.tasks import LinearRegression, spectrum
+
+    spec = {k: dict(v) for k, v in spec.items()}
+    tr = spec["train"]
+    task_kw = dict(spec["task"], rotate=False)
+    if isinstance(task_kw.get("spectrum"), str):
+        task_kw["spectrum"] = tuple(spectrum(task_kw["spectrum"], int(task_kw["dim"])))
+    if isinstance(task_kw.get("context"), list):
+        task_kw["context"] = tuple(task_kw["context"])
+    task = LinearRegression(**task_kw)
+    model = dict(spec["model"])
+    if model.get("name") in ("merged", "cubic_mlp", "softmax_merged"):
+        model["rank"] = 1
+    theory = predictions(task, model, converge_rel=horizon.converge_rel)
+    if tr.get("method", "flow") != "flow":
+        return spec, theory
+    if tr.get("integrator") == "auto":
+        from fastattn.population import n_params
+
+        fam = FLOW_FAMILIES.get(model["name"], "separate")
+        p = n_params(fam, (task.dim, model["heads"], model.get("rank", 1)))
+        tr["integrator"] = "stiff" if p <= AUTO_STIFF_MAX_PARAMS else "rk45"
+    if tr.get("target_loss") is None and math.isfinite(theory["theory_Lstar"]):
+        tr["target_loss"] = (1 + horizon.converge_rel) * theory["theory_Lstar"]
+    if tr.get("t_end") is None:
+        est = theory["theory_t_estimate"]
+        if not math.isfinite(est):
+            raise ValueError("flow run without --time and no theory estimate (init scale 0?); give --time")
+        tr["t_end"] = float(f"{horizon.horizon_factor * est:.6g}")
+    return spec, theory
+
+
+# ------------------------------------------------------------------------------ measuring
+def measure(traj, theory: dict[str, Any]) -> dict[str, Any]:
+    """Plateaus, drops and levels of a trajectory, matched to the Eq. 19 levels."""
+    from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
+
+    t, y = np.asarray(traj.time, float), np.asarray(traj.loss, float)
+    ok = (t > 0) & np.isfinite(y) & (y > 0)
+    out: dict[str, Any] = {"final_loss": traj.final_loss,
+                           "final_time": float(t[-1]) if t.size else float("nan"),
+                           "n_plateaus": 0, "n_drops": 0, "n_conspicuous": 0,
+                           "plateau_levels": [], "plateau_starts": [], "plateau_ends": [],
+                           "drop_times": [], "first_drop_time": float("nan"),
+                           "level_rel_error_max": float("nan"), "n_levels_matched": 0}
+    if ok.sum() >= 10:
+        plateaus, drops = find_plateaus_and_drops(t[ok], y[ok])
+        out |= {"n_plateaus": len(plateaus), "n_drops": len(drops),
+                "n_conspicuous": count_conspicuous_plateaus(plateaus),
+                "plateau_levels": [p.level for p in plateaus],
+                "plateau_starts": [p.start for p in plateaus],
+                "plateau_ends": [p.end for p in plateaus],
+                "drop_times": [d.time for d in drops],
+                "first_drop_time": drops[0].time if drops else float("nan")}
+        levels = theory.get("theory_levels")
+        if levels and plateaus:
+            errs = []
+            for p in plateaus:
+                rel = min(abs(p.level - lv) / lv for lv in levels if lv > 0)
+                if rel < 0.1:
+                    errs.append(rel)
+            out["n_levels_matched"] = len(errs)
+            out["level_rel_error_max"] = max(errs) if errs else float("nan")
+    lstar = theory.get("theory_Lstar", float("nan"))
+    out["excess_loss_rel"] = (out["final_loss"] - lstar) / lstar if lstar and math.isfinite(lstar) \
+        else float("nan")
+    return out
+
+
+# ------------------------------------------------------------------------------ executing
+def _build(item: RunItem):
+    from fastattn.cli_options import build_run
+
+    spec = {k: dict(v) for k, v in item.spec.items()}
+    spec["train"]["progress"] = False
+    return build_run(spec)
+
+
+def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any, Any, dict]]:
+    """Integrate K compatible flow runs in one `population.integrate` call."""
+    from fastattn import population
+    from fastattn.train import Trajectory
+    from fastattn.train.records import environment, to_jsonable
+    from fastattn.train.trainer import log_grid
+
+    built = [_build(it) for it in items]
+    tasks = [b[0] for b in built]
+    models = [b[1] for b in built]
+    cfg = built[0][2]
+    fam = models[0].FAMILY
+    if fam is None:
+        raise ValueError(f"method='flow' needs a closed-form model; {models[0].config.name} has none")
+    dims = models[0].dims
+    p0 = np.stack([m.to_flat() for m in models])
+    times = log_grid(cfg.t_end, horizon.n_records or cfg.n_records)
+    snaps = log_grid(cfg.t_end, cfg.n_snapshots)
+    record_params = p0.size * (times.size + snaps.size) <= MAX_RECORDED_FLOATS
+    rec = np.union1d(times, snaps) if record_params else times
+    kw = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol}
+    if cfg.integrator == "rk4":
+        kw["dt"] = cfg.dt
+    start = time.perf_counter()
+    res = population.integrate(fam, p0 if len(items) > 1 else p0[0], dims,
+                               [t.moments() for t in tasks] if len(items) > 1 else tasks[0].moments(),
+                               record_times=rec, record_params=record_params,
+                               target_loss=cfg.target_loss, grad_tol=cfg.grad_tol,
+                               max_evals=horizon.max_evals, **kw)
+    wall = time.perf_counter() - start
+    meta = environment()
+    out = []
+    K = len(items)
+    for k in range(K):
+        if K == 1:
+            t, loss = np.asarray(res.times), np.asarray(res.loss)
+            prm = res.params
+            fin, status, n_evals = res.final_params, res.status, int(res.n_evals)
+        else:
+            reached = ~np.isnan(res.loss[k])
+            n = int(np.argmin(reached)) if not reached.all() else reached.size
+            t, loss = np.asarray(res.times)[:n], np.asarray(res.loss[k])[:n]
+            prm = None if res.params is None else res.params[k, :n]
+            fin, status, n_evals = res.final_params[k], res.status[k], int(res.n_evals[k])
+        t_fin = float(res.t_final if K == 1 else res.t_final[k])
+        if t.size == 0 or t_fin > t[-1]:       # stopped between records: add the final state
+            moments = tasks[k].moments()
+            t = np.append(t, t_fin)
+            loss = np.append(loss, population.loss_and_grad(fam, fin, dims, moments)[0])
+            if prm is not None:
+                prm = np.vstack([prm, fin[None]])
+        keep = np.isin(t, times) | (t == t[-1])
+        if record_params and prm is not None:
+            snap = np.isin(t, snaps) | (t == t[-1])
+            s_time, params = t[snap], np.asarray(prm)[snap]
+            if not np.array_equal(params[-1], fin):
+                s_time, params = np.append(s_time, t[-1]), np.vstack([params, fin])
+        else:
+            s_time, params = np.array([0.0, t[-1]]), np.stack([p0[k], fin])
+        models[k].load_flat(fin)
+        traj = Trajectory(time=t[keep], step=np.full(int(keep.sum()), -1), loss=loss[keep],
+                          snapshot_time=s_time, params=params, status=status, n_evals=n_evals,
+                          wall_time=wall / K)
+        traj.config = {"task": to_jsonable(tasks[k]), "model": to_jsonable(models[k].config),
+                       "train": to_jsonable(dataclasses.replace(cfg, progress=None))}
+        traj.meta = meta
+        out.append((traj, models[k], {"batch_size": K, "batch_wall_time": wall}))
+    return out, p0, tasks
+
+
+def _row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
+         horizon: Horizon) -> dict[str, Any]:
+    theory = predictions(task, item.spec["model"] | {"rank": traj.config["model"]["rank"]}, p0,
+                         horizon.converge_rel)
+    row = {"key": item.key, **item.columns,
+           "t_end": item.spec["train"].get("t_end"),
+           "target_loss": item.spec["train"].get("target_loss"),
+           "integrator_used": item.spec["train"].get("integrator"),
+           "status": traj.status, "error": None, "n_evals": traj.n_evals,
+           "wall_time": traj.wall_time, **extra, **theory, **measure(traj, theory)}
+    return row
+
+
+def _error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
+    return {"key": item.key, **item.columns, "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(traceback.format_exception(exc))[-4000:], "wall_time": wall,
+            **item.theory}
+
+
+def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
+    """Run `items` (one batch: several only when they are compatible flow runs), save each run's
+    record and result row in `out_dir`, and return the rows. Never raises for a failed run."""
+    from fastattn.sweep import store
+
+    rows: list[dict[str, Any]] = []
+    if len(items) > 1:
+        try:
+            results, p0, tasks = _flow_trajectories(items, horizon)
+        except Exception:                    # attribute the failure: run them one by one
+            return [r for it in items for r in execute([it], out_dir, horizon)]
+        for k, (item, (traj, _model, extra)) in enumerate(zip(items, results, strict=True)):
+            try:
+                rows.append(_finish(item, traj, p0[k], tasks[k], extra, out_dir, horizon))
+            except Exception as exc:
+                row = _error_row(item, exc, traj.wall_time)
+                store.save_row(Path(out_dir), row)
+                rows.append(row)
+        return rows
+    item = items[0]
+    start = time.perf_counter()
+    try:
+        if item.spec["train"].get("method", "flow") == "flow":
+            results, p0, tasks = _flow_trajectories([item], horizon)
+            traj, _model, extra = results[0]
+            rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
+        else:
+            from fastattn.train import train
+
+            task, model, cfg = _build(item)
+            p0 = model.to_flat() if model.FAMILY else None
+            traj = train(model, task, cfg)
+            rows.append(_finish(item, traj, p0, task, {"batch_size": 1}, out_dir, horizon))
+    except Exception as exc:
+        row = _error_row(item, exc, time.perf_counter() - start)
+        store.save_row(Path(out_dir), row)
+        rows.append(row)
+    return rows
+
+
+def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
+    from fastattn.sweep import store
+
+    out = Path(out_dir)
+    record = traj.save(out / store.RECORDS / item.key)
+    row = _row(item, traj, p0, task, extra, horizon)
+    row["record"] = str(record.relative_to(out))
+    store.save_row(out, row)
+    return row
