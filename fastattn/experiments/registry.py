@@ -27,13 +27,16 @@ from fastattn.train.records import atomic_write, environment, to_jsonable
 @dataclass(frozen=True)
 class RunSpec:
     """One training run of a figure: `label` is unique within the figure; `group` is free-form
-    (a panel, a seed, a rank) for the recipe's own use."""
+    (a panel, a seed, a rank) for the recipe's own use. `init`, if given, is a flat parameter
+    vector `[P]` loaded after the model is built (a hand-made initialisation, e.g. the balanced,
+    aligned one a derivation assumes); otherwise the model config's seeded init is used."""
 
     label: str
     task: LinearRegression
     model: ModelConfig
     train: TrainConfig
     group: dict[str, Any] = field(default_factory=dict)
+    init: tuple[float, ...] | None = None
 
 
 @dataclass
@@ -80,6 +83,8 @@ def run_specs(specs: list[RunSpec]) -> list[Run]:
     runs = []
     for spec in specs:
         model = build_model(spec.model)
+        if spec.init is not None:
+            model.load_flat(np.asarray(spec.init, dtype=np.float64))
         cfg = dataclasses.replace(spec.train, progress=False)
         runs.append(Run(spec, train(model, spec.task, cfg), model))
     return runs
