@@ -29,11 +29,12 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
     items, seen = [], set()
     for point in grid.points():
         full = dict(defaults or {}) | point
-        spec = resolve(full)
         theory: dict[str, Any] = {}
         try:
+            spec = resolve(full)
             spec, theory = plan_flow(spec, horizon)
         except Exception as exc:          # a bad point becomes a failed run, not a failed sweep
+            spec = resolve(full, strict=False)
             spec["train"]["_plan_error"] = f"{type(exc).__name__}: {exc}"
         key = run_key({"spec": spec, "max_evals": horizon.max_evals, "n_records": horizon.n_records})
         if key in seen:
@@ -47,7 +48,7 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
             m = it.spec["model"]
             it.batch_key = canonical({"family": m["name"], "dim": it.spec["task"]["dim"],
                                       "heads": m["heads"], "rank": m.get("rank", 1),
-                                      "train": tr})
+                                      "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
     return items
 
 
@@ -61,13 +62,23 @@ def batches(items: list[RunItem], batch: int) -> list[list[RunItem]]:
         for i in range(0, len(g), max(1, batch)):
             out.append(g[i:i + max(1, batch)])
     # largest runs first: better packing on the workers, honest ETA sooner
-    out.sort(key=lambda b: -b[0].spec["task"]["dim"] * b[0].spec["model"]["heads"])
+    out.sort(key=lambda b: -_size(b[0]))
     return out
+
+
+def _size(it: RunItem) -> float:
+    try:
+        return float(it.spec["task"]["dim"]) * float(it.spec["model"]["heads"])
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _execute_safe(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
     """Worker entry point: planning errors become failed rows too."""
+    from fastattn.sweep.executors import mark_inflight
     from fastattn.sweep.runner import _error_row
+
+    mark_inflight(items, out_dir)
 
     bad = [it for it in items if "_plan_error" in it.spec["train"]]
     rows = []

@@ -11,6 +11,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from fastattn.sweep.runner import Horizon, RunItem
@@ -43,18 +44,64 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
             collect(_execute_safe(g, out, horizon))
         return
     ctx = mp.get_context(start_method)
-    with ProcessPoolExecutor(max_workers=min(n, len(groups)), mp_context=ctx,
-                             initializer=_worker_init) as pool:
-        pending = {pool.submit(_execute_safe, g, out, horizon): g for g in groups}
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                group = pending.pop(fut)
-                try:
-                    rows = fut.result()
-                except Exception as exc:        # the worker process died (killed, out of memory)
-                    rows = _lost(group, out, exc)
-                collect(rows)
+    strikes: dict[int, int] = {}
+    queue = list(groups)
+    while queue:                      # a worker that dies breaks the pool: start a new one
+        with ProcessPoolExecutor(max_workers=min(n, len(queue)), mp_context=ctx,
+                                 initializer=_worker_init) as pool:
+            pending = {pool.submit(_execute_safe, g, out, horizon): g for g in queue}
+            queue = []
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    group = pending.pop(fut)
+                    try:
+                        rows = fut.result()
+                    except BrokenProcessPool as exc:
+                        # only the groups that were running when the worker died get a strike;
+                        # a group that kills its worker twice is recorded as failed
+                        if _inflight(group, out):
+                            strikes[id(group)] = strikes.get(id(group), 0) + 1
+                        if strikes.get(id(group), 0) >= 2:
+                            rows = _lost(group, out, exc)
+                        else:
+                            queue.append(group)
+                            continue
+                    except Exception as exc:
+                        rows = _lost(group, out, exc)
+                    _clear_inflight(group, out)
+                    collect(rows)
+        for g in queue:
+            _clear_inflight(g, out)
+
+
+INFLIGHT = ".inflight"
+
+
+def mark_inflight(group: list[RunItem], out: str) -> None:
+    """Worker side: mark the group as running (removed when its rows are collected)."""
+    from pathlib import Path
+
+    d = Path(out) / INFLIGHT
+    d.mkdir(parents=True, exist_ok=True)
+    (d / group[0].key).touch()
+    victim = os.environ.get("FASTATTN_SWEEP_TEST_KILL")   # test hook: simulate a crashed worker
+    if victim and any(it.key == victim for it in group):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _inflight(group: list[RunItem], out: str) -> bool:
+    from pathlib import Path
+
+    return (Path(out) / INFLIGHT / group[0].key).exists()
+
+
+def _clear_inflight(group: list[RunItem], out: str) -> None:
+    from pathlib import Path
+
+    (Path(out) / INFLIGHT / group[0].key).unlink(missing_ok=True)
 
 
 def _lost(group: list[RunItem], out: str, exc: BaseException) -> list[dict[str, Any]]:

@@ -223,9 +223,10 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ resolution
-def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def resolve(point: Mapping[str, Any], strict: bool = True) -> dict[str, dict[str, Any]]:
     """A {"task", "model", "train"} spec (as `cli_options.build_run` takes it) of one grid point:
-    defaults filled in, seeds applied, heads/init expressions of D and N evaluated."""
+    defaults filled in, seeds applied, heads/init expressions of D and N evaluated (strict=False
+    leaves an expression that does not evaluate as its text, for the row of a failed run)."""
     values = {name: point[name] if name in point else opt.default for name, opt in OPTION_BY_NAME.items()}
     if point.get("seed") is not None:
         s = int(point["seed"])
@@ -236,13 +237,17 @@ def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     ctx = values["context"]
     n = max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)
     names = {"D": dim, "N": n}
-    if isinstance(values["heads"], str):
-        h = evaluate(values["heads"], names)
-        if abs(h - round(h)) > 1e-9 or round(h) < 1:
-            raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
-        values["heads"] = round(h)
-    if isinstance(values["init"], str):
-        values["init"] = float(evaluate(values["init"], names))
+    try:
+        if isinstance(values["heads"], str):
+            h = evaluate(values["heads"], names)
+            if abs(h - round(h)) > 1e-9 or round(h) < 1:
+                raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
+            values["heads"] = round(h)
+        if isinstance(values["init"], str):
+            values["init"] = float(evaluate(values["init"], names))
+    except ValueError:
+        if strict:
+            raise
     spec: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
     for name, opt in OPTION_BY_NAME.items():
         if values[name] is not None:

@@ -1,0 +1,209 @@
+"""Sweeps: grid expansion, CLI parsing, resume after interruption, failed runs, executors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+from fastattn.sweep import (  # noqa: E402
+    Grid,
+    Horizon,
+    load_config,
+    plan,
+    read_table,
+    run_sweep,
+    store,
+)
+from fastattn.sweep.cli import add_parsers  # noqa: E402
+from fastattn.sweep.grid import grid_from_args, parse_axis, resolve  # noqa: E402
+
+# tiny, fast flow runs: D ∈ {2, 3}, stiff integrator (P ≤ 200), a few hundred records
+TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
+        "init": 1e-2, "spectrum": "linear", "records": 120}
+DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals",
+                 "n_drops", "theory_Lstar", "t_end", "target_loss"]
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="fastattn")
+    add_parsers(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+# ------------------------------------------------------------------------------ grid
+def test_grid_expansion_is_the_cartesian_product_with_seeds():
+    g = Grid({"dim": [4, 8], "context": [16, 64], "heads": 8, "model": "separate"}, seeds=2)
+    pts = g.points()
+    assert len(g) == len(pts) == 8
+    assert g.shape == {"dim": 2, "context": 2, "seed": 2}
+    assert {(p["dim"], p["context"], p["seed"]) for p in pts} == \
+        {(d, n, s) for d in (4, 8) for n in (16, 64) for s in (0, 1)}
+    spec = resolve(pts[-1])
+    assert spec["model"]["init_seed"] == spec["task"]["rotation_seed"] == spec["task"]["data_seed"] == 1
+    assert spec["train"]["eval_seed"] == 1_000_001
+    with pytest.raises(ValueError, match="do not also sweep"):
+        Grid({"init_seed": [0, 1]}, seeds=2)
+
+
+def test_heads_and_init_may_be_expressions_of_D():
+    spec = resolve({"dim": 16, "heads": "2*D", "init": "1e-2*sqrt(D)"})
+    assert spec["model"]["heads"] == 32
+    assert spec["model"]["init_scale"] == pytest.approx(0.04)
+    assert resolve({"dim": 16, "heads": "D/4"})["model"]["heads"] == 4
+    with pytest.raises(ValueError, match="positive integer"):
+        resolve({"dim": 6, "heads": "D/4"})
+    with pytest.raises(ValueError):
+        parse_axis("heads", "__import__('os')")
+
+
+def test_inner_commas_are_slashes_on_the_command_line():
+    assert parse_axis("spectrum", "0.4/0.3/0.2/0.1,linear") == ["0.4,0.3,0.2,0.1", "linear"]
+    assert parse_axis("context", "8/16,32,1..4") == [[8, 16], 32, [1, 2, 3, 4]]
+    assert parse_axis("init", "1e-2,1e-3") == [1e-2, 1e-3]
+
+
+def test_cli_parsing_builds_the_grid_and_defaults():
+    args = _parser().parse_args(["sweep", "--model", "separate", "--dim", "4,8", "--context", "16,64",
+                                 "--heads", "D", "--rank", "1", "--init", "1e-2", "--seeds", "2",
+                                 "--out", "x"])
+    g = grid_from_args(args)
+    assert len(g) == 8 and g.axes["heads"] == ["D"] and g.axes["dim"] == [4, 8]
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["sweep", "--dim", "4,x", "--out", "x"])
+
+
+def test_config_file(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[sweep]\nseeds = 2\nworkers = 1\n[grid]\nmodel = "separate"\ndim = [4, 8]\n'
+                    'context = [[8, 16], 32]\nspectrum = ["0.4,0.3,0.2,0.1"]\nheads = "D"\n')
+    g, settings = load_config(str(path))
+    assert settings == {"workers": 1}
+    assert g.axes["context"] == [[8, 16], 32] and g.axes["spectrum"] == ["0.4,0.3,0.2,0.1"]
+    assert len(g) == 8
+
+
+def test_flow_horizon_from_theory():
+    items = plan(Grid(TINY), Horizon(converge_rel=0.05, horizon_factor=10))
+    assert len(items) == 4 and len({it.key for it in items}) == 4
+    for it in items:
+        tr = it.spec["train"]
+        assert tr["integrator"] == "stiff"           # "auto": small P
+        assert tr["target_loss"] == pytest.approx(1.05 * it.theory["theory_Lstar"])
+        assert tr["t_end"] == pytest.approx(10 * it.theory["theory_t_estimate"], rel=1e-5)
+
+
+# ------------------------------------------------------------------------------ running
+def test_sweep_writes_a_complete_table(tmp_path):
+    df = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False)
+    assert len(df) == 8 and (df["status"] == "target_loss").all(), df[["status", "error"]]
+    assert (df["final_loss"] <= 1.05 * df["theory_Lstar"] * (1 + 1e-9)).all()
+    assert (df["n_plateaus"] >= 1).all() and (df["n_drops"] >= 1).any()
+    assert all(len(v) == d + 1 for v, d in zip(df["theory_levels"], df["dim"], strict=True))
+    table = pd.read_parquet(tmp_path / "results.parquet")
+    assert sorted(table["key"]) == sorted(df["key"])
+    for rec in df["record"]:
+        assert (tmp_path / rec).exists()
+
+
+def test_resume_never_recomputes_finished_runs(tmp_path):
+    first = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, max_runs=3)
+    assert len(first) == 3
+    mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
+    # an interrupted write leaves only a temporary file behind, never a partial row
+    (tmp_path / "runs" / ".deadbeef.json.123.tmp").write_text('{"key": "dead')
+    seen = []
+    full = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
+    assert len(seen) == 5 and not {r["key"] for r in seen} & set(first["key"])
+    assert all((tmp_path / "runs" / n).stat().st_mtime_ns == t for n, t in mtimes.items())
+    assert len(full) == 8 and full["key"].is_unique
+    again = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
+    assert len(seen) == 5
+    pd.testing.assert_frame_equal(again, full)
+
+
+def test_resume_after_a_killed_worker(tmp_path):
+    """A worker process killed mid-run: its run is recorded as failed, the others finish; resuming
+    with retry_failed reruns only that one."""
+    grid = dict(TINY, dim=[2, 3, 4])
+    victim = plan(Grid(grid), Horizon())[0].key
+    os.environ["FASTATTN_SWEEP_TEST_KILL"] = victim
+    try:
+        df = run_sweep(grid, tmp_path, workers=2, progress=False)
+    finally:
+        del os.environ["FASTATTN_SWEEP_TEST_KILL"]
+    assert len(df) == 12
+    bad = df[df["status"] == "error"]
+    assert list(bad["key"]) == [victim] and "worker died" in bad["error"].iloc[0]
+    seen = []
+    df2 = run_sweep(grid, tmp_path, workers=0, progress=False, retry_failed=True, on_row=seen.append)
+    assert [r["key"] for r in seen] == [victim]
+    assert (df2["status"] != "error").all()
+
+
+def test_failed_runs_are_recorded_and_do_not_stop_the_sweep(tmp_path):
+    # heads "D/2" is not an integer at D=3; method gd without lr fails in TrainConfig
+    grid = dict(TINY, heads="D/2" if False else [2, "D/2"], dim=[2, 3])
+    df = run_sweep(grid, tmp_path, workers=0, progress=False)
+    bad = df[df["status"] == "error"]
+    assert len(df) == 7 or len(df) == 8
+    assert not bad.empty and bad["error"].str.len().gt(0).all()
+    assert (df[df["status"] != "error"]["final_loss"] > 0).all()
+    df = run_sweep({"model": "separate", "dim": 2, "heads": 2, "method": "gd"}, tmp_path / "gd",
+                   workers=0, progress=False)
+    assert df["status"].iloc[0] == "error" and "lr" in df["error"].iloc[0]
+
+
+def test_batched_integration_equals_single_runs(tmp_path):
+    a = run_sweep(TINY, tmp_path / "single", seeds=3, workers=0, progress=False)
+    b = run_sweep(TINY, tmp_path / "batched", seeds=3, workers=0, progress=False, batch=3)
+    assert (b["batch_size"] == 3).all()
+    cols = ["key", "status", "n_evals", "t_end"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    np.testing.assert_allclose(a["final_loss"], b["final_loss"], rtol=1e-10)
+
+
+def test_local_process_pool_equals_in_process(tmp_path):
+    a = run_sweep(TINY, tmp_path / "a", seeds=2, workers=0, progress=False)
+    b = run_sweep(TINY, tmp_path / "b", seeds=2, workers=2, progress=False)
+    pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
+
+
+def test_ray_executor_equals_local(tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastattn[ray]')")
+    local = run_sweep(TINY, tmp_path / "local", seeds=2, workers=0, progress=False)
+    try:
+        remote = run_sweep(TINY, tmp_path / "ray", seeds=2, executor="ray", workers=2, progress=False)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    pd.testing.assert_frame_equal(local[DETERMINISTIC], remote[DETERMINISTIC])
+
+
+def test_cli_sweep_and_plot(tmp_path, capsys):
+    p = _parser()
+    out = str(tmp_path / "s")
+    args = p.parse_args(["sweep", "--model", "separate", "--dim", "2,3", "--context", "8,32",
+                         "--heads", "D", "--init", "1e-2,3e-2", "--records", "120", "--workers", "0",
+                         "--out", out, "--quiet"])
+    assert args.func(args) == 0
+    assert "8 runs" in capsys.readouterr().out
+    assert len(read_table(out)) == 8
+    for kind in ("duration", "levels", "heatmap"):
+        args = p.parse_args(["plot", out, "--kind", kind])
+        assert args.func(args) == 0
+        assert (tmp_path / "s" / f"plot_{kind}.png").stat().st_size > 5_000
+    doc = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert doc["n_runs"] == 8
+
+
+def test_table_is_rebuilt_from_run_files(tmp_path):
+    run_sweep(TINY, tmp_path, workers=0, progress=False)
+    (tmp_path / store.TABLE).unlink()
+    assert len(read_table(tmp_path)) == 4
