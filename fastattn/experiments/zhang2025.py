@@ -173,10 +173,14 @@ def _spectrum8(option: str) -> np.ndarray:
     return spectrum(SPECTRUM_D8[option], 8)
 
 
-def _rk45(t_end: float, records: int = 800, snapshots: int = 60) -> TrainConfig:
-    # the stiff integrator's Hessian makes rank R > 1 runs slow; explicit RK45 is much faster here
+def _rk45(t_end: float, task: LinearRegression | None = None, records: int = 800,
+          snapshots: int = 60) -> TrainConfig:
+    """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow). Given the task,
+    stop once the loss is within 1e-6 relative of L* (Eq. 19, m = D): at the minimum the flow is stiff
+    for an explicit method, and the converged tail carries no information."""
+    target = None if task is None else float(_levels(task)[-1]) * (1 + 1e-6)
     return TrainConfig(method="flow", t_end=t_end, integrator="rk45", n_records=records,
-                       n_snapshots=snapshots)
+                       n_snapshots=snapshots, target_loss=target)
 
 
 def _gamma(run: Run, params: np.ndarray) -> np.ndarray:
@@ -334,3 +338,232 @@ register(Recipe(
     "D=4, N=31, H=8, λ=(.4,.3,.2,.1), init 1e-3 (App. C.2 scheme; option init=code: per-entry N(0, init²)). "
     "(a) exact flow, (b) SGD with the same batches, (c) Λ = I vs Eq. 51.",
     _fig1_runs, _fig1_summary, _fig1_plot, options={"init": ("text", "code")}))
+
+
+# ------------------------------------------------------------------------------------- Fig. 9
+def _fig9_runs(quick: bool, init: str = "text") -> list[RunSpec]:
+    return [s for s in _fig1_runs(quick, init) if s.label in ("attn_m", "mlp")]
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.ravel(a), np.ravel(b)
+    return float(abs(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _fig9_summary(runs: list[Run]) -> dict[str, Any]:
+    r = _by_label(runs)
+    run = r["attn_m"]
+    task, cfg = run.spec.task, run.spec.model
+    lam, e, inv_n = task.eigvals, task.eigvecs, task.inv_context_mean()
+    lam2 = (e * lam**2) @ e.T
+    g_star = theory.optimal_gamma(lam, e, inv_n)
+    t = run.traj.snapshot_time
+    t_pl = theory.merged_plateau_time(lam, _s0(run))
+    i_pl = int(np.argmin(np.abs(t - t_pl / 2)))              # half-way through the plateau
+    _, u = analysis.split_merged(run.traj.params, cfg.heads, cfg.dim)    # [S, H, D, D]
+    cos_pl = analysis.head_cosine_similarity(u[i_pl])
+    cos_end = analysis.head_cosine_similarity(u[-1])
+    gamma_end = _gamma(run, run.traj.params[-1])
+    eig_sim = np.sort(np.linalg.eigvalsh(0.5 * (gamma_end + gamma_end.T)))
+    eig_th = np.sort(np.linalg.eigvalsh(g_star))
+    return {
+        "plateau_snapshot_time": float(t[i_pl]), "eq54_plateau_time": t_pl,
+        "min_abs_head_cosine_plateau": float(np.abs(cos_pl).min()),
+        "min_abs_head_cosine_end": float(np.abs(cos_end).min()),
+        "participation_ratio_plateau": analysis.participation_ratio(u[i_pl]),
+        "participation_ratio_end": analysis.participation_ratio(u[-1]),
+        "min_cos_U_i_vs_Lambda2_plateau": min(_cos(u[i_pl, h], lam2) for h in range(cfg.heads)),
+        "min_cos_U_i_vs_gamma_star_end": min(_cos(u[-1, h], g_star) for h in range(cfg.heads)),
+        "gamma_eigenvalues_measured": eig_sim, "gamma_star_eigenvalues_eq11": eig_th,
+        "gamma_eigenvalue_rel_difference": (eig_sim - eig_th) / eig_th,
+        "lambda_inverse_eigenvalues": np.sort(1 / lam),
+        "max_abs_param_diff_attn_vs_mlp": float(np.max(np.abs(run.traj.params - r["mlp"].traj.params)))}
+
+
+def _fig9_plot(runs: list[Run], summary: dict[str, Any]):
+    run = _by_label(runs)["attn_m"]
+    task, cfg = run.spec.task, run.spec.model
+    lam, e = task.eigvals, task.eigvecs
+    g_star = theory.optimal_gamma(lam, e, task.inv_context_mean())
+    _, u = analysis.split_merged(run.traj.params, cfg.heads, cfg.dim)
+    t = run.traj.snapshot_time
+    i_pl = int(np.argmin(np.abs(t - summary["plateau_snapshot_time"])))
+    fig, axes = plots.plt.subplots(1, 4, figsize=(17, 4))
+    w1 = u[i_pl].reshape(cfg.heads, -1)
+    axes[0].imshow(np.vstack([w1 / np.abs(w1).max(), np.ravel((e * lam**2) @ e.T)[None]
+                              / np.abs(lam**2).max()]), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    axes[0].set_title(f"(a) plateau t={t[i_pl]:.0f}: vec U_i (rows 0-7)\nvs vec Λ² (last row)")
+    axes[0].set_xlabel("entry of vec U")
+    axes[0].set_ylabel("head")
+    gam = _gamma(run, run.traj.params[-1])
+    axes[1].imshow(np.hstack([e.T @ gam @ e, e.T @ g_star @ e]), cmap="viridis")
+    axes[1].set_title("(b) EᵀΓ(∞)E (left) vs EᵀΓ*E, Eq. 11 (right)")
+    ax = axes[2]
+    cos_l2 = [[_cos(u[k, h], (e * lam**2) @ e.T) for h in range(cfg.heads)] for k in range(len(t))]
+    cos_g = [[_cos(u[k, h], g_star) for h in range(cfg.heads)] for k in range(len(t))]
+    ax.semilogx(t[1:], np.asarray(cos_l2)[1:], color="C0", lw=0.8)
+    ax.semilogx(t[1:], np.asarray(cos_g)[1:], color="C3", lw=0.8)
+    ax.plot([], [], color="C0", label="|cos(U_i, Λ²)|")
+    ax.plot([], [], color="C3", label="|cos(U_i, Γ*)|")
+    ax.axvline(summary["eq54_plateau_time"], color="k", ls=":", label="Eq. 54")
+    ax.set_xlabel("time t")
+    ax.set_ylim(0.5, 1.01)
+    ax.legend(fontsize=7)
+    ax.set_title("(c) alignment of every head")
+    ax = axes[3]
+    x = np.arange(cfg.dim)
+    ax.bar(x - 0.2, summary["gamma_eigenvalues_measured"], 0.4, label="Γ(∞) simulated")
+    ax.bar(x + 0.2, summary["gamma_star_eigenvalues_eq11"], 0.4, label="Γ*, Eq. 11")
+    ax.plot(x, summary["lambda_inverse_eigenvalues"], "k_", ms=20, label="Λ⁻¹ (N → ∞)")
+    ax.legend(fontsize=7)
+    ax.set_title("(d) eigenvalues of Γ(∞)")
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig9", "Zhang et al. 2025, Fig. 9: merged-KQ weights (the Fig. 1 run)",
+    "Exact flow, D=4, N=31, H=8, λ=(.4,.3,.2,.1), init 1e-3 (App. C.2; option init=code). Heads stay "
+    "parallel; U_i ∝ Λ² on the plateau; Γ(∞) = Γ* of Eq. 11.",
+    _fig9_runs, _fig9_summary, _fig9_plot, options={"init": ("text", "code")}))
+
+
+# ------------------------------------------------------------------------------ Figs. 4 and 12
+def _rank_runs(quick: bool, ranks: tuple[int, ...], spectrum: str = "text",
+               seeds: int | None = None) -> list[RunSpec]:
+    lam = _spectrum8(spectrum)
+    t_end = 3e6 if spectrum == "text" else 1e7
+    n = seeds if seeds is not None else (1 if quick else 3)
+    return [RunSpec(f"R{r}_seed{s}", _task(lam, seed=s),
+                    ModelConfig("separate", 8, 9, r, init_scale=1e-2, init_seed=s),
+                    _rk45(t_end, _task(lam, seed=s)), {"rank": r, "seed": s})
+            for r in ranks for s in range(n)]
+
+
+def _rank_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {r.spec.label: _conspicuous(r) for r in runs}
+    by_rank: dict[int, list[int]] = {}
+    for r in runs:
+        by_rank.setdefault(r.spec.model.rank, []).append(out[r.spec.label]["n_conspicuous"])
+    return {"runs": out, "min_decades": MIN_DECADES,
+            "by_rank": {f"R{k}": {"measured": v, "predicted": theory.n_conspicuous_plateaus(8, k)}
+                        for k, v in by_rank.items()}}
+
+
+def _rank_plot(runs: list[Run], summary: dict[str, Any]):
+    ranks = sorted({r.spec.model.rank for r in runs})
+    fig, axes = plots.plt.subplots(1, len(ranks), figsize=(4.2 * len(ranks), 4), squeeze=False)
+    for ax, rank in zip(axes[0], ranks, strict=True):
+        sub = [r for r in runs if r.spec.model.rank == rank]
+        _loss_panel(ax, sub, _levels(sub[0].spec.task), label_key="seed")
+        b = summary["by_rank"][f"R{rank}"]
+        ax.set_title(f"R={rank}: conspicuous plateaus {b['measured']} (rule: {b['predicted']})", fontsize=9)
+    return fig
+
+
+def _fig4_runs(quick: bool, spectrum: str = "text") -> list[RunSpec]:
+    return _rank_runs(quick, (1, 2, 4, 8), spectrum)
+
+
+def _fig12_runs(quick: bool, spectrum: str = "text") -> list[RunSpec]:
+    return _rank_runs(quick, (3, 5, 6, 7), spectrum)
+
+
+_RANK_CAPTION = ("Exact flow (RK45), D=8, N=31, H=9, init 1e-2 (App. C.2), λ∝1/d (caption; option "
+                 "spectrum=code: the code's λ∝9−d). Dashed: Eq. 19; conspicuous = ≥ 0.1 decades.")
+register(Recipe("zhang2025-fig4", "Zhang et al. 2025, Fig. 4: rank-R separate KQ, R = 1, 2, 4, 8",
+                _RANK_CAPTION, _fig4_runs, _rank_summary, _rank_plot,
+                options={"spectrum": ("text", "code")}))
+register(Recipe("zhang2025-fig12", "Zhang et al. 2025, Fig. 12: rank-R separate KQ, R = 3, 5, 6, 7",
+                _RANK_CAPTION, _fig12_runs, _rank_summary, _rank_plot,
+                options={"spectrum": ("text", "code")}))
+
+
+# ------------------------------------------------------------------------------------ Fig. 11
+def _fig11_runs(quick: bool, heads: str = "text") -> list[RunSpec]:
+    return [RunSpec(f"R{r}", _task(D4, seed=0),
+                    ModelConfig("separate", 4, 5, r, init_scale=1e-2, init_seed=0),
+                    _rk45(1e6, _task(D4), snapshots=400), {"rank": r}) for r in (2, 3, 4)]
+
+
+def _escapes(run: Run) -> list[float]:
+    """Times at which a value weight |v_i| first reaches half its final size (only heads that grow
+    beyond 10% of the largest final |v|)."""
+    v = np.abs(analysis.value_weights(run.traj.params, run.spec.model.heads))
+    t = run.traj.snapshot_time
+    big = v[-1] > 0.1 * v[-1].max()
+    return sorted(float(t[np.argmax(v[:, h] >= 0.5 * v[-1, h])]) for h in np.flatnonzero(big))
+
+
+def _fig11_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for r in runs:
+        c = _conspicuous(r)
+        _, drops = analysis.find_plateaus_and_drops(r.traj.time, r.traj.loss)
+        esc = _escapes(r)
+        c.update({"value_escape_times": esc, "n_value_escapes": len(esc),
+                  "predicted_n_value_escapes": theory.n_conspicuous_plateaus(4, r.spec.model.rank),
+                  "drop_times": [d.time for d in drops]})
+        out[r.spec.label] = c
+    return out
+
+
+def _fig11_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, axes = plots.plt.subplots(2, len(runs), figsize=(4.5 * len(runs), 7), squeeze=False)
+    for j, r in enumerate(runs):
+        _loss_panel(axes[0, j], [r], _levels(r.spec.task))
+        s = summary[r.spec.label]
+        axes[0, j].set_title(f"R={r.spec.model.rank}: {s['n_conspicuous']} conspicuous plateaus "
+                             f"(rule {s['predicted_n']})", fontsize=9)
+        ax = axes[1, j]
+        v = np.abs(analysis.value_weights(r.traj.params, r.spec.model.heads))
+        t = r.traj.snapshot_time
+        ax.semilogx(t[1:], v[1:], lw=1.2)
+        for te in s["value_escape_times"]:
+            ax.axvline(te, color="0.5", ls=":", lw=0.8)
+        ax.set_xlabel("time t")
+        ax.set_ylabel("|v_i|")
+        ax.set_title(f"{s['n_value_escapes']} value weights escape (rule {s['predicted_n_value_escapes']})",
+                     fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig11", "Zhang et al. 2025, Fig. 11: value weights of rank-R separate KQ",
+    "Exact flow (RK45), D=4, N=31, H=5, λ=(.4,.3,.2,.1), init 1e-2 (App. C.2), R=2,3,4. A new value "
+    "weight escapes only at the conspicuous plateaus (m a multiple of R).",
+    _fig11_runs, _fig11_summary, _fig11_plot))
+
+
+# ------------------------------------------------------------------------------------ Fig. 13
+D4_REPEATED = (0.35, 0.35, 0.15, 0.15)
+
+
+def _fig13_runs(quick: bool) -> list[RunSpec]:
+    return [RunSpec(f"seed{s}", _task(D4_REPEATED, seed=s),
+                    ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=s),
+                    _flow(1e5 if quick else 3e5, snapshots=100, n_records=800), {"seed": s})
+            for s in range(2 if quick else 6)]
+
+
+def _fig13_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for r in runs:
+        levels = _levels(r.spec.task)
+        plats, _ = analysis.find_plateaus_and_drops(r.traj.time, r.traj.loss)
+        ms = [_nearest_m(p.level, levels) for p in plats if p.decades >= MIN_DECADES]
+        out[r.spec.label] = {"levels": plateau_table(r.traj, levels), "ms_visited": ms,
+                             "skipped_ms": [m for m in range(len(levels)) if m not in ms]}
+    return out
+
+
+def _fig13_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, ax = plots.plt.subplots(1, 1, figsize=(6.5, 4.2))
+    _loss_panel(ax, runs, _levels(runs[0].spec.task), label_key="seed")
+    ax.set_title("plateaus within degenerate eigenspaces, seed-dependent", fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig13", "Zhang et al. 2025, Fig. 13: repeated eigenvalues, R = 1",
+    "Exact flow, D=4, N=31, H=4, λ=(.35,.35,.15,.15), init 1e-2 (App. C.2). Dashed: Eq. 19.",
+    _fig13_runs, _fig13_summary, _fig13_plot))
