@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a recipe option, e.g. heads=code (see --list)")
     p.set_defaults(func=_cmd_reproduce)
+    from fastattn.sweep.cli import add_parsers as add_sweep_parsers
+
+    add_sweep_parsers(sub)
     return parser
 
 
