@@ -567,3 +567,230 @@ register(Recipe(
     "zhang2025-fig13", "Zhang et al. 2025, Fig. 13: repeated eigenvalues, R = 1",
     "Exact flow, D=4, N=31, H=4, λ=(.35,.35,.15,.15), init 1e-2 (App. C.2). Dashed: Eq. 19.",
     _fig13_runs, _fig13_summary, _fig13_plot))
+
+
+# ------------------------------------------------------------------------------------- Fig. 6
+def _fig6_runs(quick: bool) -> list[RunSpec]:
+    scales = (1e-2, 1e-1, 1.0) if quick else (1e-3, 1e-2, 1e-1, 0.3, 1.0)
+    task = _task(D4, seed=0)
+    return [RunSpec(f"init{w:g}", task, ModelConfig("separate", 4, 4, 1, init_scale=w, init_seed=0),
+                    _rk45(1e7, task, records=800, snapshots=40), {"init_scale": w}) for w in scales]
+
+
+def _fig6_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for r in runs:
+        task = r.spec.task
+        c = _conspicuous(r)
+        _, drops = analysis.find_plateaus_and_drops(r.traj.time, r.traj.loss)
+        v0 = np.abs(analysis.value_weights(r.traj.params[0], r.spec.model.heads))
+        vf = np.abs(analysis.value_weights(r.traj.params[-1], r.spec.model.heads))
+        first = int(np.argmax(vf))       # heuristic: the head learning e_1 keeps the largest |v|? use e_1
+        _, k, _ = analysis.split_separate(r.traj.params[-1], r.spec.model.heads, 1, 4)
+        aligned = np.flatnonzero(analysis.best_aligned(k[:, 0], task.eigvecs) == 0)
+        if aligned.size:
+            first = int(aligned[np.argmax(vf[aligned])])
+        t_half = float(np.interp(0.5, (1 - (r.traj.loss - c["L_star"]) / (1 - c["L_star"])), r.traj.time))
+        out[r.spec.label] = {"init_scale": r.spec.model.init_scale, "n_conspicuous": c["n_conspicuous"],
+                             "first_drop_time": drops[0].time if drops else float("nan"),
+                             "eq72_first_plateau": theory.plateau_duration(float(task.eigvals[0]), v0[first]),
+                             "half_loss_time": t_half, "final_loss": c["final_loss"], "L_star": c["L_star"]}
+    return out
+
+
+def _fig6_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
+    _loss_panel(ax, runs, _levels(runs[0].spec.task), label_key="init_scale")
+    for i, r in enumerate(runs):
+        ax.axvline(summary[r.spec.label]["eq72_first_plateau"], color=f"C{i}", ls=":", lw=0.8)
+    ax.set_title("larger init: shorter plateaus; init 1 is lazy (no plateau). Dotted: Eq. 72", fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig6", "Zhang et al. 2025, Fig. 6: initialisation scale, separate KQ R = 1",
+    "Exact flow (RK45), D=4, N=31, H=4, λ=(.4,.3,.2,.1), App. C.2 init with w_init from 1e-3 to 1.",
+    _fig6_runs, _fig6_summary, _fig6_plot))
+
+
+# ------------------------------------------------------------------------------------- Fig. 7
+def _fig7_runs(quick: bool) -> list[RunSpec]:
+    dims = (8,) if quick else (8, 16, 32)
+    specs = []
+    for d in dims:
+        task = LinearRegression(d, context=127, spectrum=tuple(spectrum("inverse", d)), rotate=True)
+        specs.append(RunSpec(f"merged_D{d}", task, ModelConfig("merged", d, 8, init_scale=1e-2),
+                             _rk45(3e4, task, snapshots=10), {"model": "merged", "dim": d}))
+        t_end = {8: 3e6, 16: 3e6, 32: 3e5}[d]
+        specs.append(RunSpec(f"separate_D{d}", task, ModelConfig("separate", d, d, 1, init_scale=1e-2),
+                             _rk45(t_end, task, snapshots=10), {"model": "separate", "dim": d}))
+    return specs
+
+
+def _fig7_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for r in runs:
+        levels = _levels(r.spec.task)
+        last = float(r.traj.loss[-1])
+        out[r.spec.label] = {"final_loss": last, "L_star": float(levels[-1]),
+                             "final_minus_L_star": last - float(levels[-1]),
+                             "t_end": float(r.traj.time[-1]), "status": r.traj.status,
+                             "nearest_level_m": _nearest_m(last, levels),
+                             "nearest_level": float(levels[_nearest_m(last, levels)])}
+    return out
+
+
+def _fig7_plot(runs: list[Run], summary: dict[str, Any]):
+    dims = sorted({r.spec.group["dim"] for r in runs})
+    fig, axes = plots.plt.subplots(1, len(dims), figsize=(5 * len(dims), 4.2), squeeze=False)
+    for ax, d in zip(axes[0], dims, strict=True):
+        sub = [r for r in runs if r.spec.group["dim"] == d]
+        _loss_panel(ax, sub, _levels(sub[0].spec.task), label_key="model")
+        ax.set_title(f"D={d}, H={d} (separate) / 8 (merged), N=127", fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig7", "Zhang et al. 2025, Fig. 7: high-dimensional data",
+    "Exact flow (RK45), N=127, λ∝1/d (trace 1), init 1e-2 (App. C.2); merged H=8, separate R=1 H=D. "
+    "Dashed: Eq. 19.", _fig7_runs, _fig7_summary, _fig7_plot))
+
+
+# ------------------------------------------------------------------------------------- Fig. 8
+def _fig8_runs(quick: bool) -> list[RunSpec]:
+    task = _task(D4, seed=0, context=tuple(range(1, N + 1)))      # next-token loss = uniform N (Eq. 24)
+    return [RunSpec("merged", task, ModelConfig("merged", 4, 8, init_scale=W_INIT_M),
+                    _rk45(1e4, task, snapshots=20), {"model": "merged"}),
+            RunSpec("separate", task, ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=0),
+                    _rk45(1e6, task, snapshots=20), {"model": "separate"})]
+
+
+def _fig8_summary(runs: list[Run]) -> dict[str, Any]:
+    r = _by_label(runs)
+    task = r["separate"].spec.task
+    levels = _levels(task)
+    return {"inv_n": task.inv_context_mean(), "H31_over_31": theory.expected_inv_n_uniform(N),
+            "separate": plateau_table(r["separate"].traj, levels),
+            "merged_final": float(r["merged"].traj.loss[-1]), "L_star_eq26": float(levels[-1]),
+            "merged_final_minus_L_star": float(r["merged"].traj.loss[-1] - levels[-1])}
+
+
+def _fig8_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
+    _loss_panel(ax, runs, _levels(runs[0].spec.task), label_key="model")
+    ax.set_title(f"next-token loss, E(1/N) = H_31/31 = {summary['inv_n']:.5f}; dashed: Eq. 26", fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig8", "Zhang et al. 2025, Fig. 8: next-token prediction loss",
+    "Exact population flow of the next-token loss (context length uniform on 1..31, each sequence "
+    "divided by its own N), D=4, λ=(.4,.3,.2,.1), merged H=8 init 1e-3, separate H=4 R=1 init 1e-2.",
+    _fig8_runs, _fig8_summary, _fig8_plot))
+
+
+# ------------------------------------------------------------------------------------- Fig. 5
+def _fig5_runs(quick: bool, optimizer: str = "adam") -> list[RunSpec]:
+    # sampled online training; the ICL test loss (fixed held-out set) is what the drops are counted on
+    lr = {"adam": 0.03, "sgd": 0.5}[optimizer]
+    cfg = TrainConfig(method=optimizer, lr=lr, steps=15 if quick else 400, batch_size=128, n_records=60,
+                      n_snapshots=5, test_size=100 if quick else 500, eval_seed=1)
+    task = _task(D4)
+    return [RunSpec("softmax_merged", task, ModelConfig("softmax_merged", 4, 8, init_scale=1e-2), cfg,
+                    {"model": "softmax_merged"}),
+            RunSpec("softmax_separate", task, ModelConfig("softmax_separate", 4, 4, 1, init_scale=1e-2), cfg,
+                    {"model": "softmax_separate"})]
+
+
+def _fig5_summary(runs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for r in runs:
+        t, y = r.traj.time, r.traj.test_loss["in_context"]
+        plats, drops = analysis.find_plateaus_and_drops(t[1:], y[1:])
+        out[r.spec.label] = {"n_drops": len(drops), "plateau_levels": [p.level for p in plats],
+                             "drop_times": [d.time for d in drops], "final_test_loss": float(y[-1]),
+                             "expected": "one drop" if "merged" in r.spec.label else "several drops"}
+    return out
+
+
+def _fig5_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
+    plots.loss_axes(ax, log_time=True)
+    for r in runs:
+        t, y = r.traj.time, r.traj.test_loss["in_context"]
+        ax.plot(t[1:], y[1:], label=f"{r.spec.label}: {summary[r.spec.label]['n_drops']} drop(s)")
+    plots.draw_levels(ax, _levels(runs[0].spec.task), label="linear-attention levels (Eq. 19)")
+    ax.legend(fontsize=7)
+    ax.set_title("softmax attention, ICL test loss (no theory)", fontsize=9)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig5", "Zhang et al. 2025, Fig. 5: softmax attention",
+    "Online Adam (option optimizer=sgd), batch 128, D=4, N=31, λ=(.4,.3,.2,.1), init 1e-2 (App. C.2), "
+    "softmax merged H=8 and separate R=1 H=4, scale 1 (the code's ρ=1). Drops counted on a held-out set.",
+    _fig5_runs, _fig5_summary, _fig5_plot, options={"optimizer": ("adam", "sgd")}))
+
+
+# ------------------------------------------------------------------------------------ Fig. 14
+def _fig14_runs(quick: bool) -> list[RunSpec]:
+    fractions = (0.0, 1.0) if quick else (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    cfg = TrainConfig(method="sgd", lr=0.4, steps=15 if quick else 300, dataset_size=100 if quick else 1000,
+                      n_records=60, n_snapshots=5, test_size=100 if quick else 1000, eval_seed=1)
+    return [RunSpec(f"fixed{f:.1f}", LinearRegression(4, context=N, spectrum=tuple(spectrum("white", 4)),
+                                                      fixed_task_fraction=f, data_seed=0),
+                    ModelConfig("merged", 4, 8, init_scale=1e-2, full=True), cfg, {"fixed_fraction": f})
+            for f in fractions]
+
+
+def _fig14_summary(runs: list[Run]) -> dict[str, Any]:
+    lam = spectrum("white", 4)
+    out: dict[str, Any] = {"pure_icl_L_star": theory.minimum_loss(lam, 1 / N)}
+    ref = runs[0]
+    _, drops = analysis.find_plateaus_and_drops(ref.traj.time[1:], ref.traj.loss[1:])
+    t_after = 1.5 * drops[0].time if drops else float(ref.traj.time[-1])
+    out["compare_time"] = t_after
+    rows = {}
+    for r in runs:
+        t = r.traj.time
+        at = {"train": float(np.interp(t_after, t, r.traj.loss)),
+              "icl": float(np.interp(t_after, t, r.traj.test_loss["in_context"]))}
+        if "in_weight" in r.traj.test_loss:
+            at["iwl"] = float(np.interp(t_after, t, r.traj.test_loss["in_weight"]))
+        rows[r.spec.label] = {"fixed_fraction": r.spec.group["fixed_fraction"], "after_first_drop": at,
+                              "final_train": float(r.traj.loss[-1]),
+                              "final_icl": float(r.traj.test_loss["in_context"][-1])}
+    out["runs"] = rows
+    train = [v["after_first_drop"]["train"] for v in rows.values()]
+    iwl = [v["after_first_drop"]["iwl"] for v in rows.values() if "iwl" in v["after_first_drop"]]
+    out["train_lower_for_larger_fraction"] = bool(np.all(np.diff(train) < 0))
+    out["iwl_lower_for_larger_fraction"] = bool(np.all(np.diff(iwl) < 0)) if len(iwl) > 1 else None
+    return out
+
+
+def _fig14_plot(runs: list[Run], summary: dict[str, Any]):
+    fig, axes = plots.plt.subplots(1, 3, figsize=(15, 4.2))
+    cmap = plots.plt.get_cmap("viridis")
+    for r in runs:
+        f = r.spec.group["fixed_fraction"]
+        c = cmap(f)
+        t = r.traj.time
+        axes[0].plot(t[1:], r.traj.loss[1:], color=c, label=f"fixed {f:.1f}")
+        axes[1].plot(t[1:], r.traj.test_loss["in_context"][1:], color=c)
+        if "in_weight" in r.traj.test_loss:
+            axes[2].plot(t[1:], r.traj.test_loss["in_weight"][1:], color=c)
+    for ax, title in zip(axes, ("train loss", "ICL test loss", "IWL test loss"), strict=True):
+        plots.loss_axes(ax, log_time=False)
+        ax.axvline(summary["compare_time"], color="0.5", ls=":")
+        ax.set_title(title)
+    axes[1].axhline(summary["pure_icl_L_star"], color="0.3", ls="--", lw=0.8, label="pure-ICL L*")
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    return fig
+
+
+register(Recipe(
+    "zhang2025-fig14", "Zhang et al. 2025, Fig. 14: in-context vs in-weight learning",
+    "Full-batch GD on a fixed data set, merged KQ with all blocks (Eq. 91), D=4, N=31, H=8, Λ=I/4, "
+    "init 1e-2 (App. C.2); fixed-task fraction 0..1. Dotted: the comparison time (1.5× first drop).",
+    _fig14_runs, _fig14_summary, _fig14_plot))
