@@ -23,9 +23,10 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
          ) -> list[RunItem]:
     """Every run of `grid` as a RunItem: resolved spec (horizon filled in), key, config columns.
 
-    `defaults` are sweep-level option values used when an axis is absent (e.g. integrator="auto").
+    `defaults` are option values used when an axis is absent, on top of SWEEP_DEFAULTS.
     """
     horizon = horizon or Horizon()
+    defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
     items, seen = [], set()
     for point in grid.points():
         full = dict(defaults or {}) | point

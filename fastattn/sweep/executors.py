@@ -44,13 +44,18 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
             collect(_execute_safe(g, out, horizon))
         return
     ctx = mp.get_context(start_method)
-    strikes: dict[int, int] = {}
-    queue = list(groups)
-    while queue:                      # a worker that dies breaks the pool: start a new one
-        with ProcessPoolExecutor(max_workers=min(n, len(queue)), mp_context=ctx,
+    queue, suspects = list(groups), []
+    while queue or suspects:
+        # A worker that dies breaks the pool. The groups that were running then become suspects
+        # and are rerun one at a time in a pool of one: a group that kills that worker too is
+        # recorded as failed; every other group is simply run again.
+        isolated = not queue
+        todo, queue = (suspects, []) if isolated else (queue, [])
+        if isolated:
+            suspects = []
+        with ProcessPoolExecutor(max_workers=1 if isolated else min(n, len(todo)), mp_context=ctx,
                                  initializer=_worker_init) as pool:
-            pending = {pool.submit(_execute_safe, g, out, horizon): g for g in queue}
-            queue = []
+            pending = {pool.submit(_execute_safe, g, out, horizon): g for g in todo}
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -58,21 +63,18 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
                     try:
                         rows = fut.result()
                     except BrokenProcessPool as exc:
-                        # only the groups that were running when the worker died get a strike;
-                        # a group that kills its worker twice is recorded as failed
-                        if _inflight(group, out):
-                            strikes[id(group)] = strikes.get(id(group), 0) + 1
-                        if strikes.get(id(group), 0) >= 2:
-                            rows = _lost(group, out, exc)
-                        else:
-                            queue.append(group)
+                        if not _inflight(group, out):
+                            (suspects if isolated else queue).append(group)
                             continue
+                        _clear_inflight(group, out)
+                        if not isolated:
+                            suspects.append(group)
+                            continue
+                        rows = _lost(group, out, exc)
                     except Exception as exc:
                         rows = _lost(group, out, exc)
                     _clear_inflight(group, out)
                     collect(rows)
-        for g in queue:
-            _clear_inflight(g, out)
 
 
 INFLIGHT = ".inflight"
