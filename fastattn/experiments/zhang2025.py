@@ -692,8 +692,8 @@ register(Recipe(
 # ------------------------------------------------------------------------------------- Fig. 5
 def _fig5_runs(quick: bool, optimizer: str = "adam") -> list[RunSpec]:
     # sampled online training; the ICL test loss (fixed held-out set) is what the drops are counted on
-    lr = {"adam": 0.03, "sgd": 0.5}[optimizer]
-    cfg = TrainConfig(method=optimizer, lr=lr, steps=15 if quick else 400, batch_size=128, n_records=60,
+    lr = {"adam": 0.01, "sgd": 0.5}[optimizer]
+    cfg = TrainConfig(method=optimizer, lr=lr, steps=15 if quick else 600, batch_size=128, n_records=60,
                       n_snapshots=5, test_size=100 if quick else 500, eval_seed=1)
     task = _task(D4)
     return [RunSpec("softmax_merged", task, ModelConfig("softmax_merged", 4, 8, init_scale=1e-2), cfg,
