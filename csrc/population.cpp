@@ -693,6 +693,7 @@ class Runner {
         h = hs * std::max(0.1, 0.9 * std::pow(en, -0.2));
         last_rejected = true;
         if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
     }
@@ -758,6 +759,7 @@ class Runner {
         h = hs * std::max(0.1, 0.8 * std::pow(en, -1.0 / 3.0));
         last_rejected = true;
         if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
     }

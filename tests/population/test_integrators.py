@@ -1,0 +1,159 @@
+"""Integrators: Euler == GD on the torch reference, adaptive/stiff == tight RK4, stops, invariants."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+from fastattn._core_loader import has_cpp
+from fastattn.population import conserved_quantities, integrate, loss_and_grad, reference
+
+from .conftest import fig3_setting, random_moments, random_params
+
+pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
+
+
+@pytest.mark.parametrize(("family", "dims"), [("merged", (3, 3, 1)), ("separate", (3, 3, 2)),
+                                              ("cubic_mlp", (2, 2, 1))])
+def test_euler_is_gradient_descent_on_torch_reference(rng, family, dims):
+    m, _, _ = random_moments(rng, dims[0])
+    th = random_params(rng, family, dims, scale=0.4)
+    lr, n = 0.01, 300
+    rec = 2 * lr * np.arange(0, n + 1, 10)
+    r = integrate(family, th, dims, m, "euler", t_end=2 * lr * n, lr=lr, record_times=rec,
+                  record_params=True)
+    assert r.status == "t_end" and r.n_steps == n
+    p, losses = th.copy(), []
+    for k in range(n + 1):
+        L, g = reference.loss_and_grad(family, p, dims, m)
+        if k % 10 == 0:
+            losses.append(L)
+        if k < n:
+            p = p - lr * g
+    np.testing.assert_allclose(r.times, rec, rtol=1e-14)
+    np.testing.assert_allclose(r.loss, losses, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(r.final_params, p, rtol=0, atol=1e-12 * np.abs(p).max())
+    np.testing.assert_allclose(r.params[-1], p, rtol=0, atol=1e-12 * np.abs(p).max())
+
+
+@pytest.mark.parametrize(("family", "dims", "s_identity"),
+                         [("separate", (4, 3, 1), True), ("separate", (3, 2, 2), False),
+                          ("merged", (3, 2, 1), False)])
+def test_adaptive_and_stiff_converge_to_tight_rk4(rng, family, dims, s_identity):
+    m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
+    th = random_params(rng, family, dims, scale=0.1)
+    t_end = 60.0
+    rec = np.linspace(0, t_end, 13)
+    ref = integrate(family, th, dims, m, "rk4", t_end=t_end, dt=0.01, record_times=rec)
+    a = integrate(family, th, dims, m, "rk45", t_end=t_end, rtol=1e-10, atol=1e-13,
+                  record_times=rec)
+    s = integrate(family, th, dims, m, "stiff", t_end=t_end, rtol=1e-8, atol=1e-12,
+                  record_times=rec)
+    assert ref.status == a.status == s.status == "t_end"
+    np.testing.assert_allclose(a.loss, ref.loss, rtol=1e-8)
+    np.testing.assert_allclose(s.loss, ref.loss, rtol=2e-5)
+    np.testing.assert_allclose(a.final_params, ref.final_params, atol=1e-7)
+    # tightening the stiff tolerance reduces its error (order-2 method)
+    s2 = integrate(family, th, dims, m, "stiff", t_end=t_end, rtol=1e-10, atol=1e-14,
+                   record_times=rec)
+    e1 = np.abs(s.loss - ref.loss).max()
+    e2 = np.abs(s2.loss - ref.loss).max()
+    assert e2 < e1 or e2 < 1e-11
+
+
+def test_stiff_reaches_global_minimum_fig3(rng):
+    dims, m, th, lstar = fig3_setting(rng, 1e-3)
+    r = integrate("separate", th, dims, m, "stiff", t_end=1e8,
+                  record_times=np.geomspace(1, 1e8, 80))
+    assert r.status == "t_end"
+    assert abs(r.loss[-1] - lstar) < 1e-8
+    assert r.times.size == 80 and np.all(np.diff(r.loss) <= 1e-12)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff"])
+def test_early_stops(rng, method):
+    dims, m, th, lstar = fig3_setting(rng, 0.3)
+    kw = {"lr": 0.05} if method == "euler" else {"dt": 0.1} if method == "rk4" else {}
+    L0, _ = loss_and_grad("separate", th, dims, m)
+    target = 0.5 * (L0 + lstar)
+    r = integrate("separate", th, dims, m, method, t_end=1e4, target_loss=target, **kw)
+    assert r.status == "target_loss"
+    assert loss_and_grad("separate", r.final_params, dims, m)[0] <= target
+    assert r.t_final < 1e4
+    r = integrate("separate", th, dims, m, method, t_end=1e5, grad_tol=1e-5, **kw)
+    assert r.status == "converged"
+    assert np.linalg.norm(loss_and_grad("separate", r.final_params, dims, m)[1]) < 1e-5
+    r = integrate("separate", th, dims, m, method, t_end=3.0, **kw)
+    assert r.status == "t_end" and r.t_final == pytest.approx(3.0)
+    r = integrate("separate", th, dims, m, method, t_end=1e5, max_evals=50, **kw)
+    assert r.status == "max_evals" and r.n_evals <= 50 + 7
+
+
+def test_divergence_returns_last_finite_state(rng):
+    dims, m, th, _ = fig3_setting(rng, 1.0)
+    r = integrate("separate", 30 * th, dims, m, "euler", t_end=1e3, lr=1.0,
+                  record_times=np.arange(0, 1e3, 2.0))
+    assert r.status == "diverged"
+    assert np.all(np.isfinite(r.final_params)) and np.all(np.isfinite(r.loss))
+    L, g = loss_and_grad("separate", r.final_params, dims, m)
+    assert np.isfinite(L) and np.all(np.isfinite(g))
+    assert r.n_steps < 500
+    # an explicit fixed step far beyond its stability limit diverges the same way
+    r = integrate("separate", 30 * th, dims, m, "rk4", t_end=1e3, dt=2.0)
+    assert r.status == "diverged"
+    assert np.all(np.isfinite(r.final_params))
+    # the flow itself decreases L, so from the same huge init the stiff integrator survives
+    r = integrate("separate", 30 * th, dims, m, "stiff", t_end=1e3)
+    assert r.status == "t_end"
+
+
+def test_batch_is_independent_runs(rng):
+    family, dims = "separate", (3, 2, 2)
+    ms = [random_moments(rng, 3)[0] for _ in range(3)]
+    th = np.stack([random_params(rng, family, dims, scale=0.2) for _ in range(3)])
+    rec = np.geomspace(0.1, 50, 9)
+    for method in ("rk45", "stiff"):
+        b = integrate(family, th, dims, ms, method, t_end=50.0, record_times=rec,
+                      record_params=True)
+        assert b.loss.shape == (3, 9) and b.params.shape == (3, 9, th.shape[1])
+        for k in range(3):
+            s = integrate(family, th[k], dims, ms[k], method, t_end=50.0, record_times=rec)
+            np.testing.assert_array_equal(b.loss[k], s.loss)
+            np.testing.assert_array_equal(b.final_params[k], s.final_params)
+            assert b.n_evals[k] == s.n_evals and b.status[k] == s.status
+
+
+@pytest.mark.parametrize(("family", "dims"), [("separate", (4, 3, 2)), ("merged", (3, 3, 1))])
+def test_conserved_quantities_along_flow(rng, family, dims):
+    m, _, _ = random_moments(rng, dims[0])
+    th = random_params(rng, family, dims, scale=0.3)
+    r = integrate(family, th, dims, m, "rk45", t_end=100.0, rtol=1e-10, atol=1e-13,
+                  record_times=np.linspace(0, 100, 21), record_params=True)
+    L0 = r.loss[0]
+    assert r.loss[-1] < 0.9 * L0  # it moved
+    cq = conserved_quantities(family, r.params, dims)
+    for q in cq.values():
+        assert np.max(np.abs(q - q[0])) < 1e-7
+    # and they are not trivially constant: GD with a large step breaks them
+    e = integrate(family, th, dims, m, "euler", t_end=100.0, lr=0.1,
+                  record_times=np.linspace(0, 100, 21), record_params=True)
+    ce = conserved_quantities(family, e.params, dims)
+    assert max(np.max(np.abs(q - q[0])) for q in ce.values()) > 1e-6
+
+
+def test_keyboard_interrupt_returns_partial_result(rng):
+    dims, m, th, _ = fig3_setting(rng, 1e-3)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        r = integrate("separate", th, dims, m, "euler", t_end=1e9, lr=0.01,
+                      record_times=np.linspace(0, 1e9, 11))
+    finally:
+        timer.cancel()
+    assert r.status == "interrupted"
+    assert r.n_steps > 0 and np.all(np.isfinite(r.final_params))
+    assert r.wall_time < 5
