@@ -97,6 +97,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--grad-tol", "train", "grad_tol", float, "flow/gd: stop below this gradient norm"),
     Option("--test-size", "train", "test_size", int, "sgd/adam: held-out ICL/IWL test-set size", 0),
     Option("--eval-seed", "train", "eval_seed", int, "seed of the test sets", 1),
+    Option("--threads", "train", "threads", int, "sgd/adam: torch threads (default: 1 for small batches)"),
 )
 
 
