@@ -1,0 +1,118 @@
+"""Benchmarks of the C++ population core (pytest-benchmark; no timing asserts).
+
+Run: python -m pytest bench/test_population_bench.py --benchmark-only -q
+     (add --benchmark-columns=mean,median,min,rounds for a compact table)
+and python bench/population_table.py for evaluations and wall time vs t per integrator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fastattn._core_loader import has_cpp
+from fastattn.population import Moments, integrate, make_evaluator, reference
+
+pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
+
+
+def fig3(init: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    D, H, R = 4, 5, 1
+    lam = np.array([0.4, 0.3, 0.2, 0.1])
+    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
+    theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
+                            rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
+    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
+    return (D, H, R), m, theta, lstar
+
+
+def test_fig3_euler_1e4_steps(benchmark):
+    dims, m, th, _ = fig3(1e-2)
+    lr = 0.02
+    r = benchmark(lambda: integrate("separate", th, dims, m, "euler", t_end=2 * lr * 1e4, lr=lr,
+                                    record_times=np.arange(0, 2 * lr * 1e4 + 1e-9, 2 * lr * 100)))
+    assert r.n_steps == 10_000 and r.status == "t_end"
+    benchmark.extra_info.update(n_steps=r.n_steps, final_loss=float(r.loss[-1]))
+
+
+@pytest.mark.parametrize("method", ["stiff", "rk45"])
+def test_fig3_flow_to_1e8(benchmark, method):
+    dims, m, th, lstar = fig3(1e-3)
+    rec = np.geomspace(1, 1e8, 100)
+    r = benchmark(lambda: integrate("separate", th, dims, m, method, t_end=1e8, record_times=rec,
+                                    max_evals=200_000))
+    benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_steps=r.n_steps,
+                                n_jac=r.n_jac, t_final=r.t_final,
+                                loss_gap=float(r.loss[-1] - lstar))
+    print(f"\n{method}: status={r.status} evals={r.n_evals} steps={r.n_steps} jac={r.n_jac} "
+          f"t_final={r.t_final:.3g} L-L*={r.loss[-1] - lstar:.2e} wall={r.wall_time:.4f}s")
+    if method == "stiff":
+        assert r.status == "t_end" and abs(r.loss[-1] - lstar) < 1e-8
+
+
+def _big(D: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
+    lam = np.linspace(1.0, 0.1, D)
+    m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
+    th = 0.1 * rng.standard_normal(D * (1 + 2 * D))  # separate, H = D, R = 1
+    return (D, D, 1), m, th
+
+
+@pytest.mark.parametrize("D", [4, 256])
+@pytest.mark.parametrize("impl", ["cpp_dense", "cpp_eigenbasis", "torch_reference", "numpy_floor"])
+def test_per_step_evaluator(benchmark, D, impl):
+    dims, m, th = _big(D)
+    benchmark.group = f"per-step D={D}"
+    if impl == "torch_reference":
+        benchmark(lambda: reference.loss_and_grad("separate", th, dims, m))
+        return
+    if impl == "numpy_floor":
+        # the same dense products as the C++ dense path: Γ = Kᵀ diag(v) Q, W = BΓΛ, KM, QMᵀ
+        H = D
+        lam, S = m.cov, m.w_second
+        A = lam @ S @ lam
+        B = A + m.inv_n * (A + np.trace(S @ lam) * lam)
+        v, K, Q = th[:H], th[H : H + H * D].reshape(H, D), th[H + H * D :].reshape(H, D)
+
+        def step():
+            G = K.T @ (v[:, None] * Q)
+            W = B @ G @ lam
+            M = 2 * (W - A)
+            KM, QMt = K @ M, Q @ M.T
+            return (G * W).sum(), (KM * Q).sum(1), v[:, None] * QMt, v[:, None] * KM
+
+        benchmark(step)
+        return
+    ev = make_evaluator("separate", dims, m)
+    if impl == "cpp_dense":
+        benchmark(lambda: ev.loss_grad(th))
+    else:
+        te = ev.to_eigen(th)
+        benchmark(lambda: ev.loss_grad(te, eigen=True))
+
+
+@pytest.mark.parametrize("D", [4, 16, 64, 256, 1024])
+def test_per_step_vs_D(benchmark, D):
+    dims, m, th = _big(D)
+    ev = make_evaluator("separate", dims, m)
+    te = ev.to_eigen(th)
+    benchmark.group = "per-step vs D (separate, H=D, R=1, eigenbasis)"
+    benchmark(lambda: ev.loss_grad(te, eigen=True))
+
+
+@pytest.mark.parametrize("K", [1, 16, 128, 1024])
+def test_per_step_vs_K(benchmark, K):
+    dims, m, th, _ = fig3(1e-2)
+    rng = np.random.default_rng(1)
+    thk = th + 1e-3 * rng.standard_normal((K, th.size))
+    ev = make_evaluator("separate", dims, m)
+    benchmark.group = "per-step vs K (Fig. 3 dims, one call for K models)"
+    benchmark(lambda: ev.loss_grad(thk))
+
+
+def test_torch_threads_info():
+    print(f"torch threads: {torch.get_num_threads()}")

@@ -1,0 +1,76 @@
+"""Bad input raises ValueError naming the argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastattn.population import Moments, hessian, integrate, loss_and_grad
+
+from .conftest import random_moments, random_params
+
+
+@pytest.fixture
+def setup(rng):
+    dims = (3, 2, 2)
+    m, _, _ = random_moments(rng, 3)
+    return dims, m, random_params(rng, "separate", dims)
+
+
+def test_wrong_length(setup):
+    dims, m, th = setup
+    with pytest.raises(ValueError, match="params has shape"):
+        loss_and_grad("separate", th[:-1], dims, m)
+    with pytest.raises(ValueError, match="params0"):
+        integrate("merged", th, dims, m)
+
+
+def test_non_finite(setup):
+    dims, m, th = setup
+    th = th.copy()
+    th[0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        loss_and_grad("separate", th, dims, m)
+    with pytest.raises(ValueError, match="params0 contains non-finite"):
+        integrate("separate", th, dims, m)
+
+
+def test_bad_options(setup):
+    dims, m, th = setup
+    with pytest.raises(ValueError, match="lr="):
+        integrate("separate", th, dims, m, "euler", t_end=1.0, lr=0.0)
+    with pytest.raises(ValueError, match="lr="):
+        integrate("separate", th, dims, m, "euler", t_end=1.0)
+    with pytest.raises(ValueError, match="dt="):
+        integrate("separate", th, dims, m, "rk4", t_end=1.0, dt=-1.0)
+    for t_end in (-1.0, 0.0, np.inf):
+        with pytest.raises(ValueError, match="t_end="):
+            integrate("separate", th, dims, m, t_end=t_end)
+    with pytest.raises(ValueError, match="method="):
+        integrate("separate", th, dims, m, "bdf")
+    with pytest.raises(ValueError, match="family="):
+        loss_and_grad("attn", th, dims, m)
+    with pytest.raises(ValueError, match="record_times"):
+        integrate("separate", th, dims, m, t_end=1.0, record_times=[])
+    with pytest.raises(ValueError, match="record_times"):
+        integrate("separate", th, dims, m, t_end=1.0, record_times=[0.5, 0.2])
+    with pytest.raises(ValueError, match="record_times"):
+        integrate("separate", th, dims, m, t_end=1.0, record_times=[0.5, 2.0])
+    with pytest.raises(ValueError, match="backend="):
+        loss_and_grad("separate", th, dims, m, backend="gpu")
+    with pytest.raises(ValueError, match="dims="):
+        loss_and_grad("separate", th, (3, 0, 2), m)
+
+
+def test_moments_mismatch(setup, rng):
+    dims, m, th = setup
+    m4, _, _ = random_moments(rng, 4)
+    with pytest.raises(ValueError, match="moments"):
+        loss_and_grad("separate", th, dims, m4)
+    with pytest.raises(ValueError, match="moments"):
+        loss_and_grad("separate", np.stack([th] * 3), dims, [m, m])
+    with pytest.raises(ValueError, match="moments"):
+        hessian("separate", th, dims, "not moments")
+    bad = Moments(cov=np.full((3, 3), np.nan), w_second=np.eye(3), noise=0.0, inv_n=0.1)
+    with pytest.raises(ValueError, match="moments"):
+        integrate("separate", th, dims, bad)
