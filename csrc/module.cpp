@@ -11,6 +11,7 @@ void register_population(py::module_& m);  // population.cpp
 PYBIND11_MODULE(_core, m) {
   m.doc() = "fastattn C++ core: exact population losses, gradients and gradient-flow integrators";
   m.attr("__version__") = FASTATTN_VERSION;
+  m.attr("git_revision") = FASTATTN_GIT_REVISION;
   m.attr("eigen_version") = std::to_string(EIGEN_WORLD_VERSION) + "." +
                             std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);

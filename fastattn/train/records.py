@@ -39,16 +39,16 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def git_revision() -> str | None:
-    """The git revision fastattn was built from (baked into the core), else of its source tree."""
-    baked = getattr(core, "git_revision", None)
-    if baked:
-        return baked
+    """The git revision of fastattn's source: live from the checkout when fastattn runs from one
+    (an editable install), else the revision baked into the core at build time."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5, check=True)
-        return out.stdout.strip() or None
+        if out.stdout.strip():
+            return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return None
+        pass
+    return getattr(core, "git_revision", None) or None
 
 
 def environment() -> dict[str, Any]:
