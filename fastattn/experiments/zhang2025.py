@@ -585,11 +585,10 @@ def _fig6_summary(runs: list[Run]) -> dict[str, Any]:
         _, drops = analysis.find_plateaus_and_drops(r.traj.time, r.traj.loss)
         v0 = np.abs(analysis.value_weights(r.traj.params[0], r.spec.model.heads))
         vf = np.abs(analysis.value_weights(r.traj.params[-1], r.spec.model.heads))
-        first = int(np.argmax(vf))       # heuristic: the head learning e_1 keeps the largest |v|? use e_1
+        # Eq. 72 needs v(0) of the head that learns e_1: the one aligned with e_1 at the end
         _, k, _ = analysis.split_separate(r.traj.params[-1], r.spec.model.heads, 1, 4)
         aligned = np.flatnonzero(analysis.best_aligned(k[:, 0], task.eigvecs) == 0)
-        if aligned.size:
-            first = int(aligned[np.argmax(vf[aligned])])
+        first = int(aligned[np.argmax(vf[aligned])]) if aligned.size else int(np.argmax(vf))
         t_half = float(np.interp(0.5, (1 - (r.traj.loss - c["L_star"]) / (1 - c["L_star"])), r.traj.time))
         out[r.spec.label] = {"init_scale": r.spec.model.init_scale, "n_conspicuous": c["n_conspicuous"],
                              "first_drop_time": drops[0].time if drops else float("nan"),
