@@ -37,7 +37,8 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
         except Exception as exc:          # a bad point becomes a failed run, not a failed sweep
             spec = resolve(full, strict=False)
             spec["train"]["_plan_error"] = f"{type(exc).__name__}: {exc}"
-        key = run_key({"spec": spec, "max_evals": horizon.max_evals, "n_records": horizon.n_records})
+        key = run_key({"spec": spec, "max_evals": horizon.max_evals, "n_records": horizon.n_records,
+                       "max_run_seconds": horizon.max_run_seconds})
         if key in seen:
             continue
         seen.add(key)

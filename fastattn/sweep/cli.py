@@ -43,7 +43,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
                       horizon_factor=opt("horizon_factor", 10.0),
-                      max_evals=int(opt("max_evals", 5_000_000)))
+                      max_evals=int(opt("max_evals", 5_000_000)),
+                      max_run_seconds=opt("max_run_seconds"))
     if args.dry_run:
         items = plan(grid, horizon, SWEEP_DEFAULTS)
         for it in items:
@@ -104,6 +105,8 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--horizon-factor", type=float,
                    help="flow without --time: t_end = this × theory time estimate (default 10)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
+    g.add_argument("--max-run-seconds", type=float,
+                   help="time budget per flow run, as a cap on evaluations (status max_evals)")
     g.add_argument("--retry-failed", action="store_true", default=None,
                    help="rerun runs recorded as failed")
     g.add_argument("--max-runs", type=int, help="stop after this many new runs")

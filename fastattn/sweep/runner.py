@@ -33,12 +33,15 @@ class Horizon:
         Σ_{m<m_target} 1/(λ_{m+1}² v₀) (Eq. 72 summed, v₀ the typical initial value weight), a
         conservative bound: the target normally stops the run well before.
     max_evals: a cap on gradient evaluations (status "max_evals" when hit).
+    max_run_seconds: a time budget per run, turned into a tighter max_evals by timing the
+        evaluator once (status "max_evals" when hit).
     """
 
     converge_rel: float = 0.05
     horizon_factor: float = 10.0
     max_evals: int = 5_000_000
     n_records: int | None = None
+    max_run_seconds: float | None = None
 
 
 @dataclass
@@ -209,12 +212,20 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
     kw = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol}
     if cfg.integrator == "rk4":
         kw["dt"] = cfg.dt
+    max_evals = horizon.max_evals
+    if horizon.max_run_seconds:
+        moments = tasks[0].moments()
+        t0 = time.perf_counter()
+        for _ in range(3):
+            population.loss_and_grad(fam, p0[0], dims, moments)
+        per_eval = (time.perf_counter() - t0) / 3 * 1.3       # + integrator overhead
+        max_evals = int(min(max_evals, max(1000, horizon.max_run_seconds / per_eval)))
     start = time.perf_counter()
     res = population.integrate(fam, p0 if len(items) > 1 else p0[0], dims,
                                [t.moments() for t in tasks] if len(items) > 1 else tasks[0].moments(),
                                record_times=rec, record_params=record_params,
                                target_loss=cfg.target_loss, grad_tol=cfg.grad_tol,
-                               max_evals=horizon.max_evals, **kw)
+                               max_evals=max_evals, **kw)
     wall = time.perf_counter() - start
     meta = environment()
     out = []
@@ -252,7 +263,8 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
         traj.config = {"task": to_jsonable(tasks[k]), "model": to_jsonable(models[k].config),
                        "train": to_jsonable(dataclasses.replace(cfg, progress=None))}
         traj.meta = meta
-        out.append((traj, models[k], {"batch_size": K, "batch_wall_time": wall}))
+        out.append((traj, models[k], {"batch_size": K, "batch_wall_time": wall,
+                                      "max_evals": max_evals}))
     return out, p0, tasks
 
 

@@ -1,0 +1,97 @@
+"""Sweep benchmarks (issue 6). Not timing assertions: numbers are printed and, under
+pytest-benchmark, recorded. Run:
+
+    pytest bench/test_sweep_bench.py -s                     # small: workers 1 vs 2, batching, Ray
+    python bench/test_sweep_bench.py grid --workers 2       # the 105-run D × N × seed grid
+    python bench/test_sweep_bench.py d1024                  # one run at D = H = 1024
+
+Setting (stated once): ATTN_S rank 1, H = D, linear spectrum (trace 1), init 1e-2·√D (paper scheme:
+per-head |v|, ‖k‖, ‖q‖ ≈ 1e-2 at every D), N ∈ {8, 32, 128, 512, 2048}, exact flow with the sweep's
+default horizon (stop at L ≤ 1.05·L*, "auto" integrator: stiff when P ≤ 200, else rk45).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+BASE = {"model": "separate", "heads": "D", "rank": 1, "init": "1e-2*sqrt(D)", "spectrum": "linear"}
+GRID = dict(BASE, dim=[4, 8, 16, 32, 64, 128, 256], context=[8, 32, 128, 512, 2048])
+SMALL = dict(BASE, dim=[4, 8, 16, 32], context=[8, 32])
+
+
+def _sweep(grid, out, **kw):
+    from fastattn.sweep import run_sweep
+
+    t = time.perf_counter()
+    df = run_sweep(grid, out, progress=False, **kw)
+    return df, time.perf_counter() - t
+
+
+def _summary(df, wall: float) -> str:
+    counts = df["status"].value_counts().to_dict()
+    return f"{len(df)} runs in {wall:.1f} s; status {counts}; sum of run times {df['wall_time'].sum():.1f} s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers(workers, tmp_path):
+    df, wall = _sweep(SMALL, tmp_path, seeds=3, workers=workers)
+    print(f"\nlocal workers={workers}: {_summary(df, wall)}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 3])
+def test_batching(batch, tmp_path):
+    """K = 3 seeds per population.integrate call vs one call per run (in-process, no pool)."""
+    df, wall = _sweep(SMALL, tmp_path, seeds=3, workers=0, batch=batch)
+    print(f"\nbatch={batch}: {_summary(df, wall)}")
+
+
+@pytest.mark.slow
+def test_ray_local(tmp_path):
+    pytest.importorskip("ray")
+    df, wall = _sweep(SMALL, tmp_path, seeds=3, executor="ray", workers=2)
+    print(f"\nray (local, 2 CPUs, includes start-up): {_summary(df, wall)}")
+
+
+def grid_main(out: str, workers: int, batch: int, max_run_seconds: float | None) -> None:
+    df, wall = _sweep(GRID, out, seeds=3, workers=workers, batch=batch, max_run_seconds=max_run_seconds)
+    print(_summary(df, wall))
+    print(df.groupby("dim")["wall_time"].sum().round(1).to_string())
+
+
+def d1024_main(out: str, context: int, rel: float) -> None:
+    from fastattn.sweep import Horizon
+
+    grid = dict(BASE, dim=1024, context=context)
+    df, wall = _sweep(grid, out, workers=0, horizon=Horizon(converge_rel=rel))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row = df.iloc[0]
+    print(f"D=H=1024, N={context}: status={row['status']}, evals={row['n_evals']}, "
+          f"final/L*={row['final_loss'] / row['theory_Lstar']:.4f}, run {row['wall_time']:.1f} s, "
+          f"total {wall:.1f} s, max RSS {rss:.0f} MiB, error={row.get('error')}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("grid", "d1024"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--max-run-seconds", type=float, default=None)
+    ap.add_argument("--context", type=int, default=32)
+    ap.add_argument("--converge-rel", type=float, default=0.05)
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix=f"sweep-{a.what}-")
+    print(f"output: {Path(out)}", file=sys.stderr)
+    if a.what == "grid":
+        grid_main(out, a.workers, a.batch, a.max_run_seconds)
+    else:
+        d1024_main(out, a.context, a.converge_rel)
