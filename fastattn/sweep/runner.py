@@ -214,12 +214,13 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
         kw["dt"] = cfg.dt
     max_evals = horizon.max_evals
     if horizon.max_run_seconds:
-        moments = tasks[0].moments()
+        # cost of one evaluation inside the integrator: a short probe integration
+        probe = 400 if p0.shape[1] < 10_000 else 24
         t0 = time.perf_counter()
-        for _ in range(3):
-            population.loss_and_grad(fam, p0[0], dims, moments)
-        per_eval = (time.perf_counter() - t0) / 3 * 1.3       # + integrator overhead
-        max_evals = int(min(max_evals, max(1000, horizon.max_run_seconds / per_eval)))
+        r = population.integrate(fam, p0[0], dims, tasks[0].moments(), method="rk45",
+                                 t_end=cfg.t_end, max_evals=probe)
+        per_eval = (time.perf_counter() - t0) / max(int(r.n_evals), 1)
+        max_evals = int(min(max_evals, max(100, horizon.max_run_seconds / per_eval)))
     start = time.perf_counter()
     res = population.integrate(fam, p0 if len(items) > 1 else p0[0], dims,
                                [t.moments() for t in tasks] if len(items) > 1 else tasks[0].moments(),
