@@ -2,8 +2,8 @@
 pytest-benchmark, recorded. Run:
 
     pytest bench/test_sweep_bench.py -s                     # small: workers 1 vs 2, batching, Ray
-    python bench/test_sweep_bench.py grid --workers 2       # the 105-run D × N × seed grid
-    python bench/test_sweep_bench.py d1024                  # one run at D = H = 1024
+    python bench/test_sweep_bench.py grid --workers 2 --max-run-seconds 15   # 105-run D × N × seed grid
+    python bench/test_sweep_bench.py d1024 --context 512 --max-run-seconds 120   # D = H = 1024
 
 Setting (stated once): ATTN_S rank 1, H = D, linear spectrum (trace 1), init 1e-2·√D (paper scheme:
 per-head |v|, ‖k‖, ‖q‖ ≈ 1e-2 at every D), N ∈ {8, 32, 128, 512, 2048}, exact flow with the sweep's
@@ -23,7 +23,7 @@ import pytest
 
 BASE = {"model": "separate", "heads": "D", "rank": 1, "init": "1e-2*sqrt(D)", "spectrum": "linear"}
 GRID = dict(BASE, dim=[4, 8, 16, 32, 64, 128, 256], context=[8, 32, 128, 512, 2048])
-SMALL = dict(BASE, dim=[4, 8, 16, 32], context=[8, 32])
+SMALL = dict(BASE, dim=[16, 32, 64], context=[32, 128])
 
 
 def _sweep(grid, out, **kw):
@@ -62,16 +62,20 @@ def test_ray_local(tmp_path):
 
 
 def grid_main(out: str, workers: int, batch: int, max_run_seconds: float | None) -> None:
-    df, wall = _sweep(GRID, out, seeds=3, workers=workers, batch=batch, max_run_seconds=max_run_seconds)
+    from fastattn.sweep import Horizon
+
+    df, wall = _sweep(GRID, out, seeds=3, workers=workers, batch=batch,
+                      horizon=Horizon(max_run_seconds=max_run_seconds))
     print(_summary(df, wall))
     print(df.groupby("dim")["wall_time"].sum().round(1).to_string())
 
 
-def d1024_main(out: str, context: int, rel: float) -> None:
+def d1024_main(out: str, context: int, rel: float, max_run_seconds: float | None) -> None:
     from fastattn.sweep import Horizon
 
     grid = dict(BASE, dim=1024, context=context)
-    df, wall = _sweep(grid, out, workers=0, horizon=Horizon(converge_rel=rel))
+    df, wall = _sweep(grid, out, workers=0,
+                      horizon=Horizon(converge_rel=rel, max_run_seconds=max_run_seconds))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     row = df.iloc[0]
     print(f"D=H=1024, N={context}: status={row['status']}, evals={row['n_evals']}, "
@@ -94,4 +98,4 @@ if __name__ == "__main__":
     if a.what == "grid":
         grid_main(out, a.workers, a.batch, a.max_run_seconds)
     else:
-        d1024_main(out, a.context, a.converge_rel)
+        d1024_main(out, a.context, a.converge_rel, a.max_run_seconds)
