@@ -57,7 +57,11 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
                                  initializer=_worker_init) as pool:
             pending = {pool.submit(_execute_safe, g, out, horizon): g for g in todo}
             while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                try:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                except BaseException:           # Ctrl-C: drop the queued runs, keep finished ones
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
                 for fut in finished:
                     group = pending.pop(fut)
                     try:
@@ -153,6 +157,7 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
                     rows = ray.get(ref)
                 except Exception as exc:
                     rows = _lost(group, out, exc)
+                _clear_inflight(group, out)
                 collect(rows)
     finally:
         if started:
