@@ -24,7 +24,7 @@ from fastattn.population import reference
 from fastattn.population.moments import Moments
 
 FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
-METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3}
+METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "ode23s": 4, "auto": 5}
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,8 +227,11 @@ def integrate(
         params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step).
         moments: one Moments (shared) or K Moments.
         method: "euler" (GD with learning rate ``lr``, t = 2·lr·k), "rk4" (fixed step ``dt``),
-            "rk45" (Dormand–Prince, rtol/atol), "stiff" (Rosenbrock ode23s with the analytic
-            Jacobian −½·Hessian, rtol/atol).
+            "rk45" (Dormand–Prince 5(4), rtol/atol), "stiff" (Rodas4, an L-stable order-4(3)
+            Rosenbrock method with the analytic Jacobian −½·Hessian, one Cholesky/LU per step),
+            "ode23s" (the order-2(3) Shampine–Reichelt Rosenbrock pair, kept for comparison),
+            "auto" (rk45, switching to Rodas4 while the flow is stiff for the explicit method,
+            e.g. after convergence; rk45 only when P > 2000). See docs/theory.md §4.
         record_times: increasing times in [0, t_end] at which the loss (and params) are recorded;
             adaptive methods and rk4 land on them exactly. Default: 0 and t_end.
         target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
@@ -249,7 +252,7 @@ def integrate(
     if method == "rk4":
         if dt is None or not math.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
-    if method in ("rk45", "stiff") and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
+    if method in ("rk45", "stiff", "ode23s", "auto") and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
         raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
     rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()
     if rec.size == 0 or not np.all(np.isfinite(rec)) or np.any(np.diff(rec) < 0):

@@ -1,4 +1,5 @@
-"""Integrators: Euler == GD on the torch reference, adaptive/stiff == tight RK4, stops, invariants."""
+"""Integrators: Euler == GD on the torch reference, adaptive/stiff/auto == tight RK4 and the white
+merged closed form, Rodas4 order, auto at the minimum, stops, invariants."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from fastattn._core_loader import has_cpp
-from fastattn.population import conserved_quantities, integrate, loss_and_grad, reference
+from fastattn.population import Moments, conserved_quantities, integrate, loss_and_grad, reference
+from fastattn.theory.zhang2025 import white_merged_loss
 
 from .conftest import fig3_setting, random_moments, random_params
 
@@ -53,28 +55,93 @@ def test_adaptive_and_stiff_converge_to_tight_rk4(rng, family, dims, s_identity)
                   record_times=rec)
     s = integrate(family, th, dims, m, "stiff", t_end=t_end, rtol=1e-8, atol=1e-12,
                   record_times=rec)
-    assert ref.status == a.status == s.status == "t_end"
+    u = integrate(family, th, dims, m, "auto", t_end=t_end, rtol=1e-8, atol=1e-12,
+                  record_times=rec)
+    o = integrate(family, th, dims, m, "ode23s", t_end=t_end, rtol=1e-8, atol=1e-12,
+                  record_times=rec)
+    assert ref.status == a.status == s.status == u.status == o.status == "t_end"
     np.testing.assert_allclose(a.loss, ref.loss, rtol=1e-8)
-    np.testing.assert_allclose(s.loss, ref.loss, rtol=2e-5)
+    np.testing.assert_allclose(s.loss, ref.loss, rtol=1e-7)
+    np.testing.assert_allclose(u.loss, ref.loss, rtol=1e-7)
+    np.testing.assert_allclose(o.loss, ref.loss, rtol=2e-5)
     np.testing.assert_allclose(a.final_params, ref.final_params, atol=1e-7)
-    # tightening the stiff tolerance reduces its error (order-2 method)
-    s2 = integrate(family, th, dims, m, "stiff", t_end=t_end, rtol=1e-10, atol=1e-14,
+    np.testing.assert_allclose(s.final_params, ref.final_params, atol=1e-6)
+    # tightening the ode23s tolerance reduces its error (order-2 method)
+    o2 = integrate(family, th, dims, m, "ode23s", t_end=t_end, rtol=1e-10, atol=1e-14,
                    record_times=rec)
-    e1 = np.abs(s.loss - ref.loss).max()
-    e2 = np.abs(s2.loss - ref.loss).max()
+    e1 = np.abs(o.loss - ref.loss).max()
+    e2 = np.abs(o2.loss - ref.loss).max()
     assert e2 < e1 or e2 < 1e-11
 
 
-def test_stiff_reaches_global_minimum_fig3(rng):
+def _white_merged():
+    """Merged, Λ = I (D=4, H=8, N=31), balanced aligned init v_i = 1e-3/√H, U_i = v_i I/√D: the
+    loss follows the closed form of zhang2025.white_merged_loss (exponential saddle escape)."""
+    D, H = 4, 8
+    m = Moments(np.eye(D), np.eye(D), 0.0, 1 / 31)
+    v = np.full(H, 1e-3 / np.sqrt(H))
+    th = np.concatenate([v, np.concatenate([vi * np.eye(D).ravel() / np.sqrt(D) for vi in v])])
+    return (D, H, 1), m, th, float(np.sum(v**2))
+
+
+@pytest.mark.parametrize("method", ["rk45", "stiff", "auto"])
+def test_global_error_vs_white_merged_closed_form(method):
+    dims, m, th, s0 = _white_merged()
+    t = np.linspace(0, 20, 201)
+    exact = white_merged_loss(t, s0=s0, dim=4, inv_n=1 / 31)
+    assert exact[0] - exact[-1] > 1.0  # the escape happens inside the window
+    r = integrate("merged", th, dims, m, method, t_end=20.0, rtol=1e-8, atol=1e-12,
+                  record_times=t)
+    assert r.status == "t_end"
+    assert np.abs(r.loss - exact).max() < 1e-7
+    if method == "stiff":
+        # the order-2 ode23s is far off at the same tolerance (global error >> rtol)
+        o = integrate("merged", th, dims, m, "ode23s", t_end=20.0, rtol=1e-8, atol=1e-12,
+                      record_times=t)
+        assert np.abs(o.loss - exact).max() > 10 * np.abs(r.loss - exact).max()
+
+
+@pytest.mark.parametrize(("method", "order"), [("stiff", 4), ("ode23s", 2)])
+def test_rosenbrock_order_of_convergence(rng, method, order):
+    """Work-precision slope: the global error of the propagated solution falls like n_steps^-p
+    (Rodas4: p = 4; ode23s: p = 2) as the tolerance is tightened (record grid not binding)."""
+    family, dims = "separate", (3, 2, 2)
+    m, _, _ = random_moments(rng, 3)
+    th = random_params(rng, family, dims, scale=0.5)
+    ref = integrate(family, th, dims, m, "rk45", t_end=10.0, rtol=1e-13, atol=1e-16)
+    ns, es = [], []
+    for rt in np.geomspace(1e-4, 1e-9, 6):
+        r = integrate(family, th, dims, m, method, t_end=10.0, rtol=rt, atol=rt * 1e-2)
+        assert r.status == "t_end" and r.n_jac >= r.n_steps
+        ns.append(r.n_steps)
+        es.append(np.abs(r.final_params - ref.final_params).max())
+    slope = np.polyfit(np.log(ns), np.log(es), 1)[0]
+    assert -order - 0.8 < slope < -order + 0.5, (slope, ns, es)
+
+
+@pytest.mark.parametrize("method", ["stiff", "ode23s", "auto"])
+def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 1e-3)
-    r = integrate("separate", th, dims, m, "stiff", t_end=1e8,
+    r = integrate("separate", th, dims, m, method, t_end=1e8,
                   record_times=np.geomspace(1, 1e8, 80))
     assert r.status == "t_end"
     assert abs(r.loss[-1] - lstar) < 1e-8
     assert r.times.size == 80 and np.all(np.diff(r.loss) <= 1e-12)
+    if method == "auto":
+        # explicit RK45 needs ~2e5 evaluations for only t ~ 2e5 here (stiff at the minimum)
+        assert r.n_evals <= 20_000 and r.n_jac > 0
 
 
-@pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff"])
+def test_auto_without_stiffness_is_rk45():
+    """On a non-stiff run auto never leaves Dormand-Prince: identical to rk45, no Hessians."""
+    dims, m, th, _ = _white_merged()
+    a = integrate("merged", th, dims, m, "rk45", t_end=20.0, rtol=1e-8)
+    u = integrate("merged", th, dims, m, "auto", t_end=20.0, rtol=1e-8)
+    assert u.n_jac == 0 and u.n_evals == a.n_evals
+    np.testing.assert_array_equal(u.final_params, a.final_params)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff", "ode23s", "auto"])
 def test_early_stops(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 0.3)
     kw = {"lr": 0.05} if method == "euler" else {"dt": 0.1} if method == "rk4" else {}
@@ -106,9 +173,10 @@ def test_divergence_returns_last_finite_state(rng):
     r = integrate("separate", 30 * th, dims, m, "rk4", t_end=1e3, dt=2.0)
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params))
-    # the flow itself decreases L, so from the same huge init the stiff integrator survives
-    r = integrate("separate", 30 * th, dims, m, "stiff", t_end=1e3)
-    assert r.status == "t_end"
+    # the flow itself decreases L, so from the same huge init the stiff integrators survive
+    for method in ("stiff", "ode23s", "auto"):
+        r = integrate("separate", 30 * th, dims, m, method, t_end=1e3)
+        assert r.status == "t_end"
 
 
 def test_batch_is_independent_runs(rng):
@@ -116,7 +184,7 @@ def test_batch_is_independent_runs(rng):
     ms = [random_moments(rng, 3)[0] for _ in range(3)]
     th = np.stack([random_params(rng, family, dims, scale=0.2) for _ in range(3)])
     rec = np.geomspace(0.1, 50, 9)
-    for method in ("rk45", "stiff"):
+    for method in ("rk45", "stiff", "auto"):
         b = integrate(family, th, dims, ms, method, t_end=50.0, record_times=rec,
                       record_params=True)
         assert b.loss.shape == (3, 9) and b.params.shape == (3, 9, th.shape[1])
