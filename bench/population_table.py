@@ -1,6 +1,10 @@
-"""Evaluations and wall time vs t for each integrator, Zhang Fig. 3 setting (separate, D=4, H=5, R=1).
+"""Evaluations and wall time vs t for each integrator.
 
-Run: python bench/population_table.py [--init 1e-3] [--seed 0]
+Settings: (fig3) Zhang Fig. 3, separate D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, init 1e-3;
+(rank) separate D=8, H=9, R=4, λ∝1/d (trace 1), N=31, App. C.2 init 1e-2 (Fig. 4);
+(white) merged Λ=I, D=4, H=8, N=31, aligned init 1e-3: max |L − closed form| over t ∈ [0, 20].
+
+Run: python bench/population_table.py [--setting fig3|rank|white|all] [--init 1e-3] [--seed 0]
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ import argparse
 import numpy as np
 
 from fastattn.population import Moments, integrate, n_params
+from fastattn.theory.zhang2025 import white_merged_loss
+
+METHODS = ("rk45", "stiff", "auto", "ode23s", "rk4", "euler")
 
 
 def fig3_setting(init: float, seed: int = 0):
@@ -26,27 +33,74 @@ def fig3_setting(init: float, seed: int = 0):
     return (D, H, R), m, theta, lstar
 
 
+def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
+    rng = np.random.default_rng(seed)
+    D, H = 8, 9
+    lam = 1 / np.arange(1, D + 1)
+    lam /= lam.sum()
+    m = Moments(cov=np.diag(lam), w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
+    theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
+                            rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
+    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
+    return (D, H, R), m, theta, lstar
+
+
+def _row(method, t_end, r, gap):
+    print(f"{method:>6} {t_end:8.0e} {r.status:>11} {r.n_evals:8d} {r.n_steps:8d} {r.n_jac:6d} "
+          f"{r.wall_time:9.4f} {gap:10.2e}")
+
+
+def table(dims, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
+    print(f"{'method':>6} {'t_end':>8} {'status':>11} {'evals':>8} {'steps':>8} {'jac':>6} "
+          f"{'wall[s]':>9} {'L-L*':>10}")
+    for method in methods:
+        for t_end in t_ends:
+            kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
+            r = integrate("separate", theta, dims, m, method, t_end=t_end, rtol=rtol, atol=atol,
+                          record_times=np.geomspace(1, t_end, 60), max_evals=max_evals, **kw)
+            _row(method, t_end, r, r.loss[-1] - lstar)
+            if r.status != "t_end":
+                break
+
+
+def white(rtol: float, atol: float):
+    D, H = 4, 8
+    m = Moments(np.eye(D), np.eye(D), 0.0, 1 / 31)
+    v = np.full(H, 1e-3 / np.sqrt(H))
+    th = np.concatenate([v, np.concatenate([vi * np.eye(D).ravel() / np.sqrt(D) for vi in v])])
+    t = np.linspace(0, 20, 201)
+    exact = white_merged_loss(t, s0=float(np.sum(v**2)), dim=D, inv_n=1 / 31)
+    print(f"white merged, rtol={rtol} atol={atol}: max |L - closed form| on 201 points in [0, 20]")
+    for method in ("rk45", "stiff", "auto", "ode23s"):
+        r = integrate("merged", th, (D, H, 1), m, method, t_end=20.0, rtol=rtol, atol=atol,
+                      record_times=t)
+        print(f"{method:>6} err={np.abs(r.loss - exact).max():.2e} evals={r.n_evals} "
+              f"jac={r.n_jac} wall={r.wall_time:.4f}s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--init", type=float, default=1e-3)
+    ap.add_argument("--setting", default="all", choices=("fig3", "rank", "white", "all"))
+    ap.add_argument("--init", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-9)
     a = ap.parse_args()
-    dims, m, theta, lstar = fig3_setting(a.init, a.seed)
-    print(f"L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol} init={a.init}")
-    print(f"{'method':>6} {'t_end':>8} {'status':>10} {'evals':>8} {'steps':>8} {'jac':>6} "
-          f"{'wall[s]':>9} {'L-L*':>10}")
-    for method in ("rk45", "stiff", "rk4", "euler"):
-        for t_end in (1e2, 1e3, 1e4, 1e5, 1e6, 1e8):
-            kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
-            r = integrate("separate", theta, dims, m, method, t_end=t_end, rtol=a.rtol,
-                          atol=a.atol, record_times=np.geomspace(1, t_end, 60),
-                          max_evals=2_000_000, **kw)
-            print(f"{method:>6} {t_end:8.0e} {r.status:>10} {r.n_evals:8d} {r.n_steps:8d} "
-                  f"{r.n_jac:6d} {r.wall_time:9.4f} {r.loss[-1] - lstar:10.2e}")
-            if r.status != "t_end":
-                break
+    if a.setting in ("fig3", "all"):
+        dims, m, theta, lstar = fig3_setting(a.init or 1e-3, a.seed)
+        print(f"[fig3] L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol}")
+        table(dims, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
+              2_000_000)
+    if a.setting in ("rank", "all"):
+        dims, m, theta, lstar = rank_setting(a.init or 1e-2, a.seed)
+        print(f"\n[rank] D=8 H=9 R=4 (P={theta.size}); L* = {lstar:.12f}; rtol={a.rtol} "
+              f"atol={a.atol}; stiff/ode23s omitted (minutes: dense LU at every saddle step)")
+        table(dims, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
+              a.atol, 20_000_000)
+    if a.setting in ("white", "all"):
+        print()
+        white(1e-8, 1e-12)
+        white(1e-8, a.atol)
 
 
 if __name__ == "__main__":
