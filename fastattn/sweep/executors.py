@@ -144,6 +144,12 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
     if not ray.is_initialized():
         kw: dict[str, Any] = {"address": address} if address else \
             {"num_cpus": workers or default_workers(), "include_dashboard": False}
+        # Ray puts the driver's working directory first on the workers' sys.path; run from a fastattn
+        # checkout, that would import the uncompiled source tree instead of the installed package.
+        # An empty working_dir keeps the workers' imports those of the installed environment.
+        import tempfile
+
+        kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
         ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         started = True
     try:
