@@ -78,7 +78,8 @@ OPTIONS: tuple[Option, ...] = (
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
-    Option("--integrator", "train", "integrator", str, "flow: stiff | rk45 | rk4", "stiff"),
+    Option("--integrator", "train", "integrator", str,
+           "flow: auto (RK45, Rodas4 while stiff) | stiff (Rodas4) | rk45 | rk4 | ode23s", "auto"),
     Option("--rtol", "train", "rtol", float, "flow: relative tolerance", 1e-8),
     Option("--atol", "train", "atol", float, "flow: absolute tolerance", 1e-12),
     Option("--dt", "train", "dt", float, "flow with rk4: fixed step"),
@@ -124,18 +125,24 @@ def collect(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return out
 
 
-def build_run(spec: dict[str, dict[str, Any]]):
-    """(task, model, TrainConfig) from a {"task", "model", "train"} dict of option values."""
-    from fastattn.models import ModelConfig, build_model
+def build_task(task_options: dict[str, Any]):
+    """The `LinearRegression` of a dict of task option values (named spectra resolved)."""
     from fastattn.tasks import LinearRegression, spectrum
-    from fastattn.train import TrainConfig
 
-    task_kw = dict(spec["task"])
+    task_kw = dict(task_options)
     if isinstance(task_kw.get("spectrum"), str):
         task_kw["spectrum"] = tuple(spectrum(task_kw["spectrum"], int(task_kw["dim"])))
     if isinstance(task_kw.get("context"), list):
         task_kw["context"] = tuple(task_kw["context"])
-    task = LinearRegression(**task_kw)
+    return LinearRegression(**task_kw)
+
+
+def build_run(spec: dict[str, dict[str, Any]]):
+    """(task, model, TrainConfig) from a {"task", "model", "train"} dict of option values."""
+    from fastattn.models import ModelConfig, build_model
+    from fastattn.train import TrainConfig
+
+    task = build_task(spec["task"])
     model_kw = dict(spec["model"])
     if model_kw.get("name") in ("merged", "cubic_mlp", "softmax_merged"):
         model_kw["rank"] = 1

@@ -18,8 +18,6 @@ import numpy as np
 
 #: families with the closed-form population flow
 FLOW_FAMILIES = {"merged": "merged", "separate": "separate", "cubic_mlp": "cubic_mlp"}
-#: "auto" integrator: the dense-Hessian stiff solver up to this many parameters, rk45 above
-AUTO_STIFF_MAX_PARAMS = 200
 #: parameters are recorded at every loss record only below this many floats (else init + final)
 MAX_RECORDED_FLOATS = 20_000_000
 
@@ -109,30 +107,19 @@ def predictions(task, model_cfg: dict[str, Any], params0: np.ndarray | None = No
 
 
 def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, dict[str, Any]]:
-    """Fill the flow horizon (t_end, target, integrator "auto") into a resolved spec; returns
+    """Fill the flow horizon (t_end, target) into a resolved spec; returns
     (spec, theory predictions from the init scale). Cheap: builds the task without rotation."""
-    from fastattn.tasks import LinearRegression, spectrum
+    from fastattn.cli_options import build_task
 
     spec = {k: dict(v) for k, v in spec.items()}
     tr = spec["train"]
-    task_kw = dict(spec["task"], rotate=False)
-    if isinstance(task_kw.get("spectrum"), str):
-        task_kw["spectrum"] = tuple(spectrum(task_kw["spectrum"], int(task_kw["dim"])))
-    if isinstance(task_kw.get("context"), list):
-        task_kw["context"] = tuple(task_kw["context"])
-    task = LinearRegression(**task_kw)
+    task = build_task(dict(spec["task"], rotate=False))
     model = dict(spec["model"])
     if model.get("name") in ("merged", "cubic_mlp", "softmax_merged"):
         model["rank"] = 1
     theory = predictions(task, model, converge_rel=horizon.converge_rel)
     if tr.get("method", "flow") != "flow":
         return spec, theory
-    if tr.get("integrator") == "auto":
-        from fastattn.population import n_params
-
-        fam = FLOW_FAMILIES.get(model["name"], "separate")
-        p = n_params(fam, (task.dim, model["heads"], model.get("rank", 1)))
-        tr["integrator"] = "stiff" if p <= AUTO_STIFF_MAX_PARAMS else "rk45"
     if tr.get("target_loss") is None and math.isfinite(theory["theory_Lstar"]):
         tr["target_loss"] = (1 + horizon.converge_rel) * theory["theory_Lstar"]
     if tr.get("t_end") is None:

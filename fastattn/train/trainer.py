@@ -24,7 +24,7 @@ from fastattn.train.records import environment, to_jsonable
 from fastattn.train.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam")
-INTEGRATORS = ("stiff", "rk45", "rk4")
+INTEGRATORS = ("auto", "stiff", "rk45", "rk4", "ode23s")
 LOSSES = ("query", "next_token")
 SAMPLERS = ("tokens", "stats")
 
@@ -36,7 +36,8 @@ class TrainConfig:
     Attributes:
         method: "flow", "gd", "sgd" or "adam".
         t_end: flow: integrate to this time (required for "flow").
-        integrator: flow: "stiff" (default; implicit, uses the analytic Hessian), "rk45", "rk4".
+        integrator: flow: "auto" (default: RK45, switching to the implicit Rodas4 with the analytic
+            Hessian while the flow is stiff), "stiff" (Rodas4 throughout), "rk45", "rk4", "ode23s".
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
@@ -60,7 +61,7 @@ class TrainConfig:
 
     method: str = "flow"
     t_end: float | None = None
-    integrator: str = "stiff"
+    integrator: str = "auto"
     rtol: float = 1e-8
     atol: float = 1e-12
     dt: float | None = None

@@ -94,7 +94,7 @@ def test_flow_horizon_from_theory():
     assert len(items) == 4 and len({it.key for it in items}) == 4
     for it in items:
         tr = it.spec["train"]
-        assert tr["integrator"] == "stiff"           # "auto": small P
+        assert tr["integrator"] == "auto"            # the population module's RK45/Rodas4 switch
         assert tr["target_loss"] == pytest.approx(1.05 * it.theory["theory_Lstar"])
         assert tr["t_end"] == pytest.approx(10 * it.theory["theory_t_estimate"], rel=1e-5)
 
