@@ -13,24 +13,17 @@ import argparse
 
 import numpy as np
 
-from fastattn.population import Moments, integrate, n_params
-from fastattn.theory.zhang2025 import white_merged_loss
+from fastattn.experiments.zhang2025 import fig3_setting
+from fastattn.population import Moments, integrate
+from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
 METHODS = ("rk45", "stiff", "auto", "ode23s", "rk4", "euler")
 
 
-def fig3_setting(init: float, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    D, H, R = 4, 5, 1
-    lam = np.array([0.4, 0.3, 0.2, 0.1])
-    Qm, _ = np.linalg.qr(rng.standard_normal((D, D)))
-    m = Moments(cov=Qm @ np.diag(lam) @ Qm.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
-    v = rng.normal(0, init / np.sqrt(H), H)
-    kq = rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)
-    theta = np.concatenate([v, kq])
-    assert theta.size == n_params("separate", (D, H, R))
-    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
-    return (D, H, R), m, theta, lstar
+def fig3(init: float, seed: int = 0):
+    task, model = fig3_setting(init, seed)
+    lstar = minimum_loss(task.eigvals, task.inv_context_mean())
+    return model.dims, task.moments(), model.to_flat(), lstar
 
 
 def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
@@ -87,7 +80,7 @@ def main() -> None:
     ap.add_argument("--atol", type=float, default=1e-9)
     a = ap.parse_args()
     if a.setting in ("fig3", "all"):
-        dims, m, theta, lstar = fig3_setting(a.init or 1e-3, a.seed)
+        dims, m, theta, lstar = fig3(a.init or 1e-3, a.seed)
         print(f"[fig3] L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol}")
         table(dims, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
               2_000_000)

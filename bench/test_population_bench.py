@@ -12,21 +12,17 @@ import pytest
 import torch
 
 from fastattn._core_loader import has_cpp
+from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.population import Moments, integrate, make_evaluator, reference
+from fastattn.theory.zhang2025 import minimum_loss
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def fig3(init: float, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    D, H, R = 4, 5, 1
-    lam = np.array([0.4, 0.3, 0.2, 0.1])
-    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
-    m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
-    theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
-                            rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
-    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
-    return (D, H, R), m, theta, lstar
+    task, model = fig3_setting(init, seed)
+    lstar = minimum_loss(task.eigvals, task.inv_context_mean())
+    return model.dims, task.moments(), model.to_flat(), lstar
 
 
 def test_fig3_euler_1e4_steps(benchmark):

@@ -29,6 +29,14 @@ def _task(eigvals, seed: int = 0, context: Any = N, **kw) -> LinearRegression:
                             rotation_seed=seed, **kw)
 
 
+def fig3_setting(init_scale: float = 1e-2, seed: int = 0, heads: int = 5):
+    """The Fig. 3 setting as (task, model), the benchmarks' reference problem: separate rank 1,
+    D=4, λ=(.4,.3,.2,.1) in a random eigenbasis drawn from `seed`, N=31, App. C.2 init."""
+    from fastattn.models import SeparateKQ
+
+    return _task(D4, seed=seed), SeparateKQ(4, heads, 1, init_scale=init_scale, init_seed=seed)
+
+
 def _flow(t_end: float, snapshots: int = 40, **kw) -> TrainConfig:
     return TrainConfig(method="flow", t_end=t_end, n_snapshots=snapshots, **kw)
 

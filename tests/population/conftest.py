@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastattn.experiments import zhang2025
 from fastattn.population import Moments, n_params
+from fastattn.theory.zhang2025 import minimum_loss
 
 
 @pytest.fixture
@@ -51,11 +53,6 @@ FAMILY_DIMS = [
 
 def fig3_setting(rng, init: float):
     """Zhang Fig. 3: separate, D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, S=I, σ²=0."""
-    D, H, R = 4, 5, 1
-    lam = np.array([0.4, 0.3, 0.2, 0.1])
-    rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
-    m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
-    theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
-                            rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
-    lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
-    return (D, H, R), m, theta, lstar
+    task, model = zhang2025.fig3_setting(init, seed=int(rng.integers(2**31)))
+    lstar = minimum_loss(task.eigvals, task.inv_context_mean())
+    return model.dims, task.moments(), model.to_flat(), lstar
