@@ -55,3 +55,19 @@ def test_eigenvalues_are_descending_and_eigvecs_are_columns():
     t = LinearRegression(3, spectrum=[0.1, 0.5, 0.2], rotate=True, rotation_seed=4)
     np.testing.assert_array_equal(t.eigvals, [0.5, 0.2, 0.1])
     np.testing.assert_allclose(t.cov_matrix @ t.eigvecs[:, 0], 0.5 * t.eigvecs[:, 0])
+
+
+def test_every_model_matches_the_one_flat_layout():
+    """models.layout is the single definition of the flat order that the C++ core reads."""
+    from fastattn.models import MODELS, build_model, layout
+    from fastattn.models.base import ModelConfig
+
+    d, h, r = 3, 2, 2
+    for name in MODELS:
+        m = build_model(ModelConfig(name, d, h, r if "separate" in name else 1))
+        dims = m.dims
+        shapes = layout.param_shapes(name, dims)
+        assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes)
+        blocks = layout.unflatten(name, m.to_flat(), dims)
+        for n, _ in shapes:
+            np.testing.assert_array_equal(blocks[n], getattr(m, n).detach().numpy())

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fastattn.models import layout
+
 __all__ = [
     "alignment",
     "best_aligned",
@@ -64,38 +66,18 @@ def value_weights(params: ArrayLike, n_heads: int) -> np.ndarray:
 
 
 def split_merged(params: ArrayLike, n_heads: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Unflatten `MergedKQ` / `CubicMLP` parameters.
-
-    Args:
-        params: `[..., H (1 + D²)]`.
-    Returns:
-        v `[..., H]`, U `[..., H, D, D]` (for the MLP, W1[h].reshape(D, D)).
-    """
-    p = np.asarray(params, dtype=np.float64)
-    if p.shape[-1] != n_heads * (1 + dim * dim):
-        raise ValueError(f"expected {n_heads * (1 + dim * dim)} parameters, got {p.shape[-1]}")
-    lead = p.shape[:-1]
-    return p[..., :n_heads], p[..., n_heads:].reshape(*lead, n_heads, dim, dim)
+    """Unflatten `MergedKQ` / `CubicMLP` parameters `[..., H (1 + D²)]` → v `[..., H]`,
+    U `[..., H, D, D]` (for the MLP, W1[h].reshape(D, D))."""
+    b = layout.unflatten("merged", params, (dim, n_heads, 1))
+    return b["v"], b["U"]
 
 
 def split_separate(
     params: ArrayLike, n_heads: int, rank: int, dim: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unflatten `SeparateKQ` parameters.
-
-    Args:
-        params: `[..., H (1 + 2RD)]`.
-    Returns:
-        v `[..., H]`, K `[..., H, R, D]`, Q `[..., H, R, D]`.
-    """
-    p = np.asarray(params, dtype=np.float64)
-    n_k = n_heads * rank * dim
-    if p.shape[-1] != n_heads + 2 * n_k:
-        raise ValueError(f"expected {n_heads + 2 * n_k} parameters, got {p.shape[-1]}")
-    lead = p.shape[:-1]
-    k = p[..., n_heads : n_heads + n_k].reshape(*lead, n_heads, rank, dim)
-    q = p[..., n_heads + n_k :].reshape(*lead, n_heads, rank, dim)
-    return p[..., :n_heads], k, q
+    """Unflatten `SeparateKQ` parameters `[..., H (1 + 2RD)]` → v `[..., H]`, K, Q `[..., H, R, D]`."""
+    b = layout.unflatten("separate", params, (dim, n_heads, rank))
+    return b["v"], b["K"], b["Q"]
 
 
 def _rows(w: ArrayLike) -> np.ndarray:

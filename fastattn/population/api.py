@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastattn._core_loader import core, has_cpp
+from fastattn.models import layout
 from fastattn.population import reference
 from fastattn.population.moments import Moments
 
@@ -73,10 +74,14 @@ def _dims(family: str, dims) -> tuple[int, int, int]:
     return (D, H, 1) if FAMILY_CODE[family] == 0 else (D, H, R)
 
 
+def _layout_family(family: str) -> str:
+    """cubic_mlp shares the merged flat layout (w2 ≡ v, W1[h] ≡ vec U_h)."""
+    return "merged" if FAMILY_CODE[family] == 0 else "separate"
+
+
 def n_params(family: str, dims) -> int:
     """Flat parameter count P of a family at dims (D, H, R)."""
-    D, H, R = _dims(family, dims)
-    return reference.n_params(family, D, H, R)
+    return layout.n_params(family, _dims(family, dims))
 
 
 def _params(name: str, params, family: str, dims) -> np.ndarray:
@@ -129,15 +134,11 @@ def _moment_list(moments, K: int) -> list[Moments]:
 # ---------------------------------------------------------------- public functions
 def gamma(family: str, params, dims) -> np.ndarray:
     """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
-    D, H, R = _dims(family, dims)
-    p = _params("params", params, family, dims)
-    v = p[..., :H]
-    if FAMILY_CODE[family] == 0:
-        U = p[..., H:].reshape(*p.shape[:-1], H, D, D)
-        return np.einsum("...i,...iab->...ab", v, U)
-    K = p[..., H : H + H * R * D].reshape(*p.shape[:-1], H, R, D)
-    Q = p[..., H + H * R * D :].reshape(*p.shape[:-1], H, R, D)
-    return np.einsum("...i,...ira,...irb->...ab", v, K, Q)
+    b = layout.unflatten(_layout_family(family), _params("params", params, family, dims),
+                         _dims(family, dims))
+    if "U" in b:
+        return np.einsum("...i,...iab->...ab", b["v"], b["U"])
+    return np.einsum("...i,...ira,...irb->...ab", b["v"], b["K"], b["Q"])
 
 
 def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
@@ -346,17 +347,10 @@ def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.nd
         separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
                    "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
     """
-    D, H, R = _dims(family, dims)
-    p = np.asarray(params_over_time, dtype=np.float64)
-    P = n_params(family, dims)
-    if p.shape[-1] != P:
-        raise ValueError(f"params_over_time has last dimension {p.shape[-1]}, expected P={P}")
-    v = p[..., :H]
-    if FAMILY_CODE[family] == 0:
-        W1 = p[..., H:].reshape(*p.shape[:-1], H, D * D)
+    b = layout.unflatten(_layout_family(family), params_over_time, _dims(family, dims))
+    if "U" in b:
+        v, W1 = b["v"], b["U"].reshape(*b["U"].shape[:-2], -1)      # W1 [..., H, D²]
         return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]
                 - np.einsum("...ia,...ja->...ij", W1, W1)}
-    K = p[..., H : H + H * R * D].reshape(*p.shape[:-1], H, R, D)
-    Q = p[..., H + H * R * D :].reshape(*p.shape[:-1], H, R, D)
-    kk = (K**2).sum(-1)
-    return {"k_minus_q": kk - (Q**2).sum(-1), "k_minus_v": kk.sum(-1) - v**2}
+    kk = (b["K"] ** 2).sum(-1)
+    return {"k_minus_q": kk - (b["Q"] ** 2).sum(-1), "k_minus_v": kk.sum(-1) - b["v"] ** 2}

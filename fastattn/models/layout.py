@@ -1,0 +1,44 @@
+"""The flat float64 parameter layout of each model family, defined once (docs/conventions.md).
+
+The C++ core, the population API, the analysis tools and the models' `to_flat`/`load_flat` all
+read parameters in this order (row-major): a test checks every model's tensors against it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+
+def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """(name, shape) of each parameter block, in flat order, for dims (D, H, R)."""
+    d, h, r = dims
+    if family in ("merged", "softmax_merged"):
+        return (("v", (h,)), ("U", (h, d, d)))
+    if family == "cubic_mlp":
+        return (("w2", (h,)), ("W1", (h, d * d)))
+    if family in ("separate", "softmax_separate"):
+        return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
+    raise ValueError(f"unknown family {family!r}; choose merged, cubic_mlp or separate")
+
+
+def n_params(family: str, dims: tuple[int, int, int]) -> int:
+    """Flat parameter count P: H(1 + D²) for merged/cubic_mlp, H(1 + 2RD) for separate."""
+    return sum(math.prod(shape) for _, shape in param_shapes(family, dims))
+
+
+def unflatten(family: str, flat: ArrayLike, dims: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    """Views of each block: flat `[..., P]` → {name: `[..., *shape]`} (leading axes kept)."""
+    p = np.asarray(flat, dtype=np.float64)
+    size = n_params(family, dims)
+    if p.shape[-1:] != (size,):
+        raise ValueError(f"{family} parameters at dims {tuple(dims)} must have last dimension "
+                         f"{size}; got shape {p.shape}")
+    out, offset = {}, 0
+    for name, shape in param_shapes(family, dims):
+        n = math.prod(shape)
+        out[name] = p[..., offset:offset + n].reshape(*p.shape[:-1], *shape)
+        offset += n
+    return out
