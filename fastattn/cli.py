@@ -37,7 +37,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from fastattn import plots
     from fastattn.cli_options import build_run, collect
-    from fastattn.train import train
+    from fastattn.training import train
 
     task, model, config = build_run(collect(args))
     if config.progress is None and args.quiet:

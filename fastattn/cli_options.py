@@ -140,7 +140,7 @@ def build_task(task_options: dict[str, Any]):
 def build_run(spec: dict[str, dict[str, Any]]):
     """(task, model, TrainConfig) from a {"task", "model", "train"} dict of option values."""
     from fastattn.models import ModelConfig, build_model
-    from fastattn.train import TrainConfig
+    from fastattn.training import TrainConfig
 
     task = build_task(spec["task"])
     model_kw = dict(spec["model"])

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fastattn.train.trajectory import Trajectory
+from fastattn.training.trajectory import Trajectory
 
 
 def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,

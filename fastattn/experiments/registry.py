@@ -20,8 +20,8 @@ import numpy as np
 
 from fastattn.models import ModelConfig, build_model
 from fastattn.tasks import LinearRegression
-from fastattn.train import TrainConfig, Trajectory, train
-from fastattn.train.records import atomic_write, environment, to_jsonable
+from fastattn.training import TrainConfig, Trajectory, train
+from fastattn.training.records import atomic_write, environment, to_jsonable
 
 
 @dataclass(frozen=True)

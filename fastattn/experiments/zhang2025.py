@@ -17,7 +17,7 @@ from fastattn.experiments.registry import Recipe, Run, RunSpec, plateau_table, r
 from fastattn.models import ModelConfig
 from fastattn.tasks import LinearRegression, spectrum
 from fastattn.theory import zhang2025 as theory
-from fastattn.train import TrainConfig
+from fastattn.training import TrainConfig
 
 D4 = (0.4, 0.3, 0.2, 0.1)          # Figs. 1, 3, 5, 6, 8, 11
 N = 31                              # the code's seq_len 32 = N + 1

@@ -12,7 +12,7 @@ from typing import Any
 from fastattn.sweep import store
 from fastattn.sweep.grid import Grid, canonical, flat_columns, resolve, run_key
 from fastattn.sweep.runner import Horizon, RunItem, execute, plan_flow
-from fastattn.train.records import atomic_write, environment, to_jsonable
+from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
 #: option values of a sweep where neither the grid nor `defaults` give one (docs/sweeps.md)

@@ -179,9 +179,9 @@ def _build(item: RunItem):
 def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any, Any, dict]]:
     """Integrate K compatible flow runs in one `population.integrate` call."""
     from fastattn import population
-    from fastattn.train import Trajectory
-    from fastattn.train.records import environment, to_jsonable
-    from fastattn.train.trainer import log_grid
+    from fastattn.training import Trajectory
+    from fastattn.training.records import environment, to_jsonable
+    from fastattn.training.trainer import log_grid
 
     built = [_build(it) for it in items]
     tasks = [b[0] for b in built]
@@ -303,7 +303,7 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
             traj, _model, extra = results[0]
             rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
         else:
-            from fastattn.train import train
+            from fastattn.training import train
 
             task, model, cfg = _build(item)
             p0 = model.to_flat() if model.FAMILY else None

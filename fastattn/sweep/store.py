@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from fastattn.train.records import atomic_write, to_jsonable
+from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
 RECORDS = "records"
