@@ -20,8 +20,8 @@ import torch
 from fastattn import _validate as check
 from fastattn.models.base import ICLModel
 from fastattn.tasks.linear_regression import Batch, LinearRegression
-from fastattn.train.records import environment, to_jsonable
-from fastattn.train.trajectory import Trajectory
+from fastattn.training.records import environment, to_jsonable
+from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam")
 INTEGRATORS = ("auto", "stiff", "rk45", "rk4", "ode23s")

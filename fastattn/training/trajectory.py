@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.train.records import read_record, write_record
+from fastattn.training.records import read_record, write_record
 
 
 @dataclass

@@ -6,7 +6,7 @@ from fastattn import population
 from fastattn.models import CubicMLP, MergedKQ, SeparateKQ
 from fastattn.population import reference
 from fastattn.tasks import LinearRegression
-from fastattn.train import train
+from fastattn.training import train
 from helpers import mc_mean_and_se, random_spd
 
 TASK = LinearRegression(4, context=31, spectrum=[0.4, 0.3, 0.2, 0.1], rotate=True)

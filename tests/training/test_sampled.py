@@ -7,7 +7,7 @@ import torch
 from fastattn.models import MergedKQ, SeparateKQ, SoftmaxMergedKQ, build_model
 from fastattn.models.base import ModelConfig
 from fastattn.tasks import LinearRegression
-from fastattn.train import TrainConfig, Trajectory, train
+from fastattn.training import TrainConfig, Trajectory, train
 
 TASK = LinearRegression(3, context=7, spectrum=[0.5, 0.3, 0.2], rotate=True, data_seed=0)
 
