@@ -2,19 +2,26 @@
 
 Settings: (fig3) Zhang Fig. 3, separate D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, init 1e-3;
 (rank) separate D=8, H=9, R=4, λ∝1/d (trace 1), N=31, App. C.2 init 1e-2 (Fig. 4);
-(white) merged Λ=I, D=4, H=8, N=31, aligned init 1e-3: max |L − closed form| over t ∈ [0, 20].
+(white) merged Λ=I, D=4, H=8, N=31, aligned init 1e-3: max |L − closed form| over t ∈ [0, 20];
+(large) separate rank 1, H = D ∈ {32, 64} (P = 2080, 8256 > 2000: auto is Hessian-free), linear
+spectrum, N ∈ {512, 2048}, init 1e-2·√D: evaluations, HVPs and wall time to L ≤ 1.05·L* (rk45 vs
+auto; not part of "all": rk45 needs minutes to hours, capped by --max-evals).
 
-Run: python bench/population_table.py [--setting fig3|rank|white|all] [--init 1e-3] [--seed 0]
+Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init 1e-3] [--seed 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
+import fastattn
 from fastattn.experiments.zhang2025 import fig3_setting
+from fastattn.models import SeparateKQ
 from fastattn.population import Moments, integrate
+from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
 METHODS = ("rk45", "stiff", "auto", "ode23s", "rk4", "euler")
@@ -40,12 +47,12 @@ def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
 
 def _row(method, t_end, r, gap):
     print(f"{method:>6} {t_end:8.0e} {r.status:>11} {r.n_evals:8d} {r.n_steps:8d} {r.n_jac:6d} "
-          f"{r.wall_time:9.4f} {gap:10.2e}")
+          f"{r.n_hvp:8d} {r.wall_time:9.4f} {gap:10.2e}")
 
 
 def table(dims, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
     print(f"{'method':>6} {'t_end':>8} {'status':>11} {'evals':>8} {'steps':>8} {'jac':>6} "
-          f"{'wall[s]':>9} {'L-L*':>10}")
+          f"{'hvp':>8} {'wall[s]':>9} {'L-L*':>10}")
     for method in methods:
         for t_end in t_ends:
             kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
@@ -71,9 +78,26 @@ def white(rtol: float, atol: float):
               f"jac={r.n_jac} wall={r.wall_time:.4f}s")
 
 
+def large(D: int, N: int, methods, rtol: float, atol: float, max_evals: int):
+    """Time to L <= 1.05 L* for separate rank 1, H = D (the sweeps' large models)."""
+    task = LinearRegression(D, context=N, spectrum=tuple(fastattn.tasks.spectrum("linear", D)),
+                            rotate=False)
+    model = SeparateKQ(D, D, 1, init_scale=1e-2 * math.sqrt(D), init_seed=0)
+    lstar = minimum_loss(task.eigvals, task.inv_context_mean())
+    theta = model.to_flat()
+    for method in methods:
+        r = integrate("separate", theta, model.dims, task.moments(), method, t_end=1e10,
+                      target_loss=1.05 * lstar, rtol=rtol, atol=atol, max_evals=max_evals)
+        print(f"D={D:3d} N={N:5d} P={theta.size:6d} {method:>6} {r.status:>11} t={r.t_final:9.3e} "
+              f"evals={r.n_evals:9d} hvp={r.n_hvp:8d} steps={r.n_steps:8d} "
+              f"wall={r.wall_time:8.2f}s", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--setting", default="all", choices=("fig3", "rank", "white", "all"))
+    ap.add_argument("--setting", default="all", choices=("fig3", "rank", "white", "large", "all"))
+    ap.add_argument("--max-evals", type=int, default=50_000_000, help="large: rk45 cap")
+    ap.add_argument("--methods", default="auto,rk45", help="large: comma-separated methods")
     ap.add_argument("--init", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rtol", type=float, default=1e-6)
@@ -94,6 +118,10 @@ def main() -> None:
         print()
         white(1e-8, 1e-12)
         white(1e-8, a.atol)
+    if a.setting == "large":
+        for D in (32, 64):
+            for N in (512, 2048):
+                large(D, N, a.methods.split(","), a.rtol, a.atol, a.max_evals)
 
 
 if __name__ == "__main__":

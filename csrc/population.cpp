@@ -130,6 +130,7 @@ void rotate_params(const Dims& dm, const Mat& E, const double* in, double* out, 
 
 struct Work {
   RMat Gam, W, M, dG, dM, T, KM, QMt;
+  RMat Mq, Mtk, Muq, Mtuk, T1, T2;  // Hessian-vector products
 };
 
 void compute_gamma(const Dims& dm, const double* th, RMat& Gam, RMat& T) {
@@ -209,11 +210,22 @@ double loss_grad(const Dims& dm, const Basis& bs, const double* th, double* grad
   return loss;
 }
 
-// Hessian-vector product H u (requires w.M from a loss_grad call at th, recomputed here).
-void hvp(const Dims& dm, const Basis& bs, const double* th, const double* u, double* out, Work& w) {
+// Hessian-vector products at a fixed th: hvp_prepare sets w.M = dL/dGamma (and, separate, the
+// cached M q_j, M^T k_j); hvp_apply then costs ~2 gradient evaluations per product.
+void hvp_prepare(const Dims& dm, const Basis& bs, const double* th, Work& w) {
   loss_grad(dm, bs, th, nullptr, w);
   w.M = 2.0 * w.W;
   if (bs.b_diag) w.M.diagonal() -= 2.0 * bs.a; else w.M -= 2.0 * bs.A;
+  if (dm.fam != MERGED) {
+    const Index HR = Index(dm.H) * dm.R;
+    CRMap K(th + dm.H, HR, dm.D), Q(th + dm.H + HR * dm.D, HR, dm.D);
+    w.Mq.noalias() = Q * w.M.transpose();  // row j = (M q_j)^T
+    w.Mtk.noalias() = K * w.M;             // row j = (M^T k_j)^T
+  }
+}
+
+void hvp_apply(const Dims& dm, const Basis& bs, const double* th, const double* u, double* out,
+               Work& w) {
   const int D = dm.D, H = dm.H;
   CVMap v(th, H), uv(u, H);
   // dGamma = J u
@@ -226,13 +238,14 @@ void hvp(const Dims& dm, const Basis& bs, const double* th, const double* u, dou
     const Index HR = Index(H) * dm.R;
     CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
     CRMap uK(u + H, HR, D), uQ(u + H + HR * D, HR, D);
-    RMat T1(HR, D), T2(HR, D);
+    w.T1.resize(HR, D);
+    w.T2.resize(HR, D);
     for (Index j = 0; j < HR; ++j) {
       const double vi = v(j / dm.R), ui = uv(j / dm.R);
-      T1.row(j) = ui * Q.row(j) + vi * uQ.row(j);
-      T2.row(j) = vi * Q.row(j);
+      w.T1.row(j) = ui * Q.row(j) + vi * uQ.row(j);
+      w.T2.row(j) = vi * Q.row(j);
     }
-    w.dG.noalias() = K.transpose() * T1 + uK.transpose() * T2;
+    w.dG.noalias() = K.transpose() * w.T1 + uK.transpose() * w.T2;
   }
   apply_BxL(bs, w.dG, w.dM);
   w.dM *= 2.0;
@@ -245,19 +258,63 @@ void hvp(const Dims& dm, const Basis& bs, const double* th, const double* u, dou
     RMap(out + H, H, Index(D) * D).noalias() += uv * m.transpose();
   } else {
     const Index HR = Index(H) * dm.R;
-    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
     CRMap uK(u + H, HR, D), uQ(u + H + HR * D, HR, D);
     RMap oK(out + H, HR, D), oQ(out + H + HR * D, HR, D);
-    RMat Mq = Q * w.M.transpose();  // row j = (M q_j)^T
-    RMat Mtk = K * w.M;             // row j = (M^T k_j)^T
-    RMat Muq = uQ * w.M.transpose();
-    RMat Mtuk = uK * w.M;
+    w.Muq.noalias() = uQ * w.M.transpose();
+    w.Mtuk.noalias() = uK * w.M;
     for (Index j = 0; j < HR; ++j) {
       const int i = int(j / dm.R);
-      out[i] += Mq.row(j).dot(uK.row(j)) + Mtk.row(j).dot(uQ.row(j));
-      oK.row(j) += uv(i) * Mq.row(j) + v(i) * Muq.row(j);
-      oQ.row(j) += uv(i) * Mtk.row(j) + v(i) * Mtuk.row(j);
+      out[i] += w.Mq.row(j).dot(uK.row(j)) + w.Mtk.row(j).dot(uQ.row(j));
+      oK.row(j) += uv(i) * w.Mq.row(j) + v(i) * w.Muq.row(j);
+      oQ.row(j) += uv(i) * w.Mtk.row(j) + v(i) * w.Mtuk.row(j);
     }
+  }
+}
+
+// Hessian-vector product H u at th.
+void hvp(const Dims& dm, const Basis& bs, const double* th, const double* u, double* out, Work& w) {
+  hvp_prepare(dm, bs, th, w);
+  hvp_apply(dm, bs, th, u, out, w);
+}
+
+// Diagonal of the Hessian (the second-order term of Gamma(theta) has a zero diagonal: Gamma is
+// multilinear in distinct parameter blocks), so diag >= 0: the Gauss-Newton part only.
+void hessian_diag(const Dims& dm, const Basis& bs, const double* th, double* out) {
+  const int D = dm.D, H = dm.H;
+  CVMap v(th, H);
+  Vec bdiag = bs.b_diag ? bs.b : Vec(bs.B.diagonal());
+  Vec ldiag = bs.lam_diag ? bs.lam : Vec(bs.Lam.diagonal());
+  RMat G(D, D), BG;
+  if (dm.fam == MERGED) {
+    const Index D2 = Index(D) * D;
+    for (int i = 0; i < H; ++i) {
+      G = CRMap(th + H + i * D2, D, D);
+      apply_BxL(bs, G, BG);
+      out[i] = 2.0 * G.cwiseProduct(BG).sum();
+      RMap o(out + H + i * D2, D, D);
+      o = (2.0 * v(i) * v(i)) * (bdiag * ldiag.transpose());
+    }
+    return;
+  }
+  const Index HR = Index(H) * dm.R;
+  CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+  RMap oK(out + H, HR, D), oQ(out + H + HR * D, HR, D);
+  for (int i = 0; i < H; ++i) {
+    G.setZero();
+    for (int r = 0; r < dm.R; ++r) {
+      const Index j = Index(i) * dm.R + r;
+      G.noalias() += K.row(j).transpose() * Q.row(j);
+    }
+    apply_BxL(bs, G, BG);
+    out[i] = 2.0 * G.cwiseProduct(BG).sum();
+  }
+  for (Index j = 0; j < HR; ++j) {
+    const double vi2 = v(j / dm.R) * v(j / dm.R);
+    const Eigen::RowVectorXd q = Q.row(j), k = K.row(j);
+    const double qLq = bs.lam_diag ? q.cwiseAbs2().dot(bs.lam) : double(q * bs.Lam * q.transpose());
+    const double kBk = bs.b_diag ? k.cwiseAbs2().dot(bs.b) : double(k * bs.B * k.transpose());
+    oK.row(j) = (2.0 * vi2 * qLq) * bdiag.transpose();
+    oQ.row(j) = (2.0 * vi2 * kBk) * ldiag.transpose();
   }
 }
 
@@ -433,6 +490,13 @@ class Evaluator {
     }
     return out;
   }
+  Arr hdiag(const Arr& params) const {
+    auto [K, P] = read_params(params, dm_);
+    if (K != 1 || params.ndim() != 1) throw std::invalid_argument("params must be [P]");
+    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
+    hessian_diag(dm_, orig_, params.data(), out.mutable_data());
+    return out;
+  }
   Arr hv(const Arr& params, const Arr& u) const {
     auto [K, P] = read_params(params, dm_);
     if (K != 1 || params.ndim() != 1 || u.ndim() != 1 || u.shape(0) != P)
@@ -461,10 +525,15 @@ class Evaluator {
 };
 
 // ------------------------------------------ integrators -----------------------------------------
-enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, ODE23S = 4, AUTO = 5 };
+enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, ODE23S = 4, AUTO = 5, STIFF_KRYLOV = 6 };
 
-// Largest P for which "auto" considers the dense-Hessian Rosenbrock method (LU cost ~P^3).
+// Largest P for which "auto" uses the dense-Hessian Rosenbrock method (LU cost ~P^3); above it,
+// the Hessian-free one (stage systems by MINRES on Hessian-vector products).
 constexpr Index kAutoMaxDenseP = 2000;
+// MINRES: stop when the weighted RMS norm (the step controller's) of the residual is below this
+// fraction of the error tolerance; at most kKrylovMaxIt iterations (else the step is rejected).
+constexpr double kKrylovTol = 1e-2;
+constexpr int kKrylovMaxIt = 1000;
 
 struct Opts {
   int method;
@@ -492,7 +561,7 @@ struct Interrupt {
 
 struct Result {
   std::string status = "running";
-  long long n_evals = 0, n_steps = 0, n_jac = 0, n_rejected = 0;
+  long long n_evals = 0, n_steps = 0, n_jac = 0, n_rejected = 0, n_hvp = 0;
   double t_final = 0;
 };
 
@@ -519,10 +588,11 @@ class Runner {
     switch (o_.method) {
       case EULER: run_euler(y); break;
       case RK4: run_fixed_rk4(y); break;
-      case RK45: run_adaptive(y, RK45); break;
+      case RK45: run_adaptive(y, RK45, false); break;
       case ODE23S: run_ode23s(y); break;
-      case STIFF: run_adaptive(y, STIFF); break;
-      default: run_adaptive(y, dm_.P <= kAutoMaxDenseP ? AUTO : RK45); break;
+      case STIFF: run_adaptive(y, STIFF, false); break;
+      case STIFF_KRYLOV: run_adaptive(y, STIFF, true); break;
+      default: run_adaptive(y, AUTO, dm_.P > kAutoMaxDenseP); break;
     }
     return res_;
   }
@@ -541,6 +611,12 @@ class Runner {
   size_t next_rec_ = 0;
   Work w_;
   std::vector<double> hbuf_;
+  // Hessian-free Rosenbrock: HVP state at the step's base point, MINRES buffers
+  Work wh_;
+  Vec hdiag_, mr_md_, mr_wt_, mr_r1_, mr_r2_, mr_y_, mr_v_, mr_w_, mr_w1_, mr_w2_, mr_res_;
+
+  // The max_evals budget counts gradient evaluations and Hessian-vector products.
+  bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
 
   double eval(const Vec& y, Vec& f) {
     ++res_.n_evals;
@@ -568,7 +644,7 @@ class Runner {
     if (!std::isnan(o_.target_loss) && L0_ <= o_.target_loss) { res_.status = "target_loss"; return true; }
     if (!std::isnan(o_.grad_tol) && 2.0 * f0_.norm() < o_.grad_tol) { res_.status = "converged"; return true; }
     if (t >= o_.t_end * (1 - 1e-14)) { res_.status = "t_end"; return true; }
-    if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; return true; }
+    if (over_budget()) { res_.status = "max_evals"; return true; }
     if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return true; }
     if (intr_.poll()) { res_.status = "interrupted"; return true; }
     return false;
@@ -697,8 +773,88 @@ class Runner {
     return rho;
   }
 
-  // mode: RK45, STIFF (Rodas4) or AUTO (switching between the two).
-  void run_adaptive(Vec& y, int mode) {
+  // Cost of one Hessian-vector product (hvp_apply plus MINRES vector work) in gradient
+  // evaluations, by the same flop model (measured ratio ~2 for separate; see docs/theory.md).
+  double hvp_cost_in_evals() const {
+    const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
+    const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
+    const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
+    const double hv = (dm_.fam == MERGED ? 12.0 * dm_.H * D * D : 12.0 * HR * D * D) + dense +
+                      3000.0 + 20.0 * P;
+    return hv / eval;
+  }
+
+  // Preconditioned MINRES (Paige & Saunders; residual vector by its recurrence) for
+  // (I + c H) x = b, H the Hessian prepared in wh_ at y (symmetric, possibly indefinite near
+  // saddles), x0 = 0, Jacobi preconditioner (I + c diag H)^-1 (SPD: diag H >= 0). Stops when
+  // err_norm(residual) <= kKrylovTol (the step controller's weighted norm). False if not converged.
+  bool minres(const Vec& y, double c, const Vec& b, Vec& x) {
+    x.setZero(P_);
+    mr_md_ = (1.0 + c * hdiag_.array()).inverse().matrix();
+    // err_norm(r) = |r .* wt| / sqrt(P) with the weights of the base point y
+    mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
+    const double ktol2 = kKrylovTol * kKrylovTol * double(P_);
+    mr_r1_ = b; mr_r2_ = b; mr_res_ = b;
+    mr_y_ = mr_md_.cwiseProduct(b);
+    const double beta1 = std::sqrt(b.dot(mr_y_));
+    if (!(beta1 > 0)) return std::isfinite(beta1);
+    mr_w_.setZero(P_); mr_w1_.setZero(P_); mr_w2_.setZero(P_);
+    mr_v_.resize(P_);
+    double oldb = 0, beta = beta1, dbar = 0, epsln = 0, phibar = beta1, cs = -1, sn = 0;
+    for (int k = 1; k <= kKrylovMaxIt; ++k) {
+      mr_v_ = mr_y_ / beta;
+      hvp_apply(dm_, bs_, y.data(), mr_v_.data(), mr_y_.data(), wh_);
+      ++res_.n_hvp;
+      mr_y_ = mr_v_ + c * mr_y_;
+      if (k >= 2) mr_y_ -= (beta / oldb) * mr_r1_;
+      const double alfa = mr_v_.dot(mr_y_);
+      mr_y_ -= (alfa / beta) * mr_r2_;
+      mr_r1_.swap(mr_r2_);
+      mr_r2_ = mr_y_;
+      mr_y_ = mr_md_.cwiseProduct(mr_r2_);
+      oldb = beta;
+      beta = std::sqrt(std::max(0.0, mr_r2_.dot(mr_y_)));
+      const double oldeps = epsln, delta = cs * dbar + sn * alfa, gbar = sn * dbar - cs * alfa;
+      epsln = sn * beta;
+      dbar = -cs * beta;
+      const double gamma = std::max(std::hypot(gbar, beta), 1e-300);
+      cs = gbar / gamma;
+      sn = beta / gamma;
+      const double phi = cs * phibar;
+      phibar = sn * phibar;
+      mr_w1_.swap(mr_w2_);
+      mr_w2_.swap(mr_w_);
+      mr_w_ = (mr_v_ - oldeps * mr_w1_ - delta * mr_w2_) / gamma;
+      x += phi * mr_w_;
+      if (!std::isfinite(phibar) || !std::isfinite(alfa)) return false;
+      if (beta > 0) mr_res_ = (sn * sn) * mr_res_ - (phibar * cs / beta) * mr_r2_;
+      if (beta == 0 || mr_res_.cwiseProduct(mr_wt_).squaredNorm() <= ktol2) return x.allFinite();
+    }
+    return false;
+  }
+
+  // Largest |eigenvalue| of the Hessian prepared in wh_ at y: warm-started power iteration on HVPs.
+  double spectral_radius_hvp(const Vec& y, Vec& u, int iters) {
+    if (u.size() != P_ || u.norm() == 0) {
+      u.resize(P_);
+      for (Index i = 0; i < P_; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
+    }
+    u.normalize();
+    double rho = 0;
+    mr_v_.resize(P_);
+    for (int it = 0; it < iters; ++it) {
+      hvp_apply(dm_, bs_, y.data(), u.data(), mr_v_.data(), wh_);
+      ++res_.n_hvp;
+      rho = mr_v_.norm();
+      if (!(rho > 0) || !std::isfinite(rho)) return 0.0;
+      u = mr_v_ / rho;
+    }
+    return rho;
+  }
+
+  // mode: RK45, STIFF (Rodas4) or AUTO (switching between the two). krylov: Rodas4 with its stage
+  // systems solved by MINRES on Hessian-vector products instead of a dense Hessian + factorisation.
+  void run_adaptive(Vec& y, int mode, bool krylov) {
     // Dormand-Prince 5(4)
     static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
                         a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
@@ -736,11 +892,18 @@ class Runner {
     WSolver ws;
     Vec pu;  // power-iteration vector
     bool have_jac = false, last_rejected = false;
+    long long hv0 = 0;
     // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
-    const double cj = auto_mode ? jac_cost_in_evals() : 0.0;
+    // cj: a Rosenbrock step's cost beyond its 6 evaluations. Hessian-free: HVPs at their flop cost
+    // (+1 evaluation for the HVP set-up); before the first step a guess of 6 solves x 20 products.
+    const double chv = krylov ? hvp_cost_in_evals() : 0.0;
+    double cj = !auto_mode ? 0.0 : krylov ? 1.0 + 120.0 * chv : jac_cost_in_evals();
     int stiff_count = 0, nonstiff_count = 0, ros_steps = 0, ros_worse = 0;
     // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
-    const int trial = 2 + int(std::ceil(std::log(std::max(1.0, (6.0 + cj) / 6.0)) / std::log(2.0)));
+    auto trial_len = [&] {
+      return 2 + int(std::ceil(std::log(std::max(1.0, (6.0 + cj) / 6.0)) / std::log(2.0)));
+    };
+    int trial = trial_len();
     // The first trial only after the explicit method has spent 4x a trial's cost (so a failed
     // trial costs at most ~25% on a short run); a failed trial multiplies the wait by 4, 8, ...
     double backoff = 4.0 * trial * (6.0 + cj), backoff_next = 4.0, rk_spent = 0, ros_spent = 0,
@@ -779,33 +942,49 @@ class Runner {
         if (den > 0) hlamb = hs * std::sqrt((k7 - k6).squaredNorm() / den);
         fnew = &k7;
       } else {
+        hv0 = res_.n_hvp;
         if (!have_jac) {
-          Hs.resize(P_, P_);
-          hessian(dm_, bs_, y.data(), Hs.data(), w_);
-          ++res_.n_jac;
+          if (krylov) {
+            hvp_prepare(dm_, bs_, y.data(), wh_);
+            hdiag_.resize(P_);
+            hessian_diag(dm_, bs_, y.data(), hdiag_.data());
+            if (auto_mode) rho_j = 0.5 * spectral_radius_hvp(y, pu, 3);
+          } else {
+            Hs.resize(P_, P_);
+            hessian(dm_, bs_, y.data(), Hs.data(), w_);
+            ++res_.n_jac;
+            if (auto_mode) rho_j = 0.5 * spectral_radius(Hs, pu, 6);
+          }
           have_jac = true;
-          if (auto_mode) rho_j = 0.5 * spectral_radius(Hs, pu, 6);
         }
-        W = (0.5 * hs * rg) * Hs;
-        W.diagonal().array() += 1.0;
-        ws.factor(W);
         const double hg = hs * rg;
+        if (!krylov) {
+          W = (0.5 * hg) * Hs;
+          W.diagonal().array() += 1.0;
+          ws.factor(W);
+        }
+        bool kfail = false;
+        auto solve = [&](const Vec& b, Vec& x) {
+          if (!krylov) { ws.solve(b, x); return; }
+          if (kfail) { x.setZero(P_); return; }
+          if (!minres(y, 0.5 * hg, b, x)) kfail = true;
+        };
         Vec &r1 = kr1, &r2 = k2, &r3 = k3, &r4 = k4, &r5 = k5, &r6 = k6, &F = err;
-        rhs = hg * f0_; ws.solve(rhs, r1);
+        rhs = hg * f0_; solve(rhs, r1);
         yt = y + ra21 * r1; eval(yt, F);
-        rhs = hg * F + (rg * rc21) * r1; ws.solve(rhs, r2);
+        rhs = hg * F + (rg * rc21) * r1; solve(rhs, r2);
         yt = y + ra31 * r1 + ra32 * r2; eval(yt, F);
-        rhs = hg * F + rg * (rc31 * r1 + rc32 * r2); ws.solve(rhs, r3);
+        rhs = hg * F + rg * (rc31 * r1 + rc32 * r2); solve(rhs, r3);
         yt = y + ra41 * r1 + ra42 * r2 + ra43 * r3; eval(yt, F);
-        rhs = hg * F + rg * (rc41 * r1 + rc42 * r2 + rc43 * r3); ws.solve(rhs, r4);
+        rhs = hg * F + rg * (rc41 * r1 + rc42 * r2 + rc43 * r3); solve(rhs, r4);
         yt = y + ra51 * r1 + ra52 * r2 + ra53 * r3 + ra54 * r4; eval(yt, F);
-        rhs = hg * F + rg * (rc51 * r1 + rc52 * r2 + rc53 * r3 + rc54 * r4); ws.solve(rhs, r5);
+        rhs = hg * F + rg * (rc51 * r1 + rc52 * r2 + rc53 * r3 + rc54 * r4); solve(rhs, r5);
         yt += r5; eval(yt, F);
         rhs = hg * F + rg * (rc61 * r1 + rc62 * r2 + rc63 * r3 + rc64 * r4 + rc65 * r5);
-        ws.solve(rhs, r6);
+        solve(rhs, r6);
         yn = yt + r6;
         en = err_norm(r6, y, yn);
-        if (!std::isfinite(en) || !all_finite(yn)) en = 1e10;
+        if (!std::isfinite(en) || !all_finite(yn) || kfail) en = 1e10;
         if (en <= 1.0) {  // f(y1) only for an accepted step
           Ln = eval(yn, F);
           if (!std::isfinite(Ln) || !all_finite(F)) en = 1e10;
@@ -813,6 +992,8 @@ class Runner {
         fnew = &F;
       }
       const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
+      // Hessian-free: the step's own HVP count (its cost becomes the next estimate of cj)
+      if (ros && krylov && auto_mode) cj = 1.0 + chv * double(res_.n_hvp - hv0);
       const double step_cost = ros ? 6.0 + cj : 6.0;
       if (en <= 1.0) {
         t = clamp ? tt : t + hs;
@@ -838,6 +1019,7 @@ class Runner {
               ros = true;
               have_jac = false;
               ros_steps = ros_worse = 0;
+              trial = trial_len();
               ros_spent = 0;
             }
           } else {
@@ -859,7 +1041,7 @@ class Runner {
         h = hs * std::max(0.1, 0.9 * std::pow(en, -q));
         last_rejected = true;
         if (auto_mode) (ros ? ros_spent : rk_spent) += step_cost;
-        if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
         if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) {
@@ -931,7 +1113,7 @@ class Runner {
         ++res_.n_rejected;
         h = hs * std::max(0.1, 0.8 * std::pow(en, -1.0 / 3.0));
         last_rejected = true;
-        if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
         if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
@@ -948,7 +1130,7 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
   auto [K, P] = read_params(params, dm);
   MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
   if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
-  if (method < 0 || method > 5) throw std::invalid_argument("method must be 0..5");
+  if (method < 0 || method > 6) throw std::invalid_argument("method must be 0..6");
   std::vector<double> rec(record_times.data(), record_times.data() + record_times.size());
   const Index T = Index(rec.size());
   Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_evals, max_steps, record_params};
@@ -987,6 +1169,7 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
   py::list status;
   Arr ne(std::vector<py::ssize_t>{py::ssize_t(K)}), ns(std::vector<py::ssize_t>{py::ssize_t(K)}),
       nj(std::vector<py::ssize_t>{py::ssize_t(K)}), nr(std::vector<py::ssize_t>{py::ssize_t(K)}),
+      nh(std::vector<py::ssize_t>{py::ssize_t(K)}),
       tf(std::vector<py::ssize_t>{py::ssize_t(K)});
   for (Index k = 0; k < K; ++k) {
     status.append(results[k].status);
@@ -994,6 +1177,7 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
     ns.mutable_data()[k] = double(results[k].n_steps);
     nj.mutable_data()[k] = double(results[k].n_jac);
     nr.mutable_data()[k] = double(results[k].n_rejected);
+    nh.mutable_data()[k] = double(results[k].n_hvp);
     tf.mutable_data()[k] = results[k].t_final;
   }
   out["loss"] = loss;
@@ -1004,6 +1188,7 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
   out["n_steps"] = ns;
   out["n_jac"] = nj;
   out["n_rejected"] = nr;
+  out["n_hvp"] = nh;
   out["t_final"] = tf;
   return out;
 }
@@ -1025,6 +1210,7 @@ void register_population(py::module_& m) {
       .def("loss_grad", &Evaluator::lg, py::arg("params"), py::arg("eigen") = false)
       .def("hessian", &Evaluator::hess, py::arg("params"))
       .def("hvp", &Evaluator::hv, py::arg("params"), py::arg("u"))
+      .def("hessian_diag", &Evaluator::hdiag, py::arg("params"))
       .def("to_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, true); })
       .def("from_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, false); });
   m.def("integrate", &py_integrate, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),
@@ -1034,5 +1220,5 @@ void register_population(py::module_& m) {
         py::arg("record_params"), py::arg("target_loss"), py::arg("grad_tol"),
         py::arg("max_evals"), py::arg("max_steps"),
         "Integrate K models' gradient flow (method 0 euler, 1 rk4, 2 rk45, 3 stiff (Rodas4), "
-        "4 ode23s, 5 auto).");
+        "4 ode23s, 5 auto, 6 stiff_krylov (Hessian-free Rodas4)).");
 }

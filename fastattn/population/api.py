@@ -25,7 +25,8 @@ from fastattn.population import reference
 from fastattn.population.moments import Moments
 
 FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
-METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "ode23s": 4, "auto": 5}
+METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "ode23s": 4, "auto": 5,
+               "stiff_krylov": 6}
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,7 +42,8 @@ class IntegrationResult:
         final_params: `[P]` or `[K, P]`, the last finite state.
         status: per model, one of "t_end", "target_loss", "converged", "max_evals", "max_steps",
             "diverged", "step_too_small", "interrupted" (a str for a single model, else a list).
-        n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: Hessians.
+        n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: dense
+            Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps).
         t_final: time of the final state (float or `[K]`).
         wall_time: seconds for the whole call.
     """
@@ -56,6 +58,7 @@ class IntegrationResult:
     n_jac: int | np.ndarray
     t_final: float | np.ndarray
     wall_time: float
+    n_hvp: int | np.ndarray = 0
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -192,8 +195,8 @@ def make_evaluator(family: str, dims, moments: Moments):
     """A prepared C++ evaluator for repeated calls with fixed moments.
 
     Methods: ``loss_grad(params [P]|[K,P], eigen=False)``, ``hessian(params [P])``,
-    ``hvp(params, u)``, ``to_eigen(params)``/``from_eigen(params)`` (rotate to Λ's eigenbasis, where
-    the integrators work), ``eigvecs()``.
+    ``hessian_diag(params [P])``, ``hvp(params, u)``, ``to_eigen(params)``/``from_eigen(params)``
+    (rotate to Λ's eigenbasis, where the integrators work), ``eigvecs()``.
     """
     if not has_cpp():
         raise ValueError("make_evaluator needs the compiled core; rebuild fastattn")
@@ -231,12 +234,15 @@ def integrate(
             "rk45" (Dormand–Prince 5(4), rtol/atol), "stiff" (Rodas4, an L-stable order-4(3)
             Rosenbrock method with the analytic Jacobian −½·Hessian, one Cholesky/LU per step),
             "ode23s" (the order-2(3) Shampine–Reichelt Rosenbrock pair, kept for comparison),
+            "stiff_krylov" (the same Rodas4 Hessian-free: each stage system solved by MINRES on
+            Hessian-vector products, to a residual well below the error tolerance),
             "auto" (rk45, switching to Rodas4 while the flow is stiff for the explicit method,
-            e.g. after convergence; rk45 only when P > 2000). See docs/theory.md §4.
+            e.g. after convergence; the Hessian-free Rodas4 when P > 2000). See docs/theory.md §4.
         record_times: increasing times in [0, t_end] at which the loss (and params) are recorded;
             adaptive methods and rk4 land on them exactly. Default: 0 and t_end.
         target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
-        max_evals / max_steps: caps on gradient evaluations / accepted steps.
+        max_evals / max_steps: caps on gradient evaluations plus Hessian-vector products /
+            accepted steps.
     """
     D, H, R = _dims(family, dims)
     p = _params("params0", params0, family, dims)
@@ -253,7 +259,8 @@ def integrate(
     if method == "rk4":
         if dt is None or not math.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
-    if method in ("rk45", "stiff", "ode23s", "auto") and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
+    adaptive = ("rk45", "stiff", "stiff_krylov", "ode23s", "auto")
+    if method in adaptive and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
         raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
     rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()
     if rec.size == 0 or not np.all(np.isfinite(rec)) or np.any(np.diff(rec) < 0):
@@ -277,7 +284,7 @@ def integrate(
         n_total = round(t_end / (2 * lr))
         times = 2 * lr * np.minimum(np.rint(rec / (2 * lr)), n_total)
     loss, fin, prm = out["loss"], out["final_params"], out["params"]
-    ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac")]
+    ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac", "n_hvp")]
     if p.ndim == 1:
         reached = ~np.isnan(loss[0])
         n_rec = int(np.argmin(reached)) if not reached.all() else reached.size
@@ -286,10 +293,12 @@ def integrate(
             params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
             status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
             n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
+            n_hvp=int(ints[3][0]),
         )
     return IntegrationResult(
         times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
+        n_hvp=ints[3],
     )
 
 

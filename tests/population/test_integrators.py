@@ -1,5 +1,6 @@
 """Integrators: Euler == GD on the torch reference, adaptive/stiff/auto == tight RK4 and the white
-merged closed form, Rodas4 order, auto at the minimum, stops, invariants."""
+merged closed form, Rodas4 order, Hessian-free Rodas4 == dense Rodas4, auto at the minimum (dense
+and Hessian-free), stops, invariants."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import numpy as np
 import pytest
 
 from fastattn._core_loader import has_cpp
-from fastattn.population import Moments, conserved_quantities, integrate, loss_and_grad, reference
+from fastattn.population import (
+    Moments,
+    conserved_quantities,
+    hessian,
+    integrate,
+    loss_and_grad,
+    make_evaluator,
+    reference,
+)
 from fastattn.theory.zhang2025 import white_merged_loss
 
 from .conftest import fig3_setting, random_moments, random_params
@@ -57,12 +66,17 @@ def test_adaptive_and_stiff_converge_to_tight_rk4(rng, family, dims, s_identity)
                   record_times=rec)
     u = integrate(family, th, dims, m, "auto", t_end=t_end, rtol=1e-8, atol=1e-12,
                   record_times=rec)
+    k = integrate(family, th, dims, m, "stiff_krylov", t_end=t_end, rtol=1e-8, atol=1e-12,
+                  record_times=rec)
     o = integrate(family, th, dims, m, "ode23s", t_end=t_end, rtol=1e-8, atol=1e-12,
                   record_times=rec)
-    assert ref.status == a.status == s.status == u.status == o.status == "t_end"
+    assert ref.status == a.status == s.status == u.status == o.status == k.status == "t_end"
+    assert k.n_jac == 0 and k.n_hvp > 0
     np.testing.assert_allclose(a.loss, ref.loss, rtol=1e-8)
     np.testing.assert_allclose(s.loss, ref.loss, rtol=1e-7)
     np.testing.assert_allclose(u.loss, ref.loss, rtol=1e-7)
+    np.testing.assert_allclose(k.loss, ref.loss, rtol=1e-7)
+    np.testing.assert_allclose(k.final_params, ref.final_params, atol=1e-6)
     np.testing.assert_allclose(o.loss, ref.loss, rtol=2e-5)
     np.testing.assert_allclose(a.final_params, ref.final_params, atol=1e-7)
     np.testing.assert_allclose(s.final_params, ref.final_params, atol=1e-6)
@@ -119,6 +133,63 @@ def test_rosenbrock_order_of_convergence(rng, method, order):
     assert -order - 0.8 < slope < -order + 0.5, (slope, ns, es)
 
 
+@pytest.mark.parametrize(("family", "dims", "s_identity"),
+                         [("separate", (4, 5, 1), True), ("separate", (3, 2, 2), False),
+                          ("merged", (3, 2, 1), False)])
+def test_hessian_diag_matches_dense(rng, family, dims, s_identity):
+    """The Jacobi preconditioner of the Hessian-free Rodas4 is the exact Hessian diagonal (>= 0)."""
+    m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
+    th = random_params(rng, family, dims, scale=0.5)
+    d = make_evaluator(family, dims, m).hessian_diag(th)
+    np.testing.assert_allclose(d, np.diag(hessian(family, th, dims, m)), rtol=1e-12, atol=1e-14)
+    assert np.all(d >= 0)
+
+
+def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
+    """Hessian-free Rodas4 (MINRES on HVPs) follows dense Rodas4 through the saddles to the minimum
+    with the same steps (the Krylov error is well below the tolerance), and reaches the same target
+    at the default tolerances."""
+    dims, m, th, lstar = fig3_setting(rng, 1e-3)
+    rec = np.geomspace(1, 1e8, 80)
+    kw = {"t_end": 1e8, "record_times": rec, "rtol": 1e-8, "atol": 1e-12}
+    s = integrate("separate", th, dims, m, "stiff", **kw)
+    k = integrate("separate", th, dims, m, "stiff_krylov", **kw)
+    assert s.status == k.status == "t_end"
+    assert k.n_jac == 0 and k.n_hvp > 0 and s.n_hvp == 0
+    assert abs(k.n_steps - s.n_steps) <= 0.02 * s.n_steps
+    # usually equal to 1e-12; a sharp saddle escape amplifies the differences (4e-8 seen)
+    np.testing.assert_allclose(k.loss, s.loss, rtol=0, atol=1e-6)
+    assert abs(k.loss[-1] - lstar) < 1e-8
+    L0 = s.loss[0]
+    target = lstar + 1e-3 * (L0 - lstar)
+    st = integrate("separate", th, dims, m, "stiff", t_end=1e8, target_loss=target)
+    kt = integrate("separate", th, dims, m, "stiff_krylov", t_end=1e8, target_loss=target)
+    assert st.status == kt.status == "target_loss"
+    assert kt.t_final == pytest.approx(st.t_final, rel=0.05)
+    assert loss_and_grad("separate", kt.final_params, dims, m)[0] <= target
+
+
+def test_auto_large_p_is_hessian_free():
+    """P > 2000 (separate D = H = 32, rank 1: P = 2080): auto switches to the Hessian-free Rodas4
+    once RK45 is stability-limited; same trajectory as rk45 at a lower cost (already by t = 1e6)."""
+    import fastattn
+    from fastattn.models import SeparateKQ
+    from fastattn.tasks import LinearRegression
+
+    D = 32
+    task = LinearRegression(D, context=512, spectrum=tuple(fastattn.tasks.spectrum("linear", D)))
+    model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
+    th, dims, m = model.to_flat(), model.dims, task.moments()
+    assert th.size > 2000
+    rec = np.geomspace(1e3, 1e6, 13)
+    a = integrate("separate", th, dims, m, "rk45", t_end=1e6, record_times=rec)
+    u = integrate("separate", th, dims, m, "auto", t_end=1e6, record_times=rec)
+    assert a.status == u.status == "t_end"
+    assert u.n_jac == 0 and u.n_hvp > 0
+    np.testing.assert_allclose(u.loss, a.loss, rtol=1e-6)
+    assert u.n_evals + 2 * u.n_hvp < a.n_evals  # an HVP costs about 2 evaluations
+
+
 @pytest.mark.parametrize("method", ["stiff", "ode23s", "auto"])
 def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 1e-3)
@@ -141,7 +212,8 @@ def test_auto_without_stiffness_is_rk45():
     np.testing.assert_array_equal(u.final_params, a.final_params)
 
 
-@pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff", "ode23s", "auto"])
+@pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff", "stiff_krylov", "ode23s",
+                                    "auto"])
 def test_early_stops(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 0.3)
     kw = {"lr": 0.05} if method == "euler" else {"dt": 0.1} if method == "rk4" else {}
@@ -158,6 +230,7 @@ def test_early_stops(rng, method):
     assert r.status == "t_end" and r.t_final == pytest.approx(3.0)
     r = integrate("separate", th, dims, m, method, t_end=1e5, max_evals=50, **kw)
     assert r.status == "max_evals" and r.n_evals <= 50 + 7
+    assert r.n_evals + r.n_hvp >= 50
 
 
 def test_divergence_returns_last_finite_state(rng):
@@ -174,7 +247,7 @@ def test_divergence_returns_last_finite_state(rng):
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params))
     # the flow itself decreases L, so from the same huge init the stiff integrators survive
-    for method in ("stiff", "ode23s", "auto"):
+    for method in ("stiff", "stiff_krylov", "ode23s", "auto"):
         r = integrate("separate", 30 * th, dims, m, method, t_end=1e3)
         assert r.status == "t_end"
 
@@ -184,7 +257,7 @@ def test_batch_is_independent_runs(rng):
     ms = [random_moments(rng, 3)[0] for _ in range(3)]
     th = np.stack([random_params(rng, family, dims, scale=0.2) for _ in range(3)])
     rec = np.geomspace(0.1, 50, 9)
-    for method in ("rk45", "stiff", "auto"):
+    for method in ("rk45", "stiff", "stiff_krylov", "auto"):
         b = integrate(family, th, dims, ms, method, t_end=50.0, record_times=rec,
                       record_params=True)
         assert b.loss.shape == (3, 9) and b.params.shape == (3, 9, th.shape[1])
@@ -193,6 +266,7 @@ def test_batch_is_independent_runs(rng):
             np.testing.assert_array_equal(b.loss[k], s.loss)
             np.testing.assert_array_equal(b.final_params[k], s.final_params)
             assert b.n_evals[k] == s.n_evals and b.status[k] == s.status
+            assert b.n_hvp[k] == s.n_hvp
 
 
 @pytest.mark.parametrize(("family", "dims"), [("separate", (4, 3, 2)), ("merged", (3, 3, 1))])
