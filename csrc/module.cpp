@@ -15,5 +15,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("eigen_version") = std::to_string(EIGEN_WORLD_VERSION) + "." +
                             std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);
+  // -march=native (the default for `pip install .`): fast here, not portable to other CPUs
+  m.attr("native_build") = bool(FASTATTN_NATIVE_BUILD);
   register_population(m);
 }

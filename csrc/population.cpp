@@ -386,6 +386,143 @@ void hessian(const Dims& dm, const Basis& bs, const double* th, double* out, Wor
   }
 }
 
+// Preconditioner for the Rosenbrock stage systems (I + c Hessian) x = b: the exact inverse of
+// I + c Hb, Hb the Hessian's Gauss-Newton part restricted to each head's own parameters (for
+// separate rank R, each key/query pair as if it were its own head sharing v). The stiff modes of the
+// flow are those of heads that have learned a direction, which these blocks hold; Jacobi (their
+// diagonal) misses the balanced-rescaling coupling of k, q and v inside one head, whose stage-system
+// eigenvalues it spreads over [1/(c diag), 1] (see docs/theory.md).
+// In the eigenbasis (B, Lambda diagonal) a head's block is 2 (Delta + U C U^T), Delta diagonal and
+// U of rank 2R+1 (separate: e_v, B k_r, Lambda q_r) or 2 (merged: e_v, vec(B U Lambda)); Woodbury
+// gives the inverse in O(P) per application. Bases where B or Lambda is not diagonal use Jacobi.
+class HeadPreconditioner {
+ public:
+  void prepare(const Dims& dm, const Basis& bs, const double* th, double c) {
+    dm_ = &dm;
+    P_ = dm.P;
+    dginv_.resize(P_);
+    if (!bs.b_diag) {
+      jacobi_ = true;
+      hessian_diag(dm, bs, th, dginv_.data());
+      dginv_ = (1.0 + c * dginv_.array()).inverse().matrix();
+      return;
+    }
+    jacobi_ = false;
+    const int D = dm.D, H = dm.H;
+    CVMap v(th, H);
+    ns_ = dm.fam == MERGED ? 2 : 2 * dm.R + 1;
+    Kh_.resize(Index(H) * ns_ * ns_);
+    Mat C(ns_, ns_), G(ns_, ns_), Ksm(ns_, ns_);
+    dginv_.head(H).setOnes();
+    if (dm.fam == MERGED) {
+      const Index D2 = Index(D) * D;
+      X_.resize(H, D2);
+      CRMap U(th + H, H, D2);
+      for (int i = 0; i < H; ++i) {
+        VMap dg(dginv_.data() + H + i * D2, D2);
+        double uwu = 0, gx = 0;
+        for (int a = 0; a < D; ++a)
+          for (int b = 0; b < D; ++b) {
+            const double w = bs.b(a) * bs.lam(b), x = w * U(i, Index(a) * D + b);
+            X_(i, Index(a) * D + b) = x;
+            uwu += U(i, Index(a) * D + b) * x;
+            dg(Index(a) * D + b) = 1.0 / (1.0 + 2.0 * c * v(i) * v(i) * w);
+            gx += x * x * dg(Index(a) * D + b);
+          }
+        C << uwu, v(i), v(i), 0.0;
+        G.setZero();
+        G(0, 0) = 1.0;
+        G(1, 1) = gx;
+        store_k(i, c, C, G);
+      }
+      return;
+    }
+    const int R = dm.R;
+    const Index HR = Index(H) * R;
+    CRMap K(th + H, HR, D), Q(th + H + HR * D, HR, D);
+    X_.resize(HR, D);
+    Y_.resize(HR, D);
+    RMap dk(dginv_.data() + H, HR, D), dq(dginv_.data() + H + HR * D, HR, D);
+    for (int i = 0; i < H; ++i) {
+      C.setZero();
+      G.setZero();
+      G(0, 0) = 1.0;
+      const double vi = v(i), v2 = vi * vi;
+      for (int r = 0; r < R; ++r) {
+        const Index j = Index(i) * R + r;
+        X_.row(j) = K.row(j).cwiseProduct(bs.b.transpose());
+        Y_.row(j) = Q.row(j).cwiseProduct(bs.lam.transpose());
+        const double al = Q.row(j).dot(Y_.row(j)), be = K.row(j).dot(X_.row(j));
+        dk.row(j) = (1.0 + (2.0 * c * v2 * al) * bs.b.transpose().array()).inverse();
+        dq.row(j) = (1.0 + (2.0 * c * v2 * be) * bs.lam.transpose().array()).inverse();
+        C(0, 0) += al * be;
+        C(0, 1 + r) = C(1 + r, 0) = al * vi;
+        C(0, 1 + R + r) = C(1 + R + r, 0) = be * vi;
+        C(1 + r, 1 + R + r) = C(1 + R + r, 1 + r) = v2;
+        G(1 + r, 1 + r) = X_.row(j).cwiseAbs2().dot(dk.row(j));
+        G(1 + R + r, 1 + R + r) = Y_.row(j).cwiseAbs2().dot(dq.row(j));
+      }
+      store_k(i, c, C, G);
+    }
+  }
+
+  // z = (I + c Hb)^-1 r
+  void apply(const Vec& r, Vec& z) const {
+    z = dginv_.cwiseProduct(r);
+    if (jacobi_) return;
+    const Dims& dm = *dm_;
+    const int D = dm.D, H = dm.H;
+    Vec w(ns_), s(ns_);
+    if (dm.fam == MERGED) {
+      const Index D2 = Index(D) * D;
+      for (int i = 0; i < H; ++i) {
+        VMap zi(z.data() + H + i * D2, D2);
+        w << z(i), X_.row(i).dot(zi);
+        s.noalias() = kmat(i) * w;
+        z(i) -= s(0);
+        zi -= s(1) * X_.row(i).transpose().cwiseProduct(dginv_.segment(H + i * D2, D2));
+      }
+      return;
+    }
+    const int R = dm.R;
+    const Index HR = Index(H) * R;
+    RMap zk(z.data() + H, HR, D), zq(z.data() + H + HR * D, HR, D);
+    Eigen::Map<const RMat> dk(dginv_.data() + H, HR, D), dq(dginv_.data() + H + HR * D, HR, D);
+    for (int i = 0; i < H; ++i) {
+      w(0) = z(i);
+      for (int r = 0; r < R; ++r) {
+        const Index j = Index(i) * R + r;
+        w(1 + r) = X_.row(j).dot(zk.row(j));
+        w(1 + R + r) = Y_.row(j).dot(zq.row(j));
+      }
+      s.noalias() = kmat(i) * w;
+      z(i) -= s(0);
+      for (int r = 0; r < R; ++r) {
+        const Index j = Index(i) * R + r;
+        zk.row(j) -= s(1 + r) * X_.row(j).cwiseProduct(dk.row(j));
+        zq.row(j) -= s(1 + R + r) * Y_.row(j).cwiseProduct(dq.row(j));
+      }
+    }
+  }
+
+ private:
+  const Dims* dm_ = nullptr;
+  Index P_ = 0;
+  int ns_ = 0;
+  bool jacobi_ = true;
+  Vec dginv_;      // (I + 2 c Delta)^-1
+  RMat X_, Y_;     // low-rank directions: B k_r and Lambda q_r (separate); vec(B U_i Lambda) (merged)
+  std::vector<double> Kh_;  // per head: (I + 2c C G)^-1 2c C, G = U^T (I + 2c Delta)^-1 U (diagonal)
+
+  // Woodbury: (A + U (2cC) U^T)^-1 = A^-1 - A^-1 U [(I + 2c C G)^-1 2c C] U^T A^-1
+  void store_k(int i, double c, const Mat& C, const Mat& G) {
+    Mat M = Mat::Identity(ns_, ns_) + 2.0 * c * C * G;
+    Mat Kh = M.partialPivLu().solve(2.0 * c * C);
+    std::copy(Kh.data(), Kh.data() + Index(ns_) * ns_, Kh_.data() + Index(i) * ns_ * ns_);
+  }
+  Eigen::Map<const Mat> kmat(int i) const { return {Kh_.data() + Index(i) * ns_ * ns_, ns_, ns_}; }
+};
+
 // ------------------------------------------ batching helpers ------------------------------------
 struct MomentSet {
   std::vector<Mat> cov, ws;
@@ -511,6 +648,18 @@ class Evaluator {
     }
     return out;
   }
+  Arr precond(const Arr& params, double c, const Arr& r) const {
+    auto [K, P] = read_params(params, dm_);
+    if (K != 1 || params.ndim() != 1 || r.ndim() != 1 || r.shape(0) != P)
+      throw std::invalid_argument("params and r must be [P]");
+    HeadPreconditioner pc;
+    pc.prepare(dm_, orig_, params.data(), c);
+    Vec z;
+    pc.apply(CVMap(r.data(), P), z);
+    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
+    std::copy(z.data(), z.data() + P, out.mutable_data());
+    return out;
+  }
   Arr rot(const Arr& params, bool to_eigen) const {
     auto [K, P] = read_params(params, dm_);
     Arr out(std::vector<py::ssize_t>(params.shape(), params.shape() + params.ndim()));
@@ -613,7 +762,12 @@ class Runner {
   std::vector<double> hbuf_;
   // Hessian-free Rosenbrock: HVP state at the step's base point, MINRES buffers
   Work wh_;
-  Vec hdiag_, mr_md_, mr_wt_, mr_r1_, mr_r2_, mr_y_, mr_v_, mr_w_, mr_w1_, mr_w2_, mr_res_;
+  HeadPreconditioner prec_;
+  double prec_c_ = -1;
+  Vec mr_wt_, mr_r1_, mr_r2_, mr_y_, mr_v_, mr_w_, mr_w1_, mr_w2_, mr_res_;
+  // The six stage systems of one Rosenbrock step share their matrix: earlier solutions x_j and
+  // their images A x_j (= b_j - final residual) seed the next solve (see stage_solve).
+  std::vector<Vec> st_x_, st_ax_;
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -786,16 +940,17 @@ class Runner {
 
   // Preconditioned MINRES (Paige & Saunders; residual vector by its recurrence) for
   // (I + c H) x = b, H the Hessian prepared in wh_ at y (symmetric, possibly indefinite near
-  // saddles), x0 = 0, Jacobi preconditioner (I + c diag H)^-1 (SPD: diag H >= 0). Stops when
+  // saddles), x0 = 0, preconditioned by HeadPreconditioner (SPD, prepared at y for this c). Stops when
   // err_norm(residual) <= kKrylovTol (the step controller's weighted norm). False if not converged.
   bool minres(const Vec& y, double c, const Vec& b, Vec& x) {
     x.setZero(P_);
-    mr_md_ = (1.0 + c * hdiag_.array()).inverse().matrix();
+    if (c != prec_c_) { prec_.prepare(dm_, bs_, y.data(), c); prec_c_ = c; }
     // err_norm(r) = |r .* wt| / sqrt(P) with the weights of the base point y
     mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
     const double ktol2 = kKrylovTol * kKrylovTol * double(P_);
     mr_r1_ = b; mr_r2_ = b; mr_res_ = b;
-    mr_y_ = mr_md_.cwiseProduct(b);
+    if (b.cwiseProduct(mr_wt_).squaredNorm() <= ktol2) return true;
+    prec_.apply(b, mr_y_);
     const double beta1 = std::sqrt(b.dot(mr_y_));
     if (!(beta1 > 0)) return std::isfinite(beta1);
     mr_w_.setZero(P_); mr_w1_.setZero(P_); mr_w2_.setZero(P_);
@@ -811,7 +966,7 @@ class Runner {
       mr_y_ -= (alfa / beta) * mr_r2_;
       mr_r1_.swap(mr_r2_);
       mr_r2_ = mr_y_;
-      mr_y_ = mr_md_.cwiseProduct(mr_r2_);
+      prec_.apply(mr_r2_, mr_y_);
       oldb = beta;
       beta = std::sqrt(std::max(0.0, mr_r2_.dot(mr_y_)));
       const double oldeps = epsln, delta = cs * dbar + sn * alfa, gbar = sn * dbar - cs * alfa;
@@ -831,6 +986,36 @@ class Runner {
       if (beta == 0 || mr_res_.cwiseProduct(mr_wt_).squaredNorm() <= ktol2) return x.allFinite();
     }
     return false;
+  }
+
+  // (I + c H) x = b for one stage of a Rosenbrock step: start from the combination of the step's
+  // earlier stage solutions whose images best fit b (least squares in the controller's weighted
+  // norm; the stage right-hand sides are close to collinear), then MINRES on what is left.
+  bool stage_solve(const Vec& y, double c, const Vec& b, Vec& x) {
+    const int m = int(st_x_.size());
+    Vec r = b;
+    x.setZero(P_);
+    if (m > 0) {
+      mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
+      Mat G(m, m);
+      Vec g(m);
+      for (int j = 0; j < m; ++j) {
+        const Vec wj = st_ax_[j].cwiseProduct(mr_wt_).cwiseProduct(mr_wt_);
+        g(j) = wj.dot(b);
+        for (int k = 0; k <= j; ++k) G(j, k) = G(k, j) = wj.dot(st_ax_[k]);
+      }
+      const Vec alpha = G.completeOrthogonalDecomposition().solve(g);
+      for (int j = 0; j < m; ++j) {
+        x += alpha(j) * st_x_[j];
+        r -= alpha(j) * st_ax_[j];
+      }
+    }
+    Vec dx;
+    if (!minres(y, c, r, dx)) return false;
+    x += dx;
+    st_x_.push_back(x);
+    st_ax_.push_back(b - mr_res_);
+    return x.allFinite();
   }
 
   // Largest |eigenvalue| of the Hessian prepared in wh_ at y: warm-started power iteration on HVPs.
@@ -946,8 +1131,7 @@ class Runner {
         if (!have_jac) {
           if (krylov) {
             hvp_prepare(dm_, bs_, y.data(), wh_);
-            hdiag_.resize(P_);
-            hessian_diag(dm_, bs_, y.data(), hdiag_.data());
+            prec_c_ = -1;
             if (auto_mode) rho_j = 0.5 * spectral_radius_hvp(y, pu, 3);
           } else {
             Hs.resize(P_, P_);
@@ -964,10 +1148,12 @@ class Runner {
           ws.factor(W);
         }
         bool kfail = false;
+        st_x_.clear();
+        st_ax_.clear();
         auto solve = [&](const Vec& b, Vec& x) {
           if (!krylov) { ws.solve(b, x); return; }
           if (kfail) { x.setZero(P_); return; }
-          if (!minres(y, 0.5 * hg, b, x)) kfail = true;
+          if (!stage_solve(y, 0.5 * hg, b, x)) kfail = true;
         };
         Vec &r1 = kr1, &r2 = k2, &r3 = k3, &r4 = k4, &r5 = k5, &r6 = k6, &F = err;
         rhs = hg * f0_; solve(rhs, r1);
@@ -1211,6 +1397,8 @@ void register_population(py::module_& m) {
       .def("hessian", &Evaluator::hess, py::arg("params"))
       .def("hvp", &Evaluator::hv, py::arg("params"), py::arg("u"))
       .def("hessian_diag", &Evaluator::hdiag, py::arg("params"))
+      .def("stage_preconditioner", &Evaluator::precond, py::arg("params"), py::arg("c"), py::arg("r"),
+           "(I + c Hb)^-1 r, Hb the per-head Gauss-Newton blocks (Jacobi if B, Lambda not diagonal)")
       .def("to_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, true); })
       .def("from_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, false); });
   m.def("integrate", &py_integrate, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),

@@ -53,6 +53,7 @@ def info() -> dict:
             "loaded": core is not None,
             "version": getattr(core, "__version__", None),
             "eigen": getattr(core, "eigen_version", None),
+            "native_build": getattr(core, "native_build", None),
             "error": CORE_ERROR,
         },
         "backends": backends,
@@ -79,7 +80,8 @@ def format_info(report: dict) -> str:
     v, c = report["versions"], report["core"]
     lines = ["fastattn " + str(v["fastattn"])]
     lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
-    status = f"loaded (version {c['version']}, Eigen {c['eigen']})" if c["loaded"] else \
+    native = ", built for this CPU" if c.get("native_build") else ", portable build"
+    status = f"loaded (version {c['version']}, Eigen {c['eigen']}{native})" if c["loaded"] else \
         f"NOT loaded: {c['error']}"
     lines.append(f"C++ core: {status}")
     lines.append("kernel backends:")

@@ -195,7 +195,9 @@ def make_evaluator(family: str, dims, moments: Moments):
     """A prepared C++ evaluator for repeated calls with fixed moments.
 
     Methods: ``loss_grad(params [P]|[K,P], eigen=False)``, ``hessian(params [P])``,
-    ``hessian_diag(params [P])``, ``hvp(params, u)``, ``to_eigen(params)``/``from_eigen(params)``
+    ``hessian_diag(params [P])``, ``hvp(params, u)``, ``stage_preconditioner(params, c, r)`` (the
+    Hessian-free Rodas4's preconditioner (I + c·Hb)⁻¹ r, Hb the Hessian's Gauss–Newton blocks of each
+    head; docs/theory.md), ``to_eigen(params)``/``from_eigen(params)``
     (rotate to Λ's eigenbasis, where the integrators work), ``eigvecs()``.
     """
     if not has_cpp():

@@ -59,6 +59,7 @@ def environment() -> dict[str, Any]:
     return {
         "versions": report["versions"],
         "core_loaded": report["core"]["loaded"],
+        "core_native_build": report["core"].get("native_build"),
         "git_revision": git_revision(),
         "host": platform.node(),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

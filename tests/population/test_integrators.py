@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
 from fastattn._core_loader import has_cpp
 from fastattn.population import (
@@ -143,6 +144,65 @@ def test_hessian_diag_matches_dense(rng, family, dims, s_identity):
     d = make_evaluator(family, dims, m).hessian_diag(th)
     np.testing.assert_allclose(d, np.diag(hessian(family, th, dims, m)), rtol=1e-12, atol=1e-14)
     assert np.all(d >= 0)
+
+
+def _head_block_gauss_newton(family, th, dims, m):
+    """Σ over heads (separate: over each key/query pair with its head's v) of 2 Jᵀ (B ⊗ Λ) J, J the
+    torch Jacobian of that part of Γ: the block Gauss-Newton matrix the stage preconditioner inverts."""
+    D, H, R = dims
+    lam, S, c, s2 = m.cov, m.w_second, m.inv_n, m.noise
+    A = lam @ S @ lam
+    B = A + c * (A + np.trace(S @ lam) * lam) + s2 * c * lam
+    W = np.outer(np.diag(B), np.diag(lam)).ravel()     # Λ, S diagonal: <X, B X Λ> = Σ W_ab X_ab²
+    P = th.size
+    t = torch.tensor(th)
+    out = np.zeros((P, P))
+    for i in range(H):
+        for r in range(R if family == "separate" else 1):
+            if family == "separate":
+                kq = H + (i * R + r) * D + np.arange(D)
+                idx = np.concatenate([[i], kq, kq + H * R * D])
+                def part(x):
+                    return x[0] * torch.outer(x[1:D + 1], x[D + 1:])
+            else:
+                idx = np.concatenate([[i], H + i * D * D + np.arange(D * D)])
+                def part(x):
+                    return x[0] * x[1:].reshape(D, D)
+            J = torch.autograd.functional.jacobian(part, t[idx]).reshape(D * D, -1).numpy()
+            out[np.ix_(idx, idx)] += 2 * J.T @ (W[:, None] * J)
+    return out
+
+
+@pytest.mark.parametrize(("family", "dims"), [("separate", (4, 5, 1)), ("separate", (3, 4, 3)),
+                                              ("separate", (1, 2, 1)), ("merged", (3, 2, 1)),
+                                              ("cubic_mlp", (2, 3, 1))])
+@pytest.mark.parametrize("c", [0.3, 1e4])
+def test_stage_preconditioner_inverts_head_gauss_newton_blocks(rng, family, dims, c):
+    """The Hessian-free Rodas4's preconditioner is exactly (I + c Hb)⁻¹ with Hb the per-head
+    Gauss-Newton blocks (diagonal Λ: the eigenbasis the integrators work in); SPD."""
+    D = dims[0]
+    m = Moments(cov=np.diag(rng.uniform(0.1, 1.0, D)), w_second=np.eye(D),
+                noise=float(rng.uniform(0, 0.5)), inv_n=float(1 / rng.integers(2, 40)))
+    th = random_params(rng, family, dims, scale=0.7)
+    r = rng.standard_normal(th.size)
+    ev = make_evaluator(family, dims, m)
+    Hb = _head_block_gauss_newton(family, th, dims, m)
+    A = np.eye(th.size) + c * Hb
+    z = ev.stage_preconditioner(th, c, r)
+    np.testing.assert_allclose(A @ z, r, rtol=0, atol=1e-9 * np.abs(r).max())
+    Pm = np.stack([ev.stage_preconditioner(th, c, e) for e in np.eye(th.size)])
+    np.testing.assert_allclose(Pm, Pm.T, atol=1e-10 * np.abs(Pm).max())
+    assert np.linalg.eigvalsh(0.5 * (Pm + Pm.T)).min() > 0
+
+
+def test_stage_preconditioner_is_jacobi_for_a_rotated_basis(rng):
+    """Where B and Λ are not diagonal the preconditioner is Jacobi: (1 + c diag H)⁻¹."""
+    dims = (3, 2, 2)
+    m, _, _ = random_moments(rng, dims[0])
+    th = random_params(rng, "separate", dims, scale=0.5)
+    r = rng.standard_normal(th.size)
+    z = make_evaluator("separate", dims, m).stage_preconditioner(th, 5.0, r)
+    np.testing.assert_allclose(z, r / (1 + 5.0 * np.diag(hessian("separate", th, dims, m))), rtol=1e-11)
 
 
 def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
