@@ -686,13 +686,14 @@ constexpr int kKrylovMaxIt = 1000;
 
 struct Opts {
   int method;
-  double t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol;
+  double t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_seconds;
   long long max_evals, max_steps;
   bool record_params;
 };
 
 struct Interrupt {
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(),
+                                        last = start;
   bool hit = false;
   bool poll() {
     if (hit) return true;
@@ -705,6 +706,9 @@ struct Interrupt {
       hit = true;
     }
     return hit;
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 };
 
@@ -726,6 +730,7 @@ class Runner {
   // y: eigenbasis parameters in, final eigenbasis parameters out.
   Result run(Vec& y) {
     res_ = Result();
+    t_start_ = intr_.elapsed();
     P_ = dm_.P;
     f0_.resize(P_);
     L0_ = eval(y, f0_);
@@ -754,6 +759,7 @@ class Runner {
   double *rec_loss_, *rec_params_;
   Interrupt& intr_;
   Result res_;
+  double t_start_ = 0;  // seconds since the call started, when this model's run started
   Index P_ = 0;
   Vec f0_;  // flow field f = -1/2 grad L at the current state
   double L0_ = 0;
@@ -771,6 +777,7 @@ class Runner {
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
+  bool over_time() const { return o_.max_seconds > 0 && intr_.elapsed() - t_start_ >= o_.max_seconds; }
 
   double eval(const Vec& y, Vec& f) {
     ++res_.n_evals;
@@ -800,6 +807,7 @@ class Runner {
     if (t >= o_.t_end * (1 - 1e-14)) { res_.status = "t_end"; return true; }
     if (over_budget()) { res_.status = "max_evals"; return true; }
     if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return true; }
+    if (over_time()) { res_.status = "max_seconds"; return true; }
     if (intr_.poll()) { res_.status = "interrupted"; return true; }
     return false;
   }
@@ -825,6 +833,7 @@ class Runner {
       if (o_.max_evals > 0 && res_.n_evals >= o_.max_evals) { res_.status = "max_evals"; return; }
       if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return; }
       if ((k & 255) == 0 && intr_.poll()) { res_.status = "interrupted"; return; }
+      if ((k & 255) == 0 && over_time()) { res_.status = "max_seconds"; return; }
       yn = y + dtt * f0_;  // theta - eta grad L
       const double Ln = eval(yn, fn);
       if (!all_finite(yn) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; return; }
@@ -1228,6 +1237,7 @@ class Runner {
         last_rejected = true;
         if (auto_mode) (ros ? ros_spent : rk_spent) += step_cost;
         if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
         if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) {
@@ -1300,6 +1310,7 @@ class Runner {
         h = hs * std::max(0.1, 0.8 * std::pow(en, -1.0 / 3.0));
         last_rejected = true;
         if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
         if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
       }
       if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
@@ -1311,7 +1322,8 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
                       const Arr& ws, const Arr& noise, const Arr& inv_n, int method,
                       double t_end, double lr, double dt, double rtol, double atol, double h0,
                       const Arr& record_times, bool record_params, double target_loss,
-                      double grad_tol, long long max_evals, long long max_steps) {
+                      double grad_tol, long long max_evals, long long max_steps,
+                      double max_seconds) {
   Dims dm(fam, D, H, R);
   auto [K, P] = read_params(params, dm);
   MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
@@ -1319,7 +1331,8 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
   if (method < 0 || method > 6) throw std::invalid_argument("method must be 0..6");
   std::vector<double> rec(record_times.data(), record_times.data() + record_times.size());
   const Index T = Index(rec.size());
-  Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_evals, max_steps, record_params};
+  Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_seconds, max_evals,
+         max_steps, record_params};
   Arr loss(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T)});
   Arr fin(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
   Arr recp(record_params ? std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T), py::ssize_t(P)}
@@ -1406,7 +1419,7 @@ void register_population(py::module_& m) {
         py::arg("inv_n"), py::arg("method"), py::arg("t_end"), py::arg("lr"), py::arg("dt"),
         py::arg("rtol"), py::arg("atol"), py::arg("h0"), py::arg("record_times"),
         py::arg("record_params"), py::arg("target_loss"), py::arg("grad_tol"),
-        py::arg("max_evals"), py::arg("max_steps"),
+        py::arg("max_evals"), py::arg("max_steps"), py::arg("max_seconds"),
         "Integrate K models' gradient flow (method 0 euler, 1 rk4, 2 rk45, 3 stiff (Rodas4), "
         "4 ode23s, 5 auto, 6 stiff_krylov (Hessian-free Rodas4)).");
 }

@@ -41,7 +41,8 @@ class IntegrationResult:
         params: `[T, P]` or `[K, T, P]` recorded parameters (only with record_params=True), else None.
         final_params: `[P]` or `[K, P]`, the last finite state.
         status: per model, one of "t_end", "target_loss", "converged", "max_evals", "max_steps",
-            "diverged", "step_too_small", "interrupted" (a str for a single model, else a list).
+            "max_seconds", "diverged", "step_too_small", "interrupted" (a str for a single model,
+            else a list).
         n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: dense
             Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps).
         t_final: time of the final state (float or `[K]`).
@@ -226,6 +227,7 @@ def integrate(
     grad_tol: float | None = None,
     max_evals: int | None = None,
     max_steps: int | None = None,
+    max_seconds: float | None = None,
 ) -> IntegrationResult:
     """Integrate the gradient flow dθ/dt = −½ ∂L/∂θ from params0 to t_end (or an early stop).
 
@@ -245,6 +247,8 @@ def integrate(
         target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
         max_evals / max_steps: caps on gradient evaluations plus Hessian-vector products /
             accepted steps.
+        max_seconds: stop a model after this many seconds of wall time (status "max_seconds"); unlike
+            the other stops it depends on the machine, so such a run is not reproducible bit for bit.
     """
     D, H, R = _dims(family, dims)
     p = _params("params0", params0, family, dims)
@@ -269,16 +273,18 @@ def integrate(
         raise ValueError("record_times must be a non-empty increasing sequence of finite times")
     if rec[0] < 0 or rec[-1] > t_end * (1 + 1e-12):
         raise ValueError(f"record_times must lie in [0, t_end={t_end}]")
+    if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
+        raise ValueError(f"max_seconds={max_seconds} must be a positive number of seconds (or None)")
     if not has_cpp():
         return _integrate_python(family, p, (D, H, R), moments, method, t_end, lr, rec,
-                                 record_params, target_loss, grad_tol, max_steps)
+                                 record_params, target_loss, grad_tol, max_steps, max_seconds)
     t0 = time.perf_counter()
     out = core.integrate(
         FAMILY_CODE[family], D, H, R, p, cov, ws, noise, inv_n, METHOD_CODE[method], t_end,
         float(lr or 0.0), float(dt or 0.0), float(rtol), float(atol), float(h0 or 0.0), rec,
         bool(record_params), math.nan if target_loss is None else float(target_loss),
         math.nan if grad_tol is None else float(grad_tol), int(max_evals or 0),
-        int(max_steps or 0),
+        int(max_steps or 0), float(max_seconds or 0.0),
     )
     wall = time.perf_counter() - t0
     times = rec
@@ -305,7 +311,7 @@ def integrate(
 
 
 def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_params,
-                      target_loss, grad_tol, max_steps) -> IntegrationResult:
+                      target_loss, grad_tol, max_steps, max_seconds) -> IntegrationResult:
     """Fallback without the C++ core: GD (method='euler') on the torch reference only."""
     if method != "euler" or p.ndim != 1:
         raise ValueError(f"method={method!r}: without the C++ core only single-model 'euler' runs")
@@ -331,6 +337,9 @@ def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_p
             break
         if k >= n_total or (max_steps and k >= max_steps):
             status = "t_end" if k >= n_total else "max_steps"
+            break
+        if max_seconds and time.perf_counter() - t0 >= max_seconds:
+            status = "max_seconds"
             break
         new = th - lr * g
         Ln, gn = reference.loss_and_grad(family, new, dims, moments)

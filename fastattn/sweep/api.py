@@ -16,7 +16,7 @@ from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
 #: option values of a sweep where neither the grid nor `defaults` give one (docs/sweeps.md)
-SWEEP_DEFAULTS = {"integrator": "auto", "rtol": 1e-6, "atol": 1e-9}
+SWEEP_DEFAULTS = {"integrator": "auto", "rtol": 1e-5, "atol": 1e-9}
 
 
 def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any] | None = None

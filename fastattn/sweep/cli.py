@@ -106,7 +106,7 @@ def add_parsers(subparsers) -> None:
                    help="flow without --time: t_end = this × theory time estimate (default 10)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
     g.add_argument("--max-run-seconds", type=float,
-                   help="time budget per flow run, as a cap on evaluations (status max_evals)")
+                   help="wall-time budget per flow run (status max_seconds)")
     g.add_argument("--retry-failed", action="store_true", default=None,
                    help="rerun runs recorded as failed")
     g.add_argument("--max-runs", type=int, help="stop after this many new runs")

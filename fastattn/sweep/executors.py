@@ -85,17 +85,13 @@ INFLIGHT = ".inflight"
 
 
 def mark_inflight(group: list[RunItem], out: str) -> None:
-    """Worker side: mark the group as running (removed when its rows are collected)."""
+    """Worker side: mark the group as running, with the worker's PID (removed when its rows are
+    collected). A marker left by a dead worker tells the pool that the group had started."""
     from pathlib import Path
 
     d = Path(out) / INFLIGHT
     d.mkdir(parents=True, exist_ok=True)
-    (d / group[0].key).touch()
-    victim = os.environ.get("FASTATTN_SWEEP_TEST_KILL")   # test hook: simulate a crashed worker
-    if victim and any(it.key == victim for it in group):
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
+    (d / group[0].key).write_text(str(os.getpid()))
 
 
 def _inflight(group: list[RunItem], out: str) -> bool:

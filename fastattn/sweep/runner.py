@@ -30,9 +30,9 @@ class Horizon:
     t_end: horizon_factor × the theory's time to learn the directions that the target needs,
         Σ_{m<m_target} 1/(λ_{m+1}² v₀) (Eq. 72 summed, v₀ the typical initial value weight), a
         conservative bound: the target normally stops the run well before.
-    max_evals: a cap on gradient evaluations (status "max_evals" when hit).
-    max_run_seconds: a time budget per run, turned into a tighter max_evals by timing the
-        evaluator once (status "max_evals" when hit).
+    max_evals: a cap on gradient evaluations plus Hessian-vector products (status "max_evals").
+    max_run_seconds: a wall-time budget per flow run (status "max_seconds"; machine-dependent,
+        unlike max_evals).
     """
 
     converge_rel: float = 0.05
@@ -200,20 +200,12 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
     if cfg.integrator == "rk4":
         kw["dt"] = cfg.dt
     max_evals = horizon.max_evals
-    if horizon.max_run_seconds:
-        # cost of one evaluation inside the integrator: a short probe integration
-        probe = 400 if p0.shape[1] < 10_000 else 24
-        t0 = time.perf_counter()
-        r = population.integrate(fam, p0[0], dims, tasks[0].moments(), method="rk45",
-                                 t_end=cfg.t_end, max_evals=probe)
-        per_eval = (time.perf_counter() - t0) / max(int(r.n_evals), 1)
-        max_evals = int(min(max_evals, max(100, horizon.max_run_seconds / per_eval)))
     start = time.perf_counter()
     res = population.integrate(fam, p0 if len(items) > 1 else p0[0], dims,
                                [t.moments() for t in tasks] if len(items) > 1 else tasks[0].moments(),
                                record_times=rec, record_params=record_params,
                                target_loss=cfg.target_loss, grad_tol=cfg.grad_tol,
-                               max_evals=max_evals, **kw)
+                               max_evals=max_evals, max_seconds=horizon.max_run_seconds, **kw)
     wall = time.perf_counter() - start
     meta = environment()
     out = []

@@ -291,6 +291,9 @@ def test_early_stops(rng, method):
     r = integrate("separate", th, dims, m, method, t_end=1e5, max_evals=50, **kw)
     assert r.status == "max_evals" and r.n_evals <= 50 + 7
     assert r.n_evals + r.n_hvp >= 50
+    if method in ("euler", "rk4", "rk45"):     # stability-limited steps: t = 1e12 is out of reach
+        r = integrate("separate", th, dims, m, method, t_end=1e12, max_seconds=0.2, **kw)
+        assert r.status == "max_seconds" and r.t_final < 1e12 and 0.2 <= r.wall_time < 5
 
 
 def test_divergence_returns_last_finite_state(rng):

@@ -48,6 +48,9 @@ def test_bad_options(setup):
             integrate("separate", th, dims, m, t_end=t_end)
     with pytest.raises(ValueError, match="method="):
         integrate("separate", th, dims, m, "bdf")
+    for bad in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError, match="max_seconds="):
+            integrate("separate", th, dims, m, t_end=1.0, max_seconds=bad)
     with pytest.raises(ValueError, match="family="):
         loss_and_grad("attn", th, dims, m)
     with pytest.raises(ValueError, match="record_times"):
