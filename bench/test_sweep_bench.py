@@ -2,12 +2,15 @@
 pytest-benchmark, recorded. Run:
 
     pytest bench/test_sweep_bench.py -s                     # small: workers 1 vs 2, batching, Ray
-    python bench/test_sweep_bench.py grid --workers 2 --max-run-seconds 15   # 105-run D × N × seed grid
+    python bench/test_sweep_bench.py grid --workers 2 --max-run-seconds 60   # 105-run D × N × seed grid
+    python bench/test_sweep_bench.py grid --dims 256 --contexts 32,128,512,2048 --seeds 1 \
+        --max-evals 100000000                                # to convergence, no budget
     python bench/test_sweep_bench.py d1024 --context 512 --max-run-seconds 120   # D = H = 1024
 
 Setting (stated once): ATTN_S rank 1, H = D, linear spectrum (trace 1), init 1e-2·√D (paper scheme:
 per-head |v|, ‖k‖, ‖q‖ ≈ 1e-2 at every D), N ∈ {8, 32, 128, 512, 2048}, exact flow with the sweep's
-default horizon (stop at L ≤ 1.05·L*, "auto" integrator: stiff when P ≤ 200, else rk45).
+default horizon and tolerances (stop at L ≤ 1.05·L*, "auto" integrator: RK45 switching to Rodas4
+while stiff, Hessian-free above P = 2000; rtol 1e-5, atol 1e-9).
 """
 
 from __future__ import annotations
@@ -61,13 +64,17 @@ def test_ray_local(tmp_path):
     print(f"\nray (local, 2 CPUs, includes start-up): {_summary(df, wall)}")
 
 
-def grid_main(out: str, workers: int, batch: int, max_run_seconds: float | None) -> None:
+def grid_main(out: str, a: argparse.Namespace) -> None:
     from fastattn.sweep import Horizon
 
-    df, wall = _sweep(GRID, out, seeds=3, workers=workers, batch=batch,
-                      horizon=Horizon(max_run_seconds=max_run_seconds))
+    grid = dict(GRID, **{k: [int(x) for x in v.split(",")] for k, v in
+                         (("dim", a.dims), ("context", a.contexts)) if v})
+    df, wall = _sweep(grid, out, seeds=a.seeds, workers=a.workers, batch=a.batch,
+                      horizon=Horizon(max_run_seconds=a.max_run_seconds, max_evals=a.max_evals))
     print(_summary(df, wall))
-    print(df.groupby("dim")["wall_time"].sum().round(1).to_string())
+    print(df.groupby(["dim", "context"]).agg(wall=("wall_time", "mean"), evals=("n_evals", "mean"),
+                                             status=("status", lambda s: ",".join(sorted(set(s)))))
+          .round(1).to_string())
 
 
 def d1024_main(out: str, context: int, rel: float, max_run_seconds: float | None) -> None:
@@ -90,12 +97,16 @@ if __name__ == "__main__":
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--max-run-seconds", type=float, default=None)
+    ap.add_argument("--max-evals", type=int, default=5_000_000)
+    ap.add_argument("--dims", default=None, help="grid: comma-separated D (default 4..256)")
+    ap.add_argument("--contexts", default=None, help="grid: comma-separated N (default 8..2048)")
+    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--context", type=int, default=32)
     ap.add_argument("--converge-rel", type=float, default=0.05)
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix=f"sweep-{a.what}-")
     print(f"output: {Path(out)}", file=sys.stderr)
     if a.what == "grid":
-        grid_main(out, a.workers, a.batch, a.max_run_seconds)
+        grid_main(out, a)
     else:
         d1024_main(out, a.context, a.converge_rel, a.max_run_seconds)

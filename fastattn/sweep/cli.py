@@ -42,7 +42,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
-                      horizon_factor=opt("horizon_factor", 10.0),
+                      horizon_factor=opt("horizon_factor", 100.0),
                       max_evals=int(opt("max_evals", 5_000_000)),
                       max_run_seconds=opt("max_run_seconds"))
     if args.dry_run:
@@ -103,7 +103,7 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--converge-rel", type=float,
                    help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
-                   help="flow without --time: t_end = this × theory time estimate (default 10)")
+                   help="flow without --time: t_end = this × theory time estimate (default 100)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
     g.add_argument("--max-run-seconds", type=float,
                    help="wall-time budget per flow run (status max_seconds)")

@@ -31,8 +31,8 @@ from fastattn.sweep.grid import grid_from_args, parse_axis, resolve  # noqa: E40
 # tiny, fast flow runs: D ∈ {2, 3}, stiff integrator (P ≤ 200), a few hundred records
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
         "init": 1e-2, "spectrum": "linear", "records": 120}
-DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals",
-                 "n_drops", "theory_Lstar", "t_end", "target_loss"]
+DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals", "n_hvp",
+                 "n_steps", "n_drops", "theory_Lstar", "t_end", "target_loss"]
 
 
 def _parser():
