@@ -138,7 +138,7 @@ def test_rosenbrock_order_of_convergence(rng, method, order):
                          [("separate", (4, 5, 1), True), ("separate", (3, 2, 2), False),
                           ("merged", (3, 2, 1), False)])
 def test_hessian_diag_matches_dense(rng, family, dims, s_identity):
-    """The Jacobi preconditioner of the Hessian-free Rodas4 is the exact Hessian diagonal (>= 0)."""
+    """The Hessian diagonal (the preconditioner where B, Λ are not diagonal) is exact and >= 0."""
     m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
     th = random_params(rng, family, dims, scale=0.5)
     d = make_evaluator(family, dims, m).hessian_diag(th)
