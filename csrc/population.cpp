@@ -412,7 +412,7 @@ class HeadPreconditioner {
     CVMap v(th, H);
     ns_ = dm.fam == MERGED ? 2 : 2 * dm.R + 1;
     Kh_.resize(Index(H) * ns_ * ns_);
-    Mat C(ns_, ns_), G(ns_, ns_), Ksm(ns_, ns_);
+    Mat C(ns_, ns_), G(ns_, ns_);
     dginv_.head(H).setOnes();
     if (dm.fam == MERGED) {
       const Index D2 = Index(D) * D;
