@@ -128,6 +128,14 @@ void rotate_params(const Dims& dm, const Mat& E, const double* in, double* out, 
   }
 }
 
+// Eigenbasis parameters to the original basis, always into an Eigen-allocated (aligned) vector:
+// the vectorised small products round differently at other alignments (an ulp), and a recorded
+// final state must equal the returned final parameters bit for bit.
+void to_original(const Dims& dm, const Basis& bs, const Vec& y, Vec& out) {
+  out.resize(dm.P);
+  rotate_params(dm, bs.E, y.data(), out.data(), false);
+}
+
 struct Work {
   RMat Gam, W, M, dG, dM, T, KM, QMt;
   RMat Mq, Mtk, Muq, Mtuk, T1, T2;  // Hessian-vector products
@@ -759,6 +767,7 @@ class Runner {
   double *rec_loss_, *rec_params_;
   Interrupt& intr_;
   Result res_;
+  Vec rot_;             // a recorded state in the original basis
   double t_start_ = 0;  // seconds since the call started, when this model's run started
   Index P_ = 0;
   Vec f0_;  // flow field f = -1/2 grad L at the current state
@@ -788,8 +797,8 @@ class Runner {
   void record(size_t j, const Vec& y, double L) {
     rec_loss_[j] = L;
     if (rec_params_) {
-      double* dst = rec_params_ + Index(j) * P_;
-      rotate_params(dm_, bs_.E, y.data(), dst, false);
+      to_original(dm_, bs_, y, rot_);
+      std::copy(rot_.data(), rot_.data() + P_, rec_params_ + Index(j) * P_);
     }
   }
   // Record every grid time <= t (within rounding) at the current state.
@@ -1361,7 +1370,8 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
       rotate_params(dm, bs.E, th + k * P, y.data(), true);
       Runner run(dm, bs, o, rec, lo + k * T, rp ? rp + k * T * P : nullptr, intr);
       results[k] = run.run(y);
-      rotate_params(dm, bs.E, y.data(), fo + k * P, false);
+      to_original(dm, bs, y, yr);
+      std::copy(yr.data(), yr.data() + P, fo + k * P);
     }
   }
   py::dict out;
