@@ -44,7 +44,8 @@ class IntegrationResult:
             "max_seconds", "diverged", "step_too_small", "interrupted" (a str for a single model,
             else a list).
         n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: dense
-            Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps).
+            Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps); n_rejected:
+            rejected steps of the adaptive methods.
         t_final: time of the final state (float or `[K]`).
         wall_time: seconds for the whole call.
     """
@@ -60,6 +61,7 @@ class IntegrationResult:
     t_final: float | np.ndarray
     wall_time: float
     n_hvp: int | np.ndarray = 0
+    n_rejected: int | np.ndarray = 0
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -292,7 +294,7 @@ def integrate(
         n_total = round(t_end / (2 * lr))
         times = 2 * lr * np.minimum(np.rint(rec / (2 * lr)), n_total)
     loss, fin, prm = out["loss"], out["final_params"], out["params"]
-    ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac", "n_hvp")]
+    ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac", "n_hvp", "n_rejected")]
     if p.ndim == 1:
         reached = ~np.isnan(loss[0])
         n_rec = int(np.argmin(reached)) if not reached.all() else reached.size
@@ -301,12 +303,12 @@ def integrate(
             params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
             status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
             n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
-            n_hvp=int(ints[3][0]),
+            n_hvp=int(ints[3][0]), n_rejected=int(ints[4][0]),
         )
     return IntegrationResult(
         times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
-        n_hvp=ints[3],
+        n_hvp=ints[3], n_rejected=ints[4],
     )
 
 

@@ -244,10 +244,10 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
         traj.config = {"task": to_jsonable(tasks[k]), "model": to_jsonable(models[k].config),
                        "train": to_jsonable(dataclasses.replace(cfg, progress=None))}
         traj.meta = meta
-        steps, hvps = (res.n_steps, res.n_hvp) if K == 1 else (res.n_steps[k], res.n_hvp[k])
+        counts = {c: int(getattr(res, c) if K == 1 else getattr(res, c)[k])
+                  for c in ("n_steps", "n_rejected", "n_hvp")}
         out.append((traj, models[k], {"batch_size": K, "batch_wall_time": wall,
-                                      "max_evals": max_evals, "n_steps": int(steps),
-                                      "n_hvp": int(hvps)}))
+                                      "max_evals": max_evals, **counts}))
     return out, p0, tasks
 
 

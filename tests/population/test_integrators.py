@@ -288,6 +288,10 @@ def test_early_stops(rng, method):
     assert np.linalg.norm(loss_and_grad("separate", r.final_params, dims, m)[1]) < 1e-5
     r = integrate("separate", th, dims, m, method, t_end=3.0, **kw)
     assert r.status == "t_end" and r.t_final == pytest.approx(3.0)
+    if method in ("euler", "rk4"):
+        assert r.n_rejected == 0
+    else:       # a first step far beyond the explicit stability limit / the accuracy allowed
+        assert integrate("separate", th, dims, m, method, t_end=1e5, h0=1e4).n_rejected >= 1
     r = integrate("separate", th, dims, m, method, t_end=1e5, max_evals=50, **kw)
     assert r.status == "max_evals" and r.n_evals <= 50 + 7
     assert r.n_evals + r.n_hvp >= 50
