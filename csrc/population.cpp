@@ -963,8 +963,6 @@ class Runner {
   bool minres(const Vec& y, double c, const Vec& b, Vec& x) {
     x.setZero(P_);
     if (c != prec_c_) { prec_.prepare(dm_, bs_, y.data(), c); prec_c_ = c; }
-    // err_norm(r) = |r .* wt| / sqrt(P) with the weights of the base point y
-    mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
     const double ktol2 = kKrylovTol * kKrylovTol * double(P_);
     mr_r1_ = b; mr_r2_ = b; mr_res_ = b;
     if (b.cwiseProduct(mr_wt_).squaredNorm() <= ktol2) return true;
@@ -1014,7 +1012,6 @@ class Runner {
     Vec r = b;
     x.setZero(P_);
     if (m > 0) {
-      mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
       Mat G(m, m);
       Vec g(m);
       for (int j = 0; j < m; ++j) {
@@ -1167,6 +1164,8 @@ class Runner {
         }
         bool kfail = false;
         st_x_.clear();
+        // err_norm(r) = |r .* wt| / sqrt(P) with the weights of the base point y (Krylov stops)
+        if (krylov) mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
         st_ax_.clear();
         auto solve = [&](const Vec& b, Vec& x) {
           if (!krylov) { ws.solve(b, x); return; }
