@@ -297,7 +297,7 @@ def test_early_stops(rng, method):
     assert r.n_evals + r.n_hvp >= 50
     if method in ("euler", "rk4", "rk45"):     # stability-limited steps: t = 1e12 is out of reach
         r = integrate("separate", th, dims, m, method, t_end=1e12, max_seconds=0.2, **kw)
-        assert r.status == "max_seconds" and r.t_final < 1e12 and 0.2 <= r.wall_time < 5
+        assert r.status == "max_seconds" and r.t_final < 1e12 and r.wall_time >= 0.2
 
 
 def test_divergence_returns_last_finite_state(rng):
