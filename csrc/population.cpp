@@ -1093,6 +1093,7 @@ class Runner {
     Vec pu;  // power-iteration vector
     bool have_jac = false, last_rejected = false;
     long long hv0 = 0;
+    double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
     // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
     // cj: a Rosenbrock step's cost beyond its 6 evaluations. Hessian-free: HVPs at their flop cost
     // (+1 evaluation for the HVP set-up); before the first step a guess of 6 solves x 20 products.
@@ -1205,7 +1206,13 @@ class Runner {
         L0_ = Ln;
         ++res_.n_steps;
         have_jac = false;
-        double fac = 0.9 * std::pow(std::max(en, 1e-10), -q);
+        // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5). At the stability limit, where
+        // the late phase of a large-D flow runs, the I controller alternates growth and rejection
+        // (20% rejected); the PI term removes nearly all of those. Rosenbrock keeps the I
+        // controller: "auto" judges a Rosenbrock trial by how fast its steps grow.
+        const double beta = ros ? 0.0 : 0.04;
+        double fac = 0.9 * std::pow(std::max(en, 1e-10), -(q - 0.75 * beta)) * std::pow(err_old, beta);
+        if (!ros) err_old = std::max(en, 1e-4);
         fac = std::min(last_rejected ? 1.0 : grow, std::max(0.2, fac));
         // a clamped step says nothing about the step the solution allows: keep h if larger
         h = clamp ? std::max(h, hs * fac) : hs * fac;
