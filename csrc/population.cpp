@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "stabilized_tables.h"
+
 namespace py = pybind11;
 
 namespace {
@@ -682,7 +684,8 @@ class Evaluator {
 };
 
 // ------------------------------------------ integrators -----------------------------------------
-enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, ODE23S = 4, AUTO = 5, STIFF_KRYLOV = 6 };
+enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, ODE23S = 4, AUTO = 5, STIFF_KRYLOV = 6,
+              STABILIZED = 7 };
 
 // Largest P for which "auto" uses the dense-Hessian Rosenbrock method (LU cost ~P^3); above it,
 // the Hessian-free one (stage systems by MINRES on Hessian-vector products).
@@ -691,6 +694,8 @@ constexpr Index kAutoMaxDenseP = 2000;
 // fraction of the error tolerance; at most kKrylovMaxIt iterations (else the step is rejected).
 constexpr double kKrylovTol = 1e-2;
 constexpr int kKrylovMaxIt = 1000;
+// "stabilized": the stage count is the smallest with ell_s >= kStabMargin * h * rho(J)
+constexpr double kStabMargin = 1.2;
 
 struct Opts {
   int method;
@@ -750,11 +755,15 @@ class Runner {
     switch (o_.method) {
       case EULER: run_euler(y); break;
       case RK4: run_fixed_rk4(y); break;
-      case RK45: run_adaptive(y, RK45, false); break;
+      case RK45: run_adaptive(y, RK45); break;
       case ODE23S: run_ode23s(y); break;
-      case STIFF: run_adaptive(y, STIFF, false); break;
+      case STIFF: run_adaptive(y, STIFF); break;
       case STIFF_KRYLOV: run_adaptive(y, STIFF, true); break;
-      default: run_adaptive(y, AUTO, dm_.P > kAutoMaxDenseP); break;
+      case STABILIZED: run_stabilized(y, false); break;
+      default:
+        if (dm_.P > kAutoMaxDenseP) run_stabilized(y, true);
+        else run_adaptive(y, AUTO);
+        break;
     }
     return res_;
   }
@@ -945,17 +954,6 @@ class Runner {
     return rho;
   }
 
-  // Cost of one Hessian-vector product (hvp_apply plus MINRES vector work) in gradient
-  // evaluations, by the same flop model (measured ratio ~2 for separate; see docs/theory.md).
-  double hvp_cost_in_evals() const {
-    const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
-    const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
-    const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
-    const double hv = (dm_.fam == MERGED ? 12.0 * dm_.H * D * D : 12.0 * HR * D * D) + dense +
-                      3000.0 + 20.0 * P;
-    return hv / eval;
-  }
-
   // Preconditioned MINRES (Paige & Saunders; residual vector by its recurrence) for
   // (I + c H) x = b, H the Hessian prepared in wh_ at y (symmetric, possibly indefinite near
   // saddles), x0 = 0, preconditioned by HeadPreconditioner (SPD, prepared at y for this c). Stops when
@@ -1033,28 +1031,10 @@ class Runner {
     return x.allFinite();
   }
 
-  // Largest |eigenvalue| of the Hessian prepared in wh_ at y: warm-started power iteration on HVPs.
-  double spectral_radius_hvp(const Vec& y, Vec& u, int iters) {
-    if (u.size() != P_ || u.norm() == 0) {
-      u.resize(P_);
-      for (Index i = 0; i < P_; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
-    }
-    u.normalize();
-    double rho = 0;
-    mr_v_.resize(P_);
-    for (int it = 0; it < iters; ++it) {
-      hvp_apply(dm_, bs_, y.data(), u.data(), mr_v_.data(), wh_);
-      ++res_.n_hvp;
-      rho = mr_v_.norm();
-      if (!(rho > 0) || !std::isfinite(rho)) return 0.0;
-      u = mr_v_ / rho;
-    }
-    return rho;
-  }
-
-  // mode: RK45, STIFF (Rodas4) or AUTO (switching between the two). krylov: Rodas4 with its stage
-  // systems solved by MINRES on Hessian-vector products instead of a dense Hessian + factorisation.
-  void run_adaptive(Vec& y, int mode, bool krylov) {
+  // mode: RK45, STIFF (Rodas4) or AUTO (switching between the two; dense Hessian). krylov: Rodas4
+  // with its stage systems solved by MINRES on Hessian-vector products instead of a dense Hessian +
+  // factorisation. t0, h_start: a run taken over from another integrator at time t0.
+  void run_adaptive(Vec& y, int mode, bool krylov = false, double t0 = 0, double h_start = 0) {
     // Dormand-Prince 5(4)
     static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
                         a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
@@ -1081,10 +1061,10 @@ class Runner {
                         rc64 = 16.31930543123136, rc65 = -6.058818238834054;
     const bool auto_mode = mode == AUTO;
     bool ros = mode == STIFF;  // current method: Rosenbrock (true) or Dormand-Prince (false)
-    double t = 0;
+    double t = t0;
     record_upto(t, y);
     if (check_stop(t)) return;
-    double h = initial_step(y);
+    double h = h_start > 0 ? h_start : initial_step(y);
     Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
     Vec& kr1 = k7;  // Rosenbrock stage vectors reuse the RK buffers
     RMat Hs;
@@ -1092,13 +1072,10 @@ class Runner {
     WSolver ws;
     Vec pu;  // power-iteration vector
     bool have_jac = false, last_rejected = false;
-    long long hv0 = 0;
     double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
     // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
-    // cj: a Rosenbrock step's cost beyond its 6 evaluations. Hessian-free: HVPs at their flop cost
-    // (+1 evaluation for the HVP set-up); before the first step a guess of 6 solves x 20 products.
-    const double chv = krylov ? hvp_cost_in_evals() : 0.0;
-    double cj = !auto_mode ? 0.0 : krylov ? 1.0 + 120.0 * chv : jac_cost_in_evals();
+    // cj: a Rosenbrock step's cost beyond its 6 evaluations (the Hessian and its factorisation)
+    const double cj = auto_mode ? jac_cost_in_evals() : 0.0;
     int stiff_count = 0, nonstiff_count = 0, ros_steps = 0, ros_worse = 0;
     // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
     auto trial_len = [&] {
@@ -1143,12 +1120,10 @@ class Runner {
         if (den > 0) hlamb = hs * std::sqrt((k7 - k6).squaredNorm() / den);
         fnew = &k7;
       } else {
-        hv0 = res_.n_hvp;
         if (!have_jac) {
           if (krylov) {
             hvp_prepare(dm_, bs_, y.data(), wh_);
             prec_c_ = -1;
-            if (auto_mode) rho_j = 0.5 * spectral_radius_hvp(y, pu, 3);
           } else {
             Hs.resize(P_, P_);
             hessian(dm_, bs_, y.data(), Hs.data(), w_);
@@ -1196,8 +1171,6 @@ class Runner {
         fnew = &F;
       }
       const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
-      // Hessian-free: the step's own HVP count (its cost becomes the next estimate of cj)
-      if (ros && krylov && auto_mode) cj = 1.0 + chv * double(res_.n_hvp - hv0);
       const double step_cost = ros ? 6.0 + cj : 6.0;
       if (en <= 1.0) {
         t = clamp ? tt : t + hs;
@@ -1264,6 +1237,122 @@ class Runner {
     }
   }
 
+
+  // ---------------------------------------------------------------- "stabilized"
+  // Order-4 stabilized explicit Runge-Kutta method (ROCK4-type; coefficients in stabilized_tables.h,
+  // built by fastattn/population/stabilized.py; docs/theory.md section 4). With s evaluations a step
+  // is stable for h * rho(J) <= ell_s ~ 0.35 s^2, so the step is set by accuracy and the stage count
+  // by h * rho: where Dormand-Prince sits at its stability limit (the late phase of a large flow)
+  // this costs ~sqrt(h rho) instead of ~h rho evaluations, without a Hessian.
+  // hand_over ("auto"): once 10 steps in a row are cut by the largest stage count while accuracy
+  // allows longer ones (the flow has settled), the L-stable Hessian-free Rodas4 takes over.
+  void run_stabilized(Vec& y, bool hand_over) {
+    double t = 0;
+    record_upto(t, y);
+    if (check_stop(t)) return;
+    double h = initial_step(y);
+    Vec prev(P_), cur(P_), nxt(P_), fc(P_), k1(P_), k2(P_), k3(P_), k4(P_), k5(P_), yn(P_),
+        err(P_), fn(P_), pv;
+    // rho(J) by a nonlinear power iteration, re-estimated every 25 accepted steps (warm-started);
+    // the margin covers an estimate still converging from below.
+    double rho = flow_radius(y, pv, 50);
+    int since = 0, capped = 0;
+    bool last_rejected = false;
+    for (;;) {
+      if (since >= 25) { rho = flow_radius(y, pv, 12); since = 0; }
+      const double tt = next_target(t);
+      double hs = h;
+      bool clamp = false;
+      if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
+      int s = kStabSMin;
+      while (s < kStabSMax && kStabEll[s - kStabSMin] < kStabMargin * hs * rho) ++s;
+      const bool cut = kStabEll[s - kStabSMin] < kStabMargin * hs * rho;
+      if (cut) {  // beyond the largest table: shorten
+        hs = kStabEll[s - kStabSMin] / (kStabMargin * rho);
+        clamp = false;
+      }
+      const int m = s - 4;
+      const double* mu = kStabMu + kStabOffset[s - kStabSMin];
+      const double* nu = kStabNu + kStabOffset[s - kStabSMin];
+      const double* ka = kStabKappa + kStabOffset[s - kStabSMin];
+      const double* c = kStabFinish + 18 * (s - kStabSMin);  // a(6) b(4) a5(3) bh(5)
+      // the recurrence: every stage a polynomial in hJ bounded by 1 on [-ell_s, 0]
+      prev = y;
+      cur = y + (mu[0] * hs) * f0_;
+      for (int j = 1; j < m; ++j) {
+        eval(cur, fc);
+        nxt = nu[j] * cur + ka[j] * prev + (mu[j] * hs) * fc;
+        prev.swap(cur);
+        cur.swap(nxt);
+      }
+      // the finishing procedure (order 4) and the embedded order-3 stage
+      eval(cur, k1);
+      nxt = cur + (hs * c[0]) * k1; eval(nxt, k2);
+      nxt = cur + hs * (c[1] * k1 + c[2] * k2); eval(nxt, k3);
+      nxt = cur + hs * (c[3] * k1 + c[4] * k2 + c[5] * k3); eval(nxt, k4);
+      nxt = cur + hs * (c[10] * k1 + c[11] * k2 + c[12] * k3); eval(nxt, k5);
+      yn = cur + hs * (c[6] * k1 + c[7] * k2 + c[8] * k3 + c[9] * k4);
+      err = hs * ((c[6] - c[13]) * k1 + (c[7] - c[14]) * k2 + (c[8] - c[15]) * k3 +
+                  (c[9] - c[16]) * k4 - c[17] * k5);
+      double en = err_norm(err, y, yn), Ln = kNaN;
+      if (!std::isfinite(en) || !all_finite(yn)) en = 1e10;
+      if (en <= 1.0) {
+        Ln = eval(yn, fn);
+        if (!std::isfinite(Ln) || !all_finite(fn)) en = 1e10;
+      }
+      if (en <= 1.0) {
+        t = clamp ? tt : t + hs;
+        y.swap(yn);
+        f0_.swap(fn);
+        L0_ = Ln;
+        ++res_.n_steps;
+        ++since;
+        const double fac = std::min(last_rejected ? 1.0 : 5.0,
+                                    std::max(0.2, 0.8 * std::pow(std::max(en, 1e-10), -0.25)));
+        h = clamp ? std::max(h, hs * fac) : hs * fac;
+        last_rejected = false;
+        record_upto(t, y);
+        if (check_stop(t)) return;
+        capped = cut && fac > 1.0 ? capped + 1 : 0;
+        if (hand_over && capped >= 10) { run_adaptive(y, STIFF, true, t, h); return; }
+      } else {
+        ++res_.n_rejected;
+        h = hs * std::max(0.1, 0.8 * std::pow(en, -0.25));
+        last_rejected = true;
+        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
+        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
+        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
+      }
+      if (h < 1e-14 * std::max(1.0, t)) {
+        finish_small_step(t);
+        return;
+      }
+    }
+  }
+
+  // Spectral radius of the flow's Jacobian at y (f0_ = f(y)): power iteration on difference
+  // quotients (one evaluation each), until two estimates agree to 1%; u is kept for a warm start.
+  double flow_radius(const Vec& y, Vec& u, int max_iters) {
+    if (u.size() != P_ || !(u.norm() > 0)) {
+      u.resize(P_);
+      for (Index i = 0; i < P_; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
+    }
+    Vec yt(P_), ft(P_);
+    double rho = 0;
+    for (int it = 0; it < max_iters; ++it) {
+      u.normalize();
+      const double eps = 1e-7 * (1.0 + y.norm());
+      yt = y + eps * u;
+      eval(yt, ft);
+      u = (ft - f0_) / eps;
+      const double r = u.norm();
+      if (!std::isfinite(r) || !(r > 0)) break;
+      const bool done = it > 0 && std::abs(r - rho) <= 0.01 * r;
+      rho = r;
+      if (done) break;
+    }
+    return rho;
+  }
 
   void finish_small_step(double t) {
     res_.t_final = t;
@@ -1343,7 +1432,7 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
   auto [K, P] = read_params(params, dm);
   MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
   if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
-  if (method < 0 || method > 6) throw std::invalid_argument("method must be 0..6");
+  if (method < 0 || method > 7) throw std::invalid_argument("method must be 0..7");
   std::vector<double> rec(record_times.data(), record_times.data() + record_times.size());
   const Index T = Index(rec.size());
   Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_seconds, max_evals,
@@ -1437,5 +1526,22 @@ void register_population(py::module_& m) {
         py::arg("record_params"), py::arg("target_loss"), py::arg("grad_tol"),
         py::arg("max_evals"), py::arg("max_steps"), py::arg("max_seconds"),
         "Integrate K models' gradient flow (method 0 euler, 1 rk4, 2 rk45, 3 stiff (Rodas4), "
-        "4 ode23s, 5 auto, 6 stiff_krylov (Hessian-free Rodas4)).");
+        "4 ode23s, 5 auto, 6 stiff_krylov (Hessian-free Rodas4), 7 stabilized (order-4 "
+        "stabilized explicit)).");
+  m.def("stabilized_table", [](int s) {
+        if (s < kStabSMin || s > kStabSMax) throw std::invalid_argument("no table for this s");
+        const int off = kStabOffset[s - kStabSMin], m = s - 4;
+        const double* c = kStabFinish + 18 * (s - kStabSMin);
+        auto arr = [](const double* p, int n) { return Arr(n, p); };
+        py::dict d;
+        d["ell"] = kStabEll[s - kStabSMin];
+        d["mu"] = arr(kStabMu + off, m);
+        d["nu"] = arr(kStabNu + off, m);
+        d["kappa"] = arr(kStabKappa + off, m);
+        d["a"] = arr(c, 6);
+        d["b"] = arr(c + 6, 4);
+        d["a5"] = arr(c + 10, 3);
+        d["bh"] = arr(c + 13, 5);
+        return d;
+      }, py::arg("s"), "Coefficients of the 'stabilized' method with s stages (stabilized_tables.h).");
 }

@@ -26,7 +26,7 @@ from fastattn.population.moments import Moments
 
 FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
 METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "ode23s": 4, "auto": 5,
-               "stiff_krylov": 6}
+               "stiff_krylov": 6, "stabilized": 7}
 
 
 @dataclass(frozen=True, eq=False)
