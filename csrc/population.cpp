@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -696,6 +697,7 @@ constexpr double kKrylovTol = 1e-2;
 constexpr int kKrylovMaxIt = 1000;
 // "stabilized": the stage count is the smallest with ell_s >= kStabMargin * h * rho(J)
 constexpr double kStabMargin = 1.2;
+constexpr int kStabHandOverS = 30;
 
 struct Opts {
   int method;
@@ -792,6 +794,7 @@ class Runner {
   // The six stage systems of one Rosenbrock step share their matrix: earlier solutions x_j and
   // their images A x_j (= b_j - final residual) seed the next solve (see stage_solve).
   std::vector<Vec> st_x_, st_ax_;
+  double handback_t_ = 0, handback_h_ = 0;  // where a Rosenbrock episode of "auto" gave the run back
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -954,6 +957,19 @@ class Runner {
     return rho;
   }
 
+  // Cost of one Hessian-vector product (hvp_apply plus MINRES vector work) in gradient
+  // evaluations, by a flop model (measured ratio 1.9-2.5 for separate; see docs/theory.md).
+  double hvp_cost_in_evals() const {
+    const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
+    const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
+    const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
+    const double hv = (dm_.fam == MERGED ? 12.0 * dm_.H * D * D : 12.0 * HR * D * D) + dense +
+                      3000.0 + 20.0 * P;
+    return hv / eval;
+  }
+  // Work so far in gradient-evaluation units (deterministic: "auto" compares methods by it).
+  double work_done() const { return double(res_.n_evals) + hvp_cost_in_evals() * double(res_.n_hvp); }
+
   // Preconditioned MINRES (Paige & Saunders; residual vector by its recurrence) for
   // (I + c H) x = b, H the Hessian prepared in wh_ at y (symmetric, possibly indefinite near
   // saddles), x0 = 0, preconditioned by HeadPreconditioner (SPD, prepared at y for this c). Stops when
@@ -1033,8 +1049,12 @@ class Runner {
 
   // mode: RK45, STIFF (Rodas4) or AUTO (switching between the two; dense Hessian). krylov: Rodas4
   // with its stage systems solved by MINRES on Hessian-vector products instead of a dense Hessian +
-  // factorisation. t0, h_start: a run taken over from another integrator at time t0.
-  void run_adaptive(Vec& y, int mode, bool krylov = false, double t0 = 0, double h_start = 0) {
+  // factorisation. t0, h_start: a run taken over from another integrator at time t0. rate_limit > 0:
+  // an episode begun by "auto"'s stabilized method, which gets the run back (status still "running",
+  // handback_t_/handback_h_ set) once, after 4 steps, the work per unit time over the last 3 exceeds
+  // rate_limit (the explicit method's).
+  void run_adaptive(Vec& y, int mode, bool krylov = false, double t0 = 0, double h_start = 0,
+                    double rate_limit = 0) {
     // Dormand-Prince 5(4)
     static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
                         a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
@@ -1064,6 +1084,8 @@ class Runner {
     double t = t0;
     record_upto(t, y);
     if (check_stop(t)) return;
+    std::deque<std::pair<double, double>> marks{{work_done(), t}};  // (work, t) at accepted steps
+    int episode_steps = 0;
     double h = h_start > 0 ? h_start : initial_step(y);
     Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
     Vec& kr1 = k7;  // Rosenbrock stage vectors reuse the RK buffers
@@ -1192,6 +1214,16 @@ class Runner {
         last_rejected = false;
         record_upto(t, y);
         if (check_stop(t)) return;
+        if (rate_limit > 0) {
+          marks.emplace_back(work_done(), t);
+          if (marks.size() > 4) marks.pop_front();
+          if (++episode_steps >= 4 &&
+              (marks.back().first - marks.front().first) > rate_limit * (t - marks.front().second)) {
+            handback_t_ = t;
+            handback_h_ = h;
+            return;
+          }
+        }
         if (auto_mode) {
           if (!ros) {
             rk_spent += step_cost;
@@ -1244,8 +1276,12 @@ class Runner {
   // is stable for h * rho(J) <= ell_s ~ 0.35 s^2, so the step is set by accuracy and the stage count
   // by h * rho: where Dormand-Prince sits at its stability limit (the late phase of a large flow)
   // this costs ~sqrt(h rho) instead of ~h rho evaluations, without a Hessian.
-  // hand_over ("auto"): once 10 steps in a row are cut by the largest stage count while accuracy
-  // allows longer ones (the flow has settled), the L-stable Hessian-free Rodas4 takes over.
+  // hand_over ("auto"): once 10 steps in a row need kStabHandOverS stages or more (h rho(J) >~ 300:
+  // typically the flow has settled, and its stiff components, damped only by |R| <= 0.95 a step,
+  // keep the error estimate up), the L-stable Hessian-free Rodas4 gets an episode; it hands the run
+  // back when its work per unit time exceeds the explicit method's over those 10 steps. The next
+  // episode waits until the explicit method has done 4x the last episode's work (x2 per episode
+  // shorter than 10 steps).
   void run_stabilized(Vec& y, bool hand_over) {
     double t = 0;
     record_upto(t, y);
@@ -1256,8 +1292,10 @@ class Runner {
     // rho(J) by a nonlinear power iteration, re-estimated every 25 accepted steps (warm-started);
     // the margin covers an estimate still converging from below.
     double rho = flow_radius(y, pv, 50);
-    int since = 0, capped = 0;
+    int since = 0, settled = 0;
     bool last_rejected = false;
+    std::deque<std::pair<double, double>> marks{{work_done(), t}};  // (work, t) at accepted steps
+    double wait_until = 0, wait_mult = 4;
     for (;;) {
       if (since >= 25) { rho = flow_radius(y, pv, 12); since = 0; }
       const double tt = next_target(t);
@@ -1266,8 +1304,7 @@ class Runner {
       if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
       int s = kStabSMin;
       while (s < kStabSMax && kStabEll[s - kStabSMin] < kStabMargin * hs * rho) ++s;
-      const bool cut = kStabEll[s - kStabSMin] < kStabMargin * hs * rho;
-      if (cut) {  // beyond the largest table: shorten
+      if (kStabEll[s - kStabSMin] < kStabMargin * hs * rho) {  // beyond the largest table: shorten
         hs = kStabEll[s - kStabSMin] / (kStabMargin * rho);
         clamp = false;
       }
@@ -1313,8 +1350,23 @@ class Runner {
         last_rejected = false;
         record_upto(t, y);
         if (check_stop(t)) return;
-        capped = cut && fac > 1.0 ? capped + 1 : 0;
-        if (hand_over && capped >= 10) { run_adaptive(y, STIFF, true, t, h); return; }
+        marks.emplace_back(work_done(), t);
+        if (marks.size() > 11) marks.pop_front();
+        settled = s >= kStabHandOverS ? settled + 1 : 0;
+        if (hand_over && settled >= 10 && work_done() >= wait_until) {
+          const double rate = (marks.back().first - marks.front().first) / (t - marks.front().second);
+          const double w0 = work_done();
+          const long long n0 = res_.n_steps;
+          run_adaptive(y, STIFF, true, t, h, rate);
+          if (res_.status != "running") return;
+          wait_mult = res_.n_steps - n0 < 10 ? 2 * wait_mult : 4;
+          wait_until = work_done() + wait_mult * (work_done() - w0);
+          t = handback_t_;
+          h = handback_h_;
+          since = 25;  // a fresh estimate of rho(J)
+          settled = 0;
+          marks.assign(1, {work_done(), t});
+        }
       } else {
         ++res_.n_rejected;
         h = hs * std::max(0.1, 0.8 * std::pow(en, -0.25));
