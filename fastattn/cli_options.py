@@ -79,7 +79,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
-           "flow: auto (RK45, Rodas4 while stiff) | stiff (Rodas4) | rk45 | rk4 | ode23s", "auto"),
+           "flow: auto (small P: RK45, Rodas4 while stiff; P > 2000: stabilized, Rodas4 once settled)"
+           " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4 | ode23s", "auto"),
     Option("--rtol", "train", "rtol", float, "flow: relative tolerance", 1e-8),
     Option("--atol", "train", "atol", float, "flow: absolute tolerance", 1e-12),
     Option("--dt", "train", "dt", float, "flow with rk4: fixed step"),

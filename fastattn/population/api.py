@@ -242,8 +242,11 @@ def integrate(
             "ode23s" (the order-2(3) Shampine–Reichelt Rosenbrock pair, kept for comparison),
             "stiff_krylov" (the same Rodas4 Hessian-free: each stage system solved by MINRES on
             Hessian-vector products, to a residual well below the error tolerance),
-            "auto" (rk45, switching to Rodas4 while the flow is stiff for the explicit method,
-            e.g. after convergence; the Hessian-free Rodas4 when P > 2000). See docs/theory.md §4.
+            "stabilized" (an order-4 stabilized explicit Runge–Kutta method: s evaluations a
+            step, stable for h·ρ(J) ≤ ≈0.35·s², so its steps are set by accuracy; no Hessian),
+            "auto" (P ≤ 2000: rk45, switching to Rodas4 while the flow is stiff for the explicit
+            method, e.g. after convergence; P > 2000: "stabilized", with Hessian-free Rodas4
+            episodes where the flow has settled and they cost less). See docs/theory.md §4.
         record_times: increasing times in [0, t_end] at which the loss (and params) are recorded;
             adaptive methods and rk4 land on them exactly. Default: 0 and t_end.
         target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
@@ -267,7 +270,7 @@ def integrate(
     if method == "rk4":
         if dt is None or not math.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
-    adaptive = ("rk45", "stiff", "stiff_krylov", "ode23s", "auto")
+    adaptive = ("rk45", "stiff", "stiff_krylov", "ode23s", "auto", "stabilized")
     if method in adaptive and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
         raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
     rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()

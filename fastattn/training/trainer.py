@@ -24,7 +24,7 @@ from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam")
-INTEGRATORS = ("auto", "stiff", "rk45", "rk4", "ode23s")
+INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4", "ode23s")
 LOSSES = ("query", "next_token")
 SAMPLERS = ("tokens", "stats")
 
@@ -37,7 +37,9 @@ class TrainConfig:
         method: "flow", "gd", "sgd" or "adam".
         t_end: flow: integrate to this time (required for "flow").
         integrator: flow: "auto" (default: RK45, switching to the implicit Rodas4 with the analytic
-            Hessian while the flow is stiff), "stiff" (Rodas4 throughout), "rk45", "rk4", "ode23s".
+            Hessian while the flow is stiff; above 2000 parameters the order-4 stabilized explicit
+            method with Hessian-free Rodas4 episodes), "stiff" (Rodas4 throughout), "stiff_krylov",
+            "stabilized", "rk45", "rk4", "ode23s" (fastattn.population.integrate).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
