@@ -4,8 +4,9 @@ Settings: (fig3) Zhang Fig. 3, separate D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated,
 (rank) separate D=8, H=9, R=4, λ∝1/d (trace 1), N=31, App. C.2 init 1e-2 (Fig. 4);
 (white) merged Λ=I, D=4, H=8, N=31, aligned init 1e-3: max |L − closed form| over t ∈ [0, 20];
 (large) separate rank 1, H = D ∈ {32, 64} (P = 2080, 8256 > 2000: auto is Hessian-free), linear
-spectrum, N ∈ {512, 2048}, init 1e-2·√D: evaluations, HVPs and wall time to L ≤ 1.05·L* (rk45 vs
-auto; not part of "all": rk45 needs minutes to hours, capped by --max-evals).
+spectrum, N ∈ {512, 2048}, init 1e-2·√D: evaluations, HVPs and wall time to L ≤ 1.05·L* (--methods,
+e.g. rk45,auto,stabilized,stiff_krylov; not part of "all": rk45 needs minutes to hours, capped by
+--max-evals).
 
 Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init 1e-3] [--seed 0]
 """

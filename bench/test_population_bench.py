@@ -71,6 +71,28 @@ def test_rank4_flow_to_target(benchmark, method):
     assert r.status == "target_loss"
 
 
+@pytest.mark.parametrize("method", ["auto", "stabilized", "stiff_krylov"])
+def test_large_flow_to_target(benchmark, method):
+    """The sweeps' large model (separate rank 1, H = D = 64, P = 8256, linear spectrum, N = 512,
+    init 1e-2·√D) to L ≤ 1.05·L*, rtol 1e-5: one round each (rk45 takes ≈ 50 s and 600k evaluations;
+    python bench/population_table.py --setting large)."""
+    import fastattn
+    from fastattn.models import SeparateKQ
+    from fastattn.tasks import LinearRegression
+
+    D = 64
+    task = LinearRegression(D, context=512, spectrum=tuple(fastattn.tasks.spectrum("linear", D)),
+                            rotate=False)
+    model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
+    lstar = minimum_loss(task.eigvals, task.inv_context_mean())
+    r = benchmark.pedantic(lambda: integrate("separate", model.to_flat(), model.dims, task.moments(),
+                                             method, t_end=1e10, target_loss=1.05 * lstar, rtol=1e-5,
+                                             atol=1e-9), rounds=1, iterations=1)
+    benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_hvp=r.n_hvp, n_steps=r.n_steps)
+    print(f"\n{method}: {r.status} evals={r.n_evals} hvp={r.n_hvp} steps={r.n_steps}")
+    assert r.status == "target_loss"
+
+
 def _big(D: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
