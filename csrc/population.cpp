@@ -747,6 +747,7 @@ class Runner {
   // y: eigenbasis parameters in, final eigenbasis parameters out.
   Result run(Vec& y) {
     res_ = Result();
+    rho_u_.resize(0);
     t_start_ = intr_.elapsed();
     P_ = dm_.P;
     f0_.resize(P_);
@@ -797,6 +798,7 @@ class Runner {
   // their images A x_j (= b_j - final residual) seed the next solve (see stage_solve).
   std::vector<Vec> st_x_, st_ax_;
   double handback_t_ = 0, handback_h_ = 0;  // where a phase of "auto" gave the run back
+  Vec rho_u_;  // the stabilized method's power-iteration vector (one run's, kept across phases)
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -1286,33 +1288,32 @@ class Runner {
   // is stable for h * rho(J) <= ell_s ~ 0.35 s^2, so the step is set by accuracy and the stage count
   // by h * rho: where Dormand-Prince sits at its stability limit (the late phase of a large flow)
   // this costs ~sqrt(h rho) instead of ~h rho evaluations, without a Hessian.
-  // in_auto (a phase of run_auto_large): the run goes back to Dormand-Prince (status "running",
-  // handback_t_/h_) after 10 steps in a row within its stability interval, h rho < 3.3: there it
-  // steps as far for 6 evaluations, and order 5 usually farther. And once 10 steps in a row need
-  // kStabHandOverS stages or
-  // more (h rho(J) >~ 300:
-  // typically the flow has settled, and its stiff components, damped only by |R| <= 0.95 a step,
-  // keep the error estimate up), the L-stable Hessian-free Rodas4 gets an episode; it hands the run
-  // back when its work per unit time exceeds the explicit method's over those 10 steps. The next
-  // episode waits until the explicit method has done 4x the last episode's work (x2 per episode
-  // shorter than 10 steps).
+  // in_auto (a phase of run_auto_large) adds two hand-overs:
+  //  - back to Dormand-Prince (status "running", handback_t_/h_) after 10 steps in a row within
+  //    its stability interval, h rho < 3.3: there it steps as far for 6 evaluations, and its
+  //    order 5 usually farther;
+  //  - a Hessian-free Rodas4 episode after 10 steps in a row with kStabHandOverS stages or more
+  //    (h rho >~ 300: typically the flow has settled, and its stiff components, damped only by
+  //    |R| <= 0.95 a step, keep the error estimate up). The episode hands the run back when its
+  //    work per unit time exceeds this method's over those 10 steps; the next one waits until this
+  //    method has done 4x the last episode's work (x2 per episode shorter than 10 steps).
   void run_stabilized(Vec& y, bool in_auto, double t0 = 0, double h_start = 0) {
     double t = t0;
     record_upto(t, y);
     if (check_stop(t)) return;
     double h = h_start > 0 ? h_start : initial_step(y);
     Vec prev(P_), cur(P_), nxt(P_), fc(P_), k1(P_), k2(P_), k3(P_), k4(P_), k5(P_), yn(P_),
-        err(P_), fn(P_), pv;
-    // rho(J) by a nonlinear power iteration, re-estimated every 25 accepted steps (warm-started);
-    // the margin covers an estimate still converging from below.
-    double rho = flow_radius(y, pv, 50);
+        err(P_), fn(P_);
+    // rho(J) by a nonlinear power iteration, re-estimated every 25 accepted steps (warm-started,
+    // also across the phases of "auto"); the margin covers an estimate converging from below.
+    double rho = flow_radius(y, rho_u_, rho_u_.size() == P_ ? 12 : 50);
     int since = 0, settled = 0, inside_dp = 0;
     bool last_rejected = false;
     double err_old = 1e-4;
     std::deque<std::pair<double, double>> marks{{work_done(), t}};  // (work, t) at accepted steps
     double wait_until = 0, wait_mult = 4;
     for (;;) {
-      if (since >= 25) { rho = flow_radius(y, pv, 12); since = 0; }
+      if (since >= 25) { rho = flow_radius(y, rho_u_, 12); since = 0; }
       const double tt = next_target(t);
       double hs = h;
       bool clamp = false;
