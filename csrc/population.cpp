@@ -737,6 +737,23 @@ struct Result {
 
 bool all_finite(const Vec& x) { return x.allFinite(); }
 
+// Work per unit time over the last n accepted steps ("auto" compares its methods by it).
+class WorkRate {
+ public:
+  WorkRate(size_t n, double work, double t) : n_(n), marks_{{work, t}} {}
+  void add(double work, double t) {
+    marks_.emplace_back(work, t);
+    if (marks_.size() > n_ + 1) marks_.pop_front();
+  }
+  double rate() const {
+    return (marks_.back().first - marks_.front().first) / (marks_.back().second - marks_.front().second);
+  }
+
+ private:
+  size_t n_;
+  std::deque<std::pair<double, double>> marks_;  // (work done, t)
+};
+
 class Runner {
  public:
   Runner(const Dims& dm, const Basis& bs, const Opts& o, const std::vector<double>& rec,
@@ -836,6 +853,22 @@ class Runner {
     if (intr_.poll()) { res_.status = "interrupted"; return true; }
     return false;
   }
+  // The state advances to an accepted step: (yn, fn = f(yn), Ln = L(yn)) become current.
+  void accept(Vec& y, Vec& yn, Vec& fn, double Ln) {
+    y.swap(yn);
+    f0_.swap(fn);
+    L0_ = Ln;
+    ++res_.n_steps;
+  }
+  // Stops checked after a rejected step (the state, still at t, is unchanged). True when stopping.
+  bool stop_after_rejection(double t) {
+    const char* why = over_budget() ? "max_evals" : over_time() ? "max_seconds"
+                      : intr_.poll() ? "interrupted" : nullptr;
+    if (!why) return false;
+    res_.status = why;
+    res_.t_final = t;
+    return true;
+  }
   double next_target(double t) const {
     double tt = o_.t_end;
     if (next_rec_ < rec_.size() && rec_[next_rec_] < tt && rec_[next_rec_] > t) tt = rec_[next_rec_];
@@ -862,10 +895,7 @@ class Runner {
       yn = y + dtt * f0_;  // theta - eta grad L
       const double Ln = eval(yn, fn);
       if (!all_finite(yn) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; return; }
-      y.swap(yn);
-      f0_.swap(fn);
-      L0_ = Ln;
-      ++res_.n_steps;
+      accept(y, yn, fn, Ln);
     }
   }
 
@@ -888,10 +918,7 @@ class Runner {
       const double Ln = eval(yt, fn);
       if (!all_finite(yt) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; res_.t_final = t; return; }
       t = (h == tt - t) ? tt : t + h;
-      y.swap(yt);
-      f0_.swap(fn);
-      L0_ = Ln;
-      ++res_.n_steps;
+      accept(y, yt, fn, Ln);
       record_upto(t, y);
       if (check_stop(t)) return;
     }
@@ -1089,7 +1116,7 @@ class Runner {
     double t = t0;
     record_upto(t, y);
     if (check_stop(t)) return;
-    std::deque<std::pair<double, double>> marks{{work_done(), t}};  // (work, t) at accepted steps
+    WorkRate recent(3, work_done(), t);  // an episode's last 3 steps (rate_limit > 0)
     int episode_steps = 0;
     double h = h_start > 0 ? h_start : initial_step(y);
     Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
@@ -1201,10 +1228,7 @@ class Runner {
       const double step_cost = ros ? 6.0 + cj : 6.0;
       if (en <= 1.0) {
         t = clamp ? tt : t + hs;
-        y.swap(yn);
-        f0_.swap(*fnew);
-        L0_ = Ln;
-        ++res_.n_steps;
+        accept(y, yn, *fnew, Ln);
         have_jac = false;
         // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5). At the stability limit, where
         // the late phase of a large-D flow runs, the I controller alternates growth and rejection
@@ -1220,10 +1244,8 @@ class Runner {
         record_upto(t, y);
         if (check_stop(t)) return;
         if (rate_limit > 0) {
-          marks.emplace_back(work_done(), t);
-          if (marks.size() > 4) marks.pop_front();
-          if (++episode_steps >= 4 &&
-              (marks.back().first - marks.front().first) > rate_limit * (t - marks.front().second)) {
+          recent.add(work_done(), t);
+          if (++episode_steps >= 4 && recent.rate() > rate_limit) {
             handback_t_ = t;
             handback_h_ = h;
             return;
@@ -1268,9 +1290,7 @@ class Runner {
         h = hs * std::max(0.1, 0.9 * std::pow(en, -q));
         last_rejected = true;
         if (auto_mode) (ros ? ros_spent : rk_spent) += step_cost;
-        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
-        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
-        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
+        if (stop_after_rejection(t)) return;
       }
       if (h < 1e-14 * std::max(1.0, t)) {
         // a stiff method in trouble near a saddle: let the explicit method take over
@@ -1310,7 +1330,7 @@ class Runner {
     int since = 0, settled = 0, inside_dp = 0;
     bool last_rejected = false;
     double err_old = 1e-4;
-    std::deque<std::pair<double, double>> marks{{work_done(), t}};  // (work, t) at accepted steps
+    WorkRate recent(10, work_done(), t);
     double wait_until = 0, wait_mult = 4;
     for (;;) {
       if (since >= 25) { rho = flow_radius(y, rho_u_, 12); since = 0; }
@@ -1355,10 +1375,7 @@ class Runner {
       }
       if (en <= 1.0) {
         t = clamp ? tt : t + hs;
-        y.swap(yn);
-        f0_.swap(fn);
-        L0_ = Ln;
-        ++res_.n_steps;
+        accept(y, yn, fn, Ln);
         ++since;
         const double fac = std::min(last_rejected ? 1.0 : 5.0,
                                     std::max(0.2, 0.9 * std::pow(std::max(en, 1e-10), -0.22) *
@@ -1368,8 +1385,7 @@ class Runner {
         last_rejected = false;
         record_upto(t, y);
         if (check_stop(t)) return;
-        marks.emplace_back(work_done(), t);
-        if (marks.size() > 11) marks.pop_front();
+        recent.add(work_done(), t);
         inside_dp = hs * rho < 3.3 ? inside_dp + 1 : 0;
         if (in_auto && inside_dp >= 10) {
           handback_t_ = t;
@@ -1378,7 +1394,7 @@ class Runner {
         }
         settled = s >= kStabHandOverS ? settled + 1 : 0;
         if (in_auto && settled >= 10 && work_done() >= wait_until) {
-          const double rate = (marks.back().first - marks.front().first) / (t - marks.front().second);
+          const double rate = recent.rate();
           const double w0 = work_done();
           const long long n0 = res_.n_steps;
           run_adaptive(y, STIFF, true, t, h, rate);
@@ -1389,15 +1405,13 @@ class Runner {
           h = handback_h_;
           since = 25;  // a fresh estimate of rho(J)
           settled = 0;
-          marks.assign(1, {work_done(), t});
+          recent = WorkRate(10, work_done(), t);
         }
       } else {
         ++res_.n_rejected;
         h = hs * std::max(0.1, 0.8 * std::pow(en, -0.25));
         last_rejected = true;
-        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
-        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
-        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
+        if (stop_after_rejection(t)) return;
       }
       if (h < 1e-14 * std::max(1.0, t)) {
         finish_small_step(t);
@@ -1490,10 +1504,7 @@ class Runner {
       if (!std::isfinite(en) || !std::isfinite(Ln) || !all_finite(F2) || !all_finite(yn)) en = 1e10;
       if (en <= 1.0) {
         t = clamp ? tt : t + hs;
-        y.swap(yn);
-        f0_.swap(F2);
-        L0_ = Ln;
-        ++res_.n_steps;
+        accept(y, yn, F2, Ln);
         have_jac = false;
         double fac = 0.8 * std::pow(std::max(en, 1e-10), -1.0 / 3.0);
         fac = std::min(last_rejected ? 1.0 : 5.0, std::max(0.2, fac));
@@ -1505,9 +1516,7 @@ class Runner {
         ++res_.n_rejected;
         h = hs * std::max(0.1, 0.8 * std::pow(en, -1.0 / 3.0));
         last_rejected = true;
-        if (over_budget()) { res_.status = "max_evals"; res_.t_final = t; return; }
-        if (over_time()) { res_.status = "max_seconds"; res_.t_final = t; return; }
-        if (intr_.poll()) { res_.status = "interrupted"; res_.t_final = t; return; }
+        if (stop_after_rejection(t)) return;
       }
       if (h < 1e-14 * std::max(1.0, t)) { finish_small_step(t); return; }
     }

@@ -165,14 +165,13 @@ def _embedded(mu, nu, kappa, a, b) -> tuple[np.ndarray, np.ndarray]:
     # F5 = Y_m + h (b1 f(F1) + b2 f(F2) + b3 f(F3)); bh4 = 0. The four order-3 conditions fix bh1,
     # bh2, bh3, bh5 (a 4-stage finishing alone would force bh = b).
     a5 = np.array(b[:3])
+    base = elementary_weights(*tableau(mu, nu, kappa, a, b, a5, np.zeros(5)))[:4]
     rows = []
-    for k in (0, 1, 2, 4):
+    for k in (0, 1, 2, 4):  # Φ is linear in bh: one column per unknown weight
         e = np.zeros(5)
         e[k] = 1.0
-        rows.append(elementary_weights(*tableau(mu, nu, kappa, a, b, a5, e))[:4]
-                    - elementary_weights(*tableau(mu, nu, kappa, a, b, a5, np.zeros(5)))[:4])
-    rhs = 1.0 / GAMMA[:4] - elementary_weights(*tableau(mu, nu, kappa, a, b, a5, np.zeros(5)))[:4]
-    sol = np.linalg.solve(np.array(rows).T, rhs)
+        rows.append(elementary_weights(*tableau(mu, nu, kappa, a, b, a5, e))[:4] - base)
+    sol = np.linalg.solve(np.array(rows).T, 1.0 / GAMMA[:4] - base)
     return a5, np.array([sol[0], sol[1], sol[2], 0.0, sol[3]])
 
 
