@@ -1,0 +1,82 @@
+"""Golden counts: every integrator's exact work (evaluations, accepted and rejected steps, HVPs, dense
+Hessians) and final loss on three fixed flows. The integrators are deterministic, so any change to
+them that alters these numbers must say so (and why) in its commit; see issue "core generalisation".
+
+Flows (separate rank-R linear attention, exact population loss, rtol 1e-6, atol 1e-9):
+- fig3:  Zhang Fig. 3 (D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated by seed 0, N=31), t_end 2e4;
+- rank4: D=8, H=9, R=4, λ_d = 1/d rotated by seed 1, N=31, init seed 1, t_end 2e4;
+- d32:   D=H=32, R=1 (P = 2080 > 2000: "auto"'s large-P path), λ linear 1..0.3, N=64, init seed 3,
+         t_end 3e3 (Euler and RK4 to t = 200).
+The values were recorded from the code before the objective refactor (commit 4298879); ode23s was
+removed afterwards and is not here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastattn._core_loader import has_cpp
+from fastattn.experiments.zhang2025 import fig3_setting
+from fastattn.models import SeparateKQ
+from fastattn.population import integrate
+from fastattn.tasks import LinearRegression
+
+pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
+
+# (n_evals, n_steps, n_hvp, n_rejected, n_jac, final loss); every run ends with status "t_end"
+GOLDEN = {
+    "fig3/euler": (20001, 20000, 0, 0, 0, 0.1359950715980247),
+    "fig3/rk4": (40001, 10000, 0, 0, 0, 0.13599507159802515),
+    "fig3/rk45": (21019, 3465, 0, 38, 0, 0.13599507159852342),
+    "fig3/stiff": (3091, 500, 0, 18, 500, 0.13599507159802493),
+    "fig3/stiff_krylov": (3096, 500, 7164, 19, 0, 0.13599507159802482),
+    "fig3/stabilized": (5171, 585, 0, 22, 0, 0.13599507159821855),
+    "fig3/auto": (7720, 1236, 0, 51, 71, 0.1359950715980247),
+    "rank4/euler": (20001, 20000, 0, 0, 0, 0.5768111310596871),
+    "rank4/rk4": (40001, 10000, 0, 0, 0, 0.6965533070902121),
+    "rank4/rk45": (148723, 24758, 0, 29, 0, 0.5709372152026693),
+    "rank4/stiff": (2566, 405, 0, 27, 405, 0.570937215190952),
+    "rank4/stiff_krylov": (2577, 406, 8186, 28, 0, 0.5709372151909533),
+    "rank4/stabilized": (9544, 559, 0, 20, 0, 0.5709372152234935),
+    "rank4/auto": (148723, 24758, 0, 29, 0, 0.5709372152026693),
+    "d32/euler": (201, 200, 0, 0, 0, 20.799999945353818),
+    "d32/rk4": (401, 100, 0, 0, 0, 20.79999994528194),
+    "d32/rk45": (12379, 1976, 0, 87, 0, 10.143889463553364),
+    "d32/stiff_krylov": (8200, 1219, 22554, 177, 0, 10.143889462390504),
+    "d32/stabilized": (11314, 1725, 0, 59, 0, 10.143889464028925),
+    "d32/auto": (10089, 1497, 0, 97, 0, 10.14388946367181),
+}
+
+OPTIONS = {"euler": {"lr": 0.5}, "rk4": {"dt": 2.0}}
+
+
+def _flow(name: str):
+    """(dims, moments, params0, t_end) of one golden flow."""
+    if name == "fig3":
+        task, model = fig3_setting(1e-2, seed=0)
+        t_end = 2e4
+    elif name == "rank4":
+        task = LinearRegression(8, context=31, spectrum=tuple(1.0 / np.arange(1, 9)), rotate=True,
+                                rotation_seed=1)
+        model = SeparateKQ(8, 9, 4, init_scale=1e-2, init_seed=1)
+        t_end = 2e4
+    else:
+        task = LinearRegression(32, context=64, spectrum=tuple(np.linspace(1, 0.3, 32)), rotate=False)
+        model = SeparateKQ(32, 32, 1, init_scale=1e-2, init_seed=3)
+        t_end = 3e3
+    return model.dims, task.moments(), model.to_flat(), t_end
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN))
+def test_golden_counts(case):
+    name, method = case.split("/")
+    dims, moments, p0, t_end = _flow(name)
+    if name == "d32" and method in OPTIONS:
+        t_end = 200.0
+    r = integrate("separate", p0, dims, moments, method, t_end=t_end, rtol=1e-6, atol=1e-9,
+                  **OPTIONS.get(method, {}))
+    got = (r.n_evals, r.n_steps, r.n_hvp, r.n_rejected, r.n_jac)
+    assert r.status == "t_end"
+    assert got == GOLDEN[case][:5], f"{case}: (evals, steps, hvp, rejected, jac) {got} != {GOLDEN[case][:5]}"
+    np.testing.assert_allclose(r.loss[-1], GOLDEN[case][5], rtol=1e-9, atol=0)
