@@ -1,6 +1,6 @@
-"""Declarative figure recipes, registered by name; `reproduce(name, out)` runs one."""
+"""Figure recipes, one package per paper, indexed by name; `reproduce(name, out)` runs one."""
 
-from fastattn.experiments import zhang2025  # noqa: F401  (registers the recipes)
-from fastattn.experiments.registry import FIGURES, Recipe, Run, RunSpec, get, reproduce
+from fastattn.experiments.recipe import Figure, Recipe, Run, RunSpec
+from fastattn.experiments.registry import FIGURES, get, reproduce
 
-__all__ = ["FIGURES", "Recipe", "Run", "RunSpec", "get", "reproduce"]
+__all__ = ["FIGURES", "Figure", "Recipe", "Run", "RunSpec", "get", "reproduce"]

@@ -1,75 +1,52 @@
-"""Figure recipes: a name, the runs it needs, what it compares with theory, and how it draws.
+"""The index of figures and `reproduce`: a name, the runs it needs, what it compares with theory,
+and how it draws.
 
-A recipe is declarative: `runs(quick, **options)` lists `RunSpec`s (task, model config, trainer
-config); `reproduce` trains them, hands the trajectories to `summarize` (measured vs predicted
-numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` and one run record per run under
-`DIR/NAME/`. Recipes never train or write files themselves.
+Each paper's package (`fastattn/experiments/<paper>/`, listed in `PAPERS`) names its figures in a
+`FIGURES` tuple of `Figure` entries; a figure's module is imported only when that figure is
+reproduced. A recipe is declarative: `runs(quick, **options)` lists `RunSpec`s (task, model config,
+trainer config); `reproduce` trains them, hands the trajectories to `summarize` (measured vs
+predicted numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` and one run record per
+run under `DIR/NAME/`. Recipes never train or write files themselves.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fastattn.models import ModelConfig, build_model
-from fastattn.tasks import LinearRegression
-from fastattn.training import TrainConfig, Trajectory, train
+from fastattn.analysis import find_plateaus_and_drops
+from fastattn.experiments.recipe import Figure, Run, RunSpec
+from fastattn.models import build_model
+from fastattn.training import Trajectory, train
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One training run of a figure: `label` is unique within the figure; `group` is free-form
-    (a panel, a seed, a rank) for the recipe's own use. `init`, if given, is a flat parameter
-    vector `[P]` loaded after the model is built (a hand-made initialisation, e.g. the balanced,
-    aligned one a derivation assumes); otherwise the model config's seeded init is used."""
-
-    label: str
-    task: LinearRegression
-    model: ModelConfig
-    train: TrainConfig
-    group: dict[str, Any] = field(default_factory=dict)
-    init: tuple[float, ...] | None = None
+#: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
+#: (a tuple of `Figure`) names its figures without importing their modules
+PAPERS = ("zhang2025",)
 
 
-@dataclass
-class Run:
-    """A finished run: its spec, trajectory and the trained model (for weight diagnostics)."""
-
-    spec: RunSpec
-    traj: Trajectory
-    model: Any
-
-
-@dataclass(frozen=True)
-class Recipe:
-    name: str
-    title: str
-    caption: str
-    runs: Callable[..., list[RunSpec]]
-    summarize: Callable[[list[Run]], dict[str, Any]]
-    plot: Callable[[list[Run], dict[str, Any]], Any]   # returns a matplotlib Figure
-    options: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> allowed values
+def _index() -> dict[str, Figure]:
+    out: dict[str, Figure] = {}
+    for paper in PAPERS:
+        for figure in importlib.import_module(f"fastattn.experiments.{paper}").FIGURES:
+            if figure.name in out:
+                raise ValueError(f"figure {figure.name!r} is listed twice")
+            out[figure.name] = figure
+    return out
 
 
-FIGURES: dict[str, Recipe] = {}
+#: every figure by name (index entries: title, options, where the recipe is)
+FIGURES: dict[str, Figure] = _index()
 
 
-def register(recipe: Recipe) -> Recipe:
-    if recipe.name in FIGURES:
-        raise ValueError(f"figure {recipe.name!r} is registered twice")
-    FIGURES[recipe.name] = recipe
-    return recipe
-
-
-def get(name: str) -> Recipe:
+def get(name: str) -> Figure:
+    """The index entry of figure `name` (its module is not imported)."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; `fastattn reproduce --list` shows the "
                          f"{len(FIGURES)} available: {', '.join(sorted(FIGURES))}")
@@ -95,15 +72,16 @@ def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -
 
     Returns the JSON document (also written to disk).
     """
-    from fastattn import plots
+    from fastattn import plots  # matplotlib: only when a figure is drawn, not for --list
 
-    recipe = get(name)
+    figure = get(name)
     for key, value in options.items():
-        allowed = recipe.options.get(key)
+        allowed = figure.options.get(key)
         if allowed is None:
-            raise ValueError(f"{name} has no option {key!r}; it has {sorted(recipe.options) or 'none'}")
+            raise ValueError(f"{name} has no option {key!r}; it has {sorted(figure.options) or 'none'}")
         if value not in allowed:
             raise ValueError(f"{name}: option {key} must be one of {allowed}; got {value!r}")
+    recipe = figure.load()
     start = time.perf_counter()
     runs = run_specs(recipe.runs(quick, **options))
     summary = recipe.summarize(runs)
@@ -117,9 +95,9 @@ def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -
             "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
             "config": run.traj.config}
     fig = recipe.plot(runs, summary)
-    fig.suptitle(f"{recipe.title}\n{recipe.caption}", fontsize=8)
+    fig.suptitle(f"{figure.title}\n{recipe.caption}", fontsize=8)
     png = plots.save(fig, out / f"{name}.png")
-    doc = {"name": name, "title": recipe.title, "caption": recipe.caption, "quick": quick,
+    doc = {"name": name, "title": figure.title, "caption": recipe.caption, "quick": quick,
            "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
            "summary": summary, "runs": records, "meta": environment()}
     atomic_write(out / f"{name}.json",
@@ -134,8 +112,6 @@ def plateau_table(traj: Trajectory, predicted: np.ndarray, **detect: Any) -> dic
     terms; returns predicted, measured levels and times (NaN where nothing matched within 10%), and
     the relative differences.
     """
-    from fastattn.analysis import find_plateaus_and_drops
-
     plateaus, drops = find_plateaus_and_drops(traj.time, traj.loss, **detect)
     measured = np.full(len(predicted), np.nan)
     start = np.full(len(predicted), np.nan)

@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from fastattn.experiments import registry
-from fastattn.experiments import zhang2025 as z
+from fastattn.experiments.recipe import Run, RunSpec
+from fastattn.experiments.zhang2025 import fig1, fig3, fig5, rank
+from fastattn.experiments.zhang2025.settings import D4, flow_config, rotated_task
 from fastattn.models import ModelConfig
 from fastattn.theory import zhang2025 as theory
 
 
-def _fig3_run(seed: int) -> registry.Run:
+def _fig3_run(seed: int) -> Run:
     # Seed 12 (of 0..15 scanned) has four well separated drops: in most seeds two drops overlap in
     # time, a plateau is then shorter than the detector's resolution and the Eq. 21 ansatz (one
     # head escaping at a time) does not apply to the overlapping pair.
-    spec = registry.RunSpec(f"seed{seed}", z._task(z.D4, seed=seed),
+    spec = RunSpec(f"seed{seed}", rotated_task(D4, seed=seed),
                             ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=seed),
-                            z._flow(1e5, snapshots=1000), {"seed": seed})
+                            flow_config(1e5, snapshots=1000), {"seed": seed})
     return registry.run_specs([spec])[0]
 
 
 def test_separate_rank1_saddle_to_saddle():
     run = _fig3_run(12)
-    summary = z._fig3_summary([run])
+    summary = fig3.summarize([run])
     table = summary["levels"]["seed12"]
     assert np.all(np.abs(table["relative_difference"]) < 1e-3), table
     assert len(table["drop_times"]) == 4
@@ -40,14 +45,14 @@ def test_separate_rank1_saddle_to_saddle():
 
 
 def test_merged_white_matches_eq51():
-    specs = [s for s in z._fig1_runs(True) if s.group["panel"] == "white"]
+    specs = [s for s in fig1.runs(True) if s.group["panel"] == "white"]
     runs = registry.run_specs(specs)
     aligned = runs[0]
     t = aligned.traj.time
-    exact = theory.white_merged_loss(t, z._s0(aligned), 4, 1 / 31)
+    exact = theory.white_merged_loss(t, fig1.s0_of(aligned), 4, 1 / 31)
     assert np.max(np.abs(aligned.traj.loss - exact)) < 1e-6
-    assert abs(z._s0(aligned) - 1e-6) < 1e-15
-    summary = z._fig1_summary(registry.run_specs([s for s in z._fig1_runs(True)
+    assert abs(fig1.s0_of(aligned) - 1e-6) < 1e-15
+    summary = fig1.summarize(registry.run_specs([s for s in fig1.runs(True)
                                                   if s.group["panel"] != "white"]) + runs)
     w = summary["white"]
     assert 0.1 < w["random_time_shift_vs_eq51_s0_w_init2"] < 1.0
@@ -59,8 +64,8 @@ def test_merged_white_matches_eq51():
 
 
 def test_rank_rule_d8():
-    runs = registry.run_specs(z._fig4_runs(True))
-    summary = z._rank_summary(runs)
+    runs = registry.run_specs(rank.fig4_runs(True))
+    summary = rank.summarize(runs)
     for run in runs:
         s = summary["runs"][run.spec.label]
         assert s["max_rel_level_difference"] < 1e-3, s
@@ -76,8 +81,8 @@ def test_rank_rule_d8():
 @pytest.mark.slow
 def test_softmax_drop_counts():
     # the default Fig. 5 settings (online SGD, 3000 steps): about 30 s on 2 CPU cores
-    specs = z._fig5_runs(False)
-    summary = z._fig5_summary(registry.run_specs(specs))
+    specs = fig5.runs(False)
+    summary = fig5.summarize(registry.run_specs(specs))
     assert summary["softmax_merged"]["n_drops"] == 1, summary
     assert summary["softmax_separate"]["n_drops"] >= 2, summary
 
@@ -89,3 +94,30 @@ def test_reproduce_every_figure_quick(name, tmp_path):
     assert (tmp_path / f"{name}.png").stat().st_size > 0
     assert json.loads((tmp_path / f"{name}.json").read_text())["name"] == name
     assert doc["summary"]
+
+
+def test_listing_figures_imports_no_figure_module():
+    """`fastattn reproduce --list` reads the index only; a figure's module is imported when asked for."""
+    code = ("import sys\n"
+            "from fastattn.cli import main\n"
+            "main(['reproduce', '--list'])\n"
+            "figure_modules = lambda: sorted(m for m in sys.modules\n"
+            "    if m.startswith('fastattn.experiments.zhang2025.') and not m.endswith('.settings'))\n"
+            "print('before', figure_modules())\n"
+            "from fastattn.experiments import get\n"
+            "get('zhang2025-fig9').load()\n"
+            "print('after', figure_modules())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "zhang2025-fig14" in out
+    assert "before []" in out
+    assert ("after ['fastattn.experiments.zhang2025._common', 'fastattn.experiments.zhang2025.fig1', "
+            "'fastattn.experiments.zhang2025.fig9']") in out
+
+
+@pytest.mark.parametrize("name", sorted(registry.FIGURES))
+def test_index_entries_load_and_name_their_options(name):
+    figure = registry.get(name)
+    recipe = figure.load()
+    params = inspect.signature(recipe.runs).parameters
+    for option, allowed in figure.options.items():
+        assert params[option].default in allowed, (name, option)

@@ -1,0 +1,46 @@
+"""Fig. 8: the next-token prediction loss (context length uniform on 1..31): plateaus at the
+levels of Eq. 26, with E(1/N) = H_31/31."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastattn import plots
+from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.experiments.registry import plateau_table
+from fastattn.experiments.zhang2025._common import by_label, loss_panel
+from fastattn.experiments.zhang2025.settings import D4, W_INIT_M, N, eq19_levels, rk45_config, rotated_task
+from fastattn.models import ModelConfig
+from fastattn.theory import zhang2025 as theory
+
+
+def runs(quick: bool) -> list[RunSpec]:
+    task = rotated_task(D4, seed=0, context=tuple(range(1, N + 1)))   # next-token loss: uniform N (Eq. 24)
+    return [RunSpec("merged", task, ModelConfig("merged", 4, 8, init_scale=W_INIT_M),
+                    rk45_config(1e4, task, snapshots=20), {"model": "merged"}),
+            RunSpec("separate", task, ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=0),
+                    rk45_config(1e6, task, snapshots=20), {"model": "separate"})]
+
+
+def summarize(runs: list[Run]) -> dict[str, Any]:
+    r = by_label(runs)
+    task = r["separate"].spec.task
+    levels = eq19_levels(task)
+    return {"inv_n": task.inv_context_mean(), "H31_over_31": theory.expected_inv_n_uniform(N),
+            "separate": plateau_table(r["separate"].traj, levels),
+            "merged_final": float(r["merged"].traj.loss[-1]), "L_star_eq26": float(levels[-1]),
+            "merged_final_minus_L_star": float(r["merged"].traj.loss[-1] - levels[-1])}
+
+
+def plot(runs: list[Run], summary: dict[str, Any]):
+    fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
+    loss_panel(ax, runs, eq19_levels(runs[0].spec.task), label_key="model")
+    ax.set_title(f"next-token loss, E(1/N) = H_31/31 = {summary['inv_n']:.5f}; dashed: Eq. 26", fontsize=9)
+    return fig
+
+
+
+RECIPE = Recipe(
+    "Exact population flow of the next-token loss (context length uniform on 1..31, each sequence "
+    "divided by its own N), D=4, λ=(.4,.3,.2,.1), merged H=8 init 1e-3, separate H=4 R=1 init 1e-2.",
+    runs, summarize, plot)
