@@ -5,9 +5,11 @@ rank-1 attention, D=4, H=5, N=31, Λ eigenvalues .4,.3,.2,.1): the fused path sa
 directly (Wishart sampler, no [B, N, D] tensor) and reads out through ``fastattn.ops.cubic_hidden``,
 against the literal (D+1)×(N+1) token-matrix formula on the full token tensor.
 
-CUDA (skipped without a device): each kernel against its reference and torch.compile of it.
+CUDA (skipped without a device): each kernel against its reference and torch.compile of it,
+forward and forward+backward, float32; the sampler against the torch samplers.
 
     pytest bench/test_kernels_bench.py --benchmark-only --benchmark-columns=mean,ops
+    pytest bench/test_kernels_bench.py -k cuda --benchmark-json bench.json  # the GPU table
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import torch
 
 import fastattn.ops as ops
 from fastattn.triton_kernels.cubic.reference import cubic_hidden_reference
-from fastattn.triton_kernels.icl_readout.reference import icl_readout_reference
+from fastattn.triton_kernels.icl_readout.reference import (
+    icl_readout_next_token_reference,
+    icl_readout_reference,
+)
 from fastattn.triton_kernels.single_query_attention.reference import (
     single_query_attention_reference,
 )
@@ -91,49 +96,110 @@ def test_cpu_sampled_training_step(benchmark, path):
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA benchmarks need a GPU")
 
+# float32 elements each pass must read plus write at the least (inputs once, outputs once): the
+# forward reads the inputs and writes the outputs; the backward reads the inputs, the saved
+# outputs and dout, and writes one gradient per input. Bytes = 4 x elements.
+CUDA_CASES = {
+    "icl_readout": [(1 << 20, 32, 4, 4), (1 << 16, 1024, 16, 4), (1 << 14, 1024, 64, 4)],
+    "icl_readout_next_token": [(1 << 14, 256, 4, 4), (1 << 12, 1024, 16, 4)],
+    "cubic_hidden": [(1 << 20, 1, 4, 4), (1 << 20, 1, 16, 4), (1 << 18, 1, 64, 4)],
+    "single_query_attention": [(1 << 16, 32, 4, 4), (1 << 16, 1024, 16, 4),
+                               (1 << 14, 1024, 64, 4), (1 << 12, 4096, 128, 4)],
+}
 
-def _cuda_case(op, b, n, d):
+
+def _cuda_case(op, b, n, d, h):
+    """(inputs, Triton op, reference, fwd elements, bwd elements) for op at (B, N, D, H), V = 1."""
     g = torch.Generator(device="cuda").manual_seed(0)
 
-    def r(*s):
-        return torch.randn(*s, generator=g, device="cuda").requires_grad_()
+    def r(*s, scale=1.0):
+        return (scale * torch.randn(*s, generator=g, device="cuda")).requires_grad_()
 
     if op == "icl_readout":
-        args = (r(b, n, d), r(b, n), r(b, d), r(4, d, d))
-        return args, ops.icl_readout, icl_readout_reference, 4 * (b * n * (d + 1) + b * d + b * 4)
+        ins = b * n * d + b * n + b * d + h * d * d
+        args = (r(b, n, d), r(b, n), r(b, d), r(h, d, d, scale=1 / d))
+        return (args, ops.icl_readout, icl_readout_reference,
+                ins + b * h + b * d, 2 * ins + b * d + b * h)
+    if op == "icl_readout_next_token":
+        ins = b * n * d + b * n + h * d * d
+        outs = b * (n - 1) * h
+        args = (r(b, n, d), r(b, n), r(h, d, d, scale=1 / d))
+        return (args, ops.icl_readout_next_token, icl_readout_next_token_reference,
+                ins + outs, 2 * ins + outs)
     if op == "cubic_hidden":
-        args = (r(b, d), r(b, d), r(4, d * d))
-        return args, ops.cubic_hidden, cubic_hidden_reference, 4 * (2 * b * d + b * 4)
-    args = (r(b, 4, d), r(b, n, d), r(b, n, 1))
-    return (args, lambda *a, **k: ops.single_query_attention(*a, d**-0.5, **k),
-            lambda *a: single_query_attention_reference(*a, d**-0.5),
-            4 * (b * 4 * d + b * n * (d + 1) + b * 4))
+        ins = 2 * b * d + h * d * d
+        args = (r(b, d), r(b, d), r(h, d * d, scale=1 / d))
+        return args, ops.cubic_hidden, cubic_hidden_reference, ins + b * h, 2 * ins + b * h
+    scale = d**-0.5
+    ins = b * h * d + b * n * d + b * n
+    args = (r(b, h, d), r(b, n, d), r(b, n, 1))
+    return (args, lambda *a, **k: ops.single_query_attention(*a, scale, **k),
+            lambda *a: single_query_attention_reference(*a, scale),
+            ins + 2 * b * h, 2 * ins + 3 * b * h)
+
+
+_COMPILED: dict[str, object] = {}
 
 
 @cuda
 @pytest.mark.parametrize("mode", ["fwd", "fwd+bwd"])
 @pytest.mark.parametrize("impl", ["triton", "reference", "compiled-reference"])
-@pytest.mark.parametrize("d", [4, 16, 64])
-@pytest.mark.parametrize("n", [32, 1024])
-@pytest.mark.parametrize("b", [1 << 16, 1 << 20])
-@pytest.mark.parametrize("op", ["icl_readout", "cubic_hidden", "single_query_attention"])
-def test_cuda_kernel(benchmark, op, b, n, d, impl, mode):
-    if op != "cubic_hidden" and b * n * d * 4 > torch.cuda.get_device_properties(0).total_memory / 4:
-        pytest.skip("inputs do not fit comfortably in device memory")
-    args, fused, ref, nbytes = _cuda_case(op, b, n, d)
+@pytest.mark.parametrize("op,b,n,d,h", [(op, *c) for op, cases in CUDA_CASES.items()
+                                        for c in cases], ids=str)
+def test_cuda_kernel(benchmark, op, b, n, d, h, impl, mode):
+    """Wall time of one synchronised call (pytest-benchmark) and the kernel time on the device
+    (triton.testing.do_bench: CUDA events, L2 flushed, median); GB/s from the latter and the
+    fewest bytes the pass must move (the ``CUDA_CASES`` comment)."""
+    from triton.testing import do_bench
+
+    args, fused, ref, fwd_elems, bwd_elems = _cuda_case(op, b, n, d, h)
     if impl == "triton":
         fn = lambda: fused(*args, backend="triton")  # noqa: E731
     elif impl == "reference":
         fn = lambda: ref(*args)  # noqa: E731
     else:
-        compiled = torch.compile(ref)
+        compiled = _COMPILED.setdefault(op, torch.compile(ref, dynamic=False))
         fn = lambda: compiled(*args)  # noqa: E731
 
-    def run():
+    def once():
         out = fn()
         if mode == "fwd+bwd":
             torch.autograd.grad(out.sum(), args)
+
+    def run():
+        once()
         torch.cuda.synchronize()
 
     benchmark.pedantic(run, rounds=20, warmup_rounds=3)
-    benchmark.extra_info["GB_per_s_fwd_inputs"] = nbytes / benchmark.stats.stats.mean / 1e9
+    median_ms = do_bench(once, warmup=25, rep=200, return_mode="median")
+    nbytes = 4 * (fwd_elems + (bwd_elems if mode == "fwd+bwd" else 0))
+    benchmark.extra_info.update({"device_median_ms": median_ms, "min_bytes": nbytes,
+                                 "GB_per_s": nbytes / median_ms / 1e6,
+                                 "device": torch.cuda.get_device_name(0),
+                                 "torch": torch.__version__})
+
+
+@cuda
+@pytest.mark.parametrize("backend", ["triton", "wishart", "reference"])
+@pytest.mark.parametrize("b,n,d", [(1 << 20, 32, 4), (1 << 16, 1024, 16)], ids=str)
+def test_cuda_sampling(benchmark, b, n, d, backend):
+    """Sequences per second of ``sample_icl_stats`` on CUDA (float32; writes only (β, x_q, y_q))."""
+    from triton.testing import do_bench
+
+    lmat = torch.eye(d, device="cuda")
+    mu = torch.zeros(d, device="cuda")
+    state = {"step": 0}
+
+    def once():
+        state["step"] += 1
+        return ops.sample_icl_stats(0, state["step"], b, n, lmat, mu, lmat, 0.1, backend=backend)
+
+    def run():
+        once()
+        torch.cuda.synchronize()
+
+    benchmark.pedantic(run, rounds=10, warmup_rounds=2)
+    median_ms = do_bench(once, warmup=25, rep=200, return_mode="median")
+    benchmark.extra_info.update({"device_median_ms": median_ms,
+                                 "sequences_per_s": b / median_ms * 1e3,
+                                 "device": torch.cuda.get_device_name(0)})

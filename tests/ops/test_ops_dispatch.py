@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -22,11 +24,23 @@ def interpret(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-def _cases(dtype=torch.float64):
+@pytest.fixture(params=[pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"])
+def device(request, monkeypatch) -> torch.device:
+    """Where the Triton backend runs: the CPU interpreter, or compiled on CUDA (skipped without)."""
+    if request.param == "interpreter":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        pytest.skip("compiled Triton kernels need a CUDA device; none is visible")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    return torch.device("cuda")
+
+
+def _cases(dtype=torch.float64, device="cpu"):
     g = torch.Generator().manual_seed(0)
 
     def r(*s):
-        return torch.randn(*s, generator=g, dtype=dtype, requires_grad=True)
+        return torch.randn(*s, generator=g, dtype=dtype).to(device).requires_grad_()
 
     b, n, d, h = 3, 5, 3, 2
     return {
@@ -51,10 +65,9 @@ def test_reference_backend_gradcheck_and_opcheck(op, no_interpret):
     torch.library.opcheck(raw, (*args, *extra, "reference"))
 
 
-@pytest.mark.interpreter
 @pytest.mark.parametrize("op", list(_cases()))
-def test_triton_backend_matches_reference_through_autograd(op, interpret):
-    fn, raw, args = _cases()[op]
+def test_triton_backend_matches_reference_through_autograd(op, device):
+    fn, raw, args = _cases(device=device)[op]
     out_t, out_r = fn(*args, backend="triton"), fn(*args, backend="reference")
     dout = torch.randn_like(out_r)
     g_t = torch.autograd.grad(out_t, args, dout)
@@ -151,3 +164,79 @@ def test_sampling_backends_are_reproducible(no_interpret):
                                  backend=backend)
         assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
         assert a[0].shape == (8, 3) and a[1].shape == (8, 3) and a[2].shape == (8,)
+
+
+@pytest.mark.parametrize("op", list(_cases()))
+def test_triton_backend_takes_non_contiguous_inputs(op, device):
+    """Transposed, sliced and expanded views give the reference's values and gradients."""
+    fn, _, args = _cases(device=device)[op]
+    views = []
+    for i, a in enumerate(args):
+        a = a.detach()
+        if i % 2:  # same values, the first two dimensions swapped in memory
+            views.append(a.transpose(0, 1).contiguous().transpose(0, 1).requires_grad_())
+        else:  # a slice with a gap after each row
+            views.append(torch.cat([a, a], 1)[:, :a.shape[1]].requires_grad_())
+    assert all(not v.is_contiguous() for v in views)
+    out_t, out_r = fn(*views, backend="triton"), fn(*args, backend="reference")
+    dout = torch.randn_like(out_r[:1]).expand_as(out_r)  # batch stride 0
+    torch.testing.assert_close(out_t, out_r)
+    for a, b in zip(torch.autograd.grad(out_t, views, dout), torch.autograd.grad(out_r, args, dout),
+                    strict=True):
+        torch.testing.assert_close(a, b)
+
+
+_KERNEL_ENTRY = {
+    "icl_readout": ("icl_readout", "icl_readout_forward"),
+    "icl_readout_next_token": ("icl_readout", "icl_readout_next_token_forward"),
+    "cubic_hidden": ("cubic", "cubic_hidden_forward"),
+    "single_query_attention": ("single_query_attention", "single_query_attention_forward"),
+    "sample_icl_stats": ("sampling", "sample_icl_stats_kernel"),
+}
+
+
+def _spy(monkeypatch, op) -> list:
+    """Record every call of ``op``'s Triton kernel entry point (still running it)."""
+    package, name = _KERNEL_ENTRY[op]
+    module = importlib.import_module(f"fastattn.triton_kernels.{package}.kernel")
+    calls, original = [], getattr(module, name)
+
+    def spy(*a, **k):
+        calls.append(name)
+        return original(*a, **k)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("op", list(_KERNEL_ENTRY))
+def test_auto_picks_triton_on_cuda(op, monkeypatch):
+    if not torch.cuda.is_available():
+        pytest.skip("checks the dispatch on a CUDA device; none is visible")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    report = ops.available_backends()[op]["triton"]
+    assert report == {"available": True, "why_not": None, "requires": report["requires"]}
+    calls = _spy(monkeypatch, op)
+    if op == "sample_icl_stats":
+        lmat = torch.eye(3, device="cuda")
+        out = ops.sample_icl_stats(0, 1, 64, 8, lmat, torch.zeros(3, device="cuda"), lmat, 0.1)
+        assert out[0].device.type == "cuda" and calls == [_KERNEL_ENTRY[op][1]]
+        return
+    fn, _, args = _cases(torch.float32, "cuda")[op]
+    out = fn(*args, backend="auto")
+    assert out.device.type == "cuda" and calls == [_KERNEL_ENTRY[op][1]]
+    # too wide for the kernel: auto falls back to the reference, an explicit "triton" explains why
+    wide = {"single_query_attention": (2, 1, 130), "cubic_hidden": (2, 65)}.get(op, (2, 3, 65))
+    x = torch.randn(*wide, device="cuda")
+    if op == "icl_readout":
+        wide_args = (x, x[..., 0], x[:, 0], torch.randn(1, 65, 65, device="cuda"))
+    elif op == "icl_readout_next_token":
+        wide_args = (x, x[..., 0], torch.randn(1, 65, 65, device="cuda"))
+    elif op == "cubic_hidden":
+        wide_args = (x, x, torch.randn(1, 65 * 65, device="cuda"))
+    else:
+        wide_args = (x, x, x)
+    calls.clear()
+    assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == []
+    with pytest.raises(ops.BackendUnavailableError, match="exceeds the maximum"):
+        fn(*wide_args, backend="triton")

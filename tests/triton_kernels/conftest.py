@@ -1,9 +1,48 @@
-"""Fixtures for the kernel tests: interpreter mode, NaN-poisoned allocations, error metrics."""
+"""Fixtures for the kernel tests: the device a kernel runs on, NaN-poisoned allocations, error
+metrics.
+
+Every test that takes ``device`` runs twice: "interpreter" (Triton's CPU interpreter,
+TRITON_INTERPRET=1, small shapes; what CI runs) and "cuda" (the kernels compiled by Triton on the
+GPU; skipped without one). A case marked ``cuda_only`` (large or odd shapes, too slow for the
+interpreter) is collected for CUDA only.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
+
+DEVICES = [pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda_only: kernel test case run compiled on CUDA only")
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", DEVICES, indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    drop = [item for item in items if item.get_closest_marker("cuda_only")
+            and getattr(item, "callspec", None) is not None
+            and item.callspec.params.get("device") == "interpreter"]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [item for item in items if item not in drop]
+
+
+@pytest.fixture
+def device(request, monkeypatch) -> torch.device:
+    """The device the kernels run on; sets TRITON_INTERPRET (read at launch by TritonKernel)."""
+    if request.param == "interpreter":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        pytest.skip("compiled Triton kernels need a CUDA device; none is visible")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    return torch.device("cuda")
 
 
 @pytest.fixture
@@ -12,12 +51,6 @@ def seed() -> int:
     value = int(torch.seed() % (2**31))
     print(f"torch seed = {value}")
     return value
-
-
-@pytest.fixture
-def interpret(monkeypatch):
-    """Run Triton kernels under the CPU interpreter (read at launch by TritonKernel)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture
@@ -42,11 +75,12 @@ def rms_close():
 
 def assert_rms_close(name: str, ref: torch.Tensor, tri: torch.Tensor, dtype: torch.dtype) -> None:
     """Relative RMS error against the float64 reference below 1e-5 (float32) or 1e-12 (float64),
-    and no NaN (flash-linear-attention's metric)."""
+    and no NaN (flash-linear-attention's metric). ``ref`` and ``tri`` may be on different
+    devices."""
     assert tri.shape == ref.shape, f"{name}: shape {tuple(tri.shape)} != {tuple(ref.shape)}"
     assert not torch.isnan(tri).any(), f"{name}: NaN in output (unwritten element?)"
     ratio = 1e-5 if dtype == torch.float32 else 1e-12
-    ref64, tri64 = ref.double(), tri.double()
+    ref64, tri64 = ref.double(), tri.double().to(ref.device)
     err = (ref64 - tri64).pow(2).mean().sqrt()
     scale = ref64.pow(2).mean().sqrt().clamp_min(1e-30)
     assert err <= ratio * scale or (ref64 - tri64).abs().max() <= ratio, \

@@ -20,7 +20,8 @@ DTYPES = [torch.float32, torch.float64]
 
 
 def _randn(g, *shape):
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
+    """float64 normals on the generator's device."""
+    return torch.randn(*shape, generator=g, dtype=torch.float64, device=g.device)
 
 
 def test_cubic_reference_matches_literal_feature(seed):
@@ -56,13 +57,16 @@ def test_attention_reference_matches_literal_softmax(seed):
             torch.testing.assert_close(ref[s, i, 0], lit)
 
 
-@pytest.mark.interpreter
-@pytest.mark.usefixtures("interpret", "poison_empty")
+CUBIC_CASES = [(1, 1, 1), (17, 5, 3), (33, 17, 2), (3, 64, 1),
+               *(pytest.param(*c, marks=pytest.mark.cuda_only)
+                 for c in [(4099, 33, 5), (65536, 64, 4), (1000, 48, 1), (70000, 3, 7)])]
+
+
+@pytest.mark.usefixtures("poison_empty")
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
-@pytest.mark.parametrize("b,d,h", [(1, 1, 1), (17, 5, 3), (33, 17, 2), (3, 64, 1)],
-                         ids=lambda s: str(s))
-def test_cubic_kernel_forward_backward(b, d, h, dtype, seed, rms_close):
-    g = torch.Generator().manual_seed(seed)
+@pytest.mark.parametrize("b,d,h", CUBIC_CASES, ids=str)
+def test_cubic_kernel_forward_backward(b, d, h, dtype, device, seed, rms_close):
+    g = torch.Generator(device).manual_seed(seed)
     leaves = [_randn(g, b, d).requires_grad_(), _randn(g, b, d).requires_grad_(),
               _randn(g, h, d * d).requires_grad_()]
     ref = cubic_hidden_reference(*leaves)
@@ -75,20 +79,27 @@ def test_cubic_kernel_forward_backward(b, d, h, dtype, seed, rms_close):
         rms_close(name, a, c, dtype)
 
 
-@pytest.mark.interpreter
-@pytest.mark.usefixtures("interpret", "poison_empty")
+# (b, h, m, k, v, per_head, block_m)
+ATTENTION_CASES = [
+    (1, 1, 1, 1, 1, False, None), (17, 3, 33, 5, 1, False, 8), (5, 2, 17, 17, 3, True, 4),
+    (33, 5, 6, 4, 2, False, None), (3, 1, 64, 64, 1, True, 16),
+    *(pytest.param(*c, marks=pytest.mark.cuda_only) for c in [
+        (64, 4, 4096, 128, 1, False, None), (37, 3, 1000, 100, 3, True, None),
+        (1025, 5, 33, 64, 1, False, None), (8, 2, 4097, 16, 1, False, None),
+        (19, 2, 300, 128, 128, False, None), (4099, 1, 7, 3, 1, True, None),
+        (6, 3, 1000, 33, 2, False, 64)])]
+
+
+@pytest.mark.usefixtures("poison_empty")
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
-@pytest.mark.parametrize("b,h,m,k,v,per_head,block_m",
-                         [(1, 1, 1, 1, 1, False, None), (17, 3, 33, 5, 1, False, 8),
-                          (5, 2, 17, 17, 3, True, 4), (33, 5, 6, 4, 2, False, None),
-                          (3, 1, 64, 64, 1, True, 16)], ids=lambda s: str(s))
-def test_attention_kernel_forward_backward(b, h, m, k, v, per_head, block_m, dtype, seed,
+@pytest.mark.parametrize("b,h,m,k,v,per_head,block_m", ATTENTION_CASES, ids=str)
+def test_attention_kernel_forward_backward(b, h, m, k, v, per_head, block_m, dtype, device, seed,
                                            rms_close):
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device).manual_seed(seed)
     kshape = (b, h, m, k) if per_head else (b, m, k)
     leaves = [_randn(g, b, h, k).requires_grad_(), _randn(g, *kshape).requires_grad_(),
               _randn(g, b, m, v).requires_grad_()]
-    scale = 0.7
+    scale = 0.7 / k**0.5
     ref = single_query_attention_reference(*leaves, scale)
     dout = _randn(g, *ref.shape)
     grads = torch.autograd.grad(ref, leaves, dout)

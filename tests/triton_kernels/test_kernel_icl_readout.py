@@ -12,16 +12,23 @@ from fastattn.triton_kernels.icl_readout.reference import (
 )
 
 DTYPES = [torch.float32, torch.float64]
-SHAPES = [(1, 1, 1, 1), (3, 5, 17, 2), (17, 33, 5, 3), (5, 17, 64, 1), (33, 3, 3, 5)]
+READOUT_CASES = [(1, 1, 1, 1), (3, 5, 17, 2), (17, 33, 5, 3), (5, 17, 64, 1), (33, 3, 3, 5),
+                 *(pytest.param(*c, marks=pytest.mark.cuda_only) for c in [
+                     (257, 4096, 16, 3), (1000, 100, 64, 4), (65537, 7, 3, 2), (3, 4097, 33, 1),
+                     (4096, 64, 48, 2)])]
+NEXT_CASES = [(1, 2, 1, 1), (5, 17, 3, 2), (17, 9, 5, 3), (3, 5, 33, 1),
+              *(pytest.param(*c, marks=pytest.mark.cuda_only) for c in [
+                  (64, 1024, 16, 2), (129, 4097, 5, 1), (33, 200, 64, 3), (5000, 3, 7, 2)])]
 
 
-def _inputs(b, n, d, h, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(b, n, d, generator=g, dtype=torch.float64)
-    y = torch.randn(b, n, generator=g, dtype=torch.float64)
-    x_q = torch.randn(b, d, generator=g, dtype=torch.float64)
-    gamma = torch.randn(h, d, d, generator=g, dtype=torch.float64) / d**0.5
-    return x, y, x_q, gamma
+def _inputs(b, n, d, h, seed=0, device="cpu"):
+    """float64 (x [B, N, D], y [B, N], x_q [B, D], gamma [H, D, D]) on ``device``."""
+    g = torch.Generator(device).manual_seed(seed)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64, device=device)
+
+    return r(b, n, d), r(b, n), r(b, d), r(h, d, d) / d**0.5
 
 
 def _literal_attn(x, y, x_q, wkq, wv, n_norm):
@@ -70,20 +77,18 @@ def test_next_token_reference_matches_literal():
         torch.testing.assert_close(ref[:, pos - 1], literal, rtol=1e-12, atol=1e-12)
 
 
-pytestmark = [pytest.mark.interpreter]
-
-
-@pytest.mark.usefixtures("interpret", "poison_empty")
+@pytest.mark.usefixtures("poison_empty")
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
-@pytest.mark.parametrize("b,n,d,h", SHAPES, ids=lambda s: str(s))
-def test_readout_kernel_forward_backward(b, n, d, h, dtype, rms_close, seed):
-    inputs = _inputs(b, n, d, h, seed=seed)
+@pytest.mark.parametrize("b,n,d,h", READOUT_CASES, ids=str)
+def test_readout_kernel_forward_backward(b, n, d, h, dtype, device, rms_close, seed):
+    inputs = _inputs(b, n, d, h, seed=seed, device=device)
     leaves = [t.clone().requires_grad_() for t in inputs]
     ref = icl_readout_reference(*leaves)
-    dout = torch.randn(ref.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    dout = torch.randn(ref.shape, generator=torch.Generator(device).manual_seed(seed + 1),
+                       dtype=torch.float64, device=device)
     grads = torch.autograd.grad(ref, leaves, dout)
     low = [t.to(dtype) for t in inputs]
-    out, beta = K.icl_readout_forward(*low, block_n=4)
+    out, beta = K.icl_readout_forward(*low, block_n=4 if n <= 64 else None)
     rms_close("out", ref, out, dtype)
     rms_close("beta", torch.einsum("bn,bnd->bd", inputs[1], inputs[0]) / n, beta, dtype)
     tri = K.icl_readout_backward(dout.to(dtype), *low, beta)
@@ -91,15 +96,15 @@ def test_readout_kernel_forward_backward(b, n, d, h, dtype, rms_close, seed):
         rms_close(name, g_ref, g_tri, dtype)
 
 
-@pytest.mark.usefixtures("interpret", "poison_empty")
+@pytest.mark.usefixtures("poison_empty")
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
-@pytest.mark.parametrize("b,t,d,h", [(1, 2, 1, 1), (5, 17, 3, 2), (17, 9, 5, 3), (3, 5, 33, 1)],
-                         ids=lambda s: str(s))
-def test_next_token_kernel_forward_backward(b, t, d, h, dtype, rms_close, seed):
-    x, y, _, gamma = _inputs(b, t, d, h, seed=seed)
+@pytest.mark.parametrize("b,t,d,h", NEXT_CASES, ids=str)
+def test_next_token_kernel_forward_backward(b, t, d, h, dtype, device, rms_close, seed):
+    x, y, _, gamma = _inputs(b, t, d, h, seed=seed, device=device)
     leaves = [v.clone().requires_grad_() for v in (x, y, gamma)]
     ref = icl_readout_next_token_reference(*leaves)
-    dout = torch.randn(ref.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    dout = torch.randn(ref.shape, generator=torch.Generator(device).manual_seed(seed + 1),
+                       dtype=torch.float64, device=device)
     grads = torch.autograd.grad(ref, leaves, dout)
     low = [v.to(dtype) for v in (x, y, gamma)]
     rms_close("out", ref, K.icl_readout_next_token_forward(*low), dtype)
