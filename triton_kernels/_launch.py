@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-__all__ = ["TritonKernel", "block_size", "interpreting", "triton_available"]
+__all__ = ["TritonKernel", "block_rows", "block_size", "interpreting", "persistent_programs",
+           "triton_available"]
 
 
 def triton_available() -> bool:
@@ -26,6 +27,33 @@ def block_size(n: int, minimum: int = 1) -> int:
     """The smallest power of two >= max(n, minimum)."""
     n = max(int(n), minimum, 1)
     return 1 << (n - 1).bit_length()
+
+
+def _sm_count(device) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def block_rows(rows: int, cap: int, device) -> int:
+    """Rows (sequences) per program: a power of two <= ``cap`` (the register budget), halved while
+    that leaves fewer than 8 programs per SM, so that kernels looping serially over a sequence
+    have enough programs in flight to hide memory latency. Under the interpreter (no CUDA
+    device), as many as ``cap`` allows: every program is one more Python iteration."""
+    bb = max(1, min(block_size(rows), 1 << (max(int(cap), 1).bit_length() - 1)))
+    if interpreting() or getattr(device, "type", "cpu") != "cuda":
+        return bb
+    target = 8 * _sm_count(device)
+    while bb > 1 and -(-rows // bb) < target:
+        bb //= 2
+    return bb
+
+
+def persistent_programs(blocks: int, device) -> int:
+    """Programs of a persistent grid (each loops over blocks, then its partial sums are added):
+    4 per SM on CUDA, 4 under the interpreter, never more than ``blocks``."""
+    per_device = 4 * _sm_count(device) if getattr(device, "type", "cpu") == "cuda" else 4
+    return max(1, min(blocks, per_device))
 
 
 class TritonKernel:

@@ -1,7 +1,9 @@
 """Triton kernels for the batched bilinear form hidden[b, h] = βᵀ G_h x_q and its backward.
 
 The cubic feature z = (β x_qᵀ).flatten() is never formed. No ``tl.dot`` (D may be below 16 and
-float64 must run under the interpreter): contractions are sums of broadcasts.
+float64 must run under the interpreter): contractions are sums of broadcasts, one row of G_h at a
+time, so a program's working set is [BLOCK_B, D] and G is read once per program, not per
+sequence.
 """
 
 from __future__ import annotations
@@ -10,19 +12,13 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
+from .._launch import TritonKernel, block_rows, block_size, interpreting, persistent_programs
 
 __all__ = ["bilinear_backward", "bilinear_forward", "cubic_hidden_backward", "cubic_hidden_forward"]
 
 
 def _budget() -> int:
     return 1 << 16 if interpreting() else 1 << 12
-
-
-def _num_programs(nblk: int, device: torch.device) -> int:
-    if device.type == "cuda":
-        return max(1, min(nblk, 4 * torch.cuda.get_device_properties(device).multi_processor_count))
-    return max(1, min(nblk, 4))
 
 
 def _bilinear_fwd(beta_ptr, xq_ptr, g_ptr, out_ptr, B, D, H,
@@ -32,14 +28,14 @@ def _bilinear_fwd(beta_ptr, xq_ptr, g_ptr, out_ptr, B, D, H,
     od = tl.arange(0, BLOCK_D)
     mb = ob < B
     md = od < D
-    m2 = mb[:, None] & md[None, :]
-    beta = tl.load(beta_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
-    xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
-    mg = md[:, None] & md[None, :]
+    xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=mb[:, None] & md[None, :],
+                 other=0.0)  # [BB, BD]
     for h in range(H):
-        g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)  # [BD, BD]
-        gx = tl.sum(g[None, :, :] * xq[:, None, :], axis=2)  # [BB, BD]
-        o = tl.sum(beta * gx, axis=1)  # [BB]
+        o = tl.zeros([BLOCK_B], dtype=xq.dtype)
+        for i in range(D):
+            g_row = tl.load(g_ptr + h * D * D + i * D + od, mask=md, other=0.0)  # [BD] G_h[i, :]
+            beta_i = tl.load(beta_ptr + ob * D + i, mask=mb, other=0.0)  # [BB] β[:, i] (cached)
+            o += beta_i * tl.sum(xq * g_row[None, :], axis=1)
         tl.store(out_ptr + ob * H + h, o, mask=mb)
 
 
@@ -48,30 +44,30 @@ def _bilinear_bwd(beta_ptr, xq_ptr, g_ptr, dout_ptr, dbeta_ptr, dxq_ptr, dg_ptr,
     pid = tl.program_id(0)
     od = tl.arange(0, BLOCK_D)
     md = od < D
-    mg = md[:, None] & md[None, :]
-    part = dg_ptr + pid.to(tl.int64) * H * BLOCK_D * BLOCK_D + od[:, None] * BLOCK_D + od[None, :]
-    zero = tl.zeros([BLOCK_D, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
-    for h in range(H):
-        tl.store(part + h * BLOCK_D * BLOCK_D, zero)
+    part = dg_ptr + pid.to(tl.int64) * H * D * D  # this program's partial dG [H, D, D]
+    for r in range(H * D):
+        tl.store(part + r * D + od, tl.zeros([BLOCK_D], dtype=dg_ptr.dtype.element_ty), mask=md)
     nblk = tl.cdiv(B, BLOCK_B)
     for blk in range(pid, nblk, P):
         ob = (blk * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
         mb = ob < B
         m2 = mb[:, None] & md[None, :]
-        beta = tl.load(beta_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
         xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
-        dbeta = tl.zeros([BLOCK_B, BLOCK_D], dtype=beta.dtype)
-        dxq = tl.zeros([BLOCK_B, BLOCK_D], dtype=beta.dtype)
-        for h in range(H):
-            g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)
-            go = tl.load(dout_ptr + ob * H + h, mask=mb, other=0.0)  # [BB]
-            dbeta += go[:, None] * tl.sum(g[None, :, :] * xq[:, None, :], axis=2)
-            dxq += go[:, None] * tl.sum(g[None, :, :] * beta[:, :, None], axis=1)
-            gb = go[:, None] * beta  # [BB, BD]
-            acc = tl.load(part + h * BLOCK_D * BLOCK_D)
-            tl.store(part + h * BLOCK_D * BLOCK_D,
-                     acc + tl.sum(gb[:, :, None] * xq[:, None, :], axis=0))
-        tl.store(dbeta_ptr + ob[:, None] * D + od[None, :], dbeta, mask=m2)
+        dxq = tl.zeros([BLOCK_B, BLOCK_D], dtype=xq.dtype)
+        for i in range(D):
+            beta_i = tl.load(beta_ptr + ob * D + i, mask=mb, other=0.0)  # [BB]
+            dbeta_i = tl.zeros([BLOCK_B], dtype=xq.dtype)
+            for h in range(H):
+                go = tl.load(dout_ptr + ob * H + h, mask=mb, other=0.0)  # [BB]
+                g_row = tl.load(g_ptr + h * D * D + i * D + od, mask=md, other=0.0)  # [BD]
+                dbeta_i += go * tl.sum(xq * g_row[None, :], axis=1)
+                gb = go * beta_i  # [BB]
+                dxq += gb[:, None] * g_row[None, :]
+                # the same program read-modify-writes this row once per block (no atomics)
+                row = part + h * D * D + i * D + od
+                tl.store(row, tl.load(row, mask=md, other=0.0) + tl.sum(gb[:, None] * xq, axis=0),
+                         mask=md)
+            tl.store(dbeta_ptr + ob * D + i, dbeta_i, mask=mb)
         tl.store(dxq_ptr + ob[:, None] * D + od[None, :], dxq, mask=m2)
 
 
@@ -79,17 +75,14 @@ _fwd = TritonKernel(_bilinear_fwd)
 _bwd = TritonKernel(_bilinear_bwd)
 
 
-def _block_b(b: int, bd: int) -> int:
-    return max(1, min(block_size(b), _budget() // (bd * bd)))
-
-
 def bilinear_forward(beta: torch.Tensor, x_q: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """out[b, h] = beta[b]ᵀ g[h] x_q[b]; beta, x_q [B, D] and g [H, D, D] contiguous, same dtype."""
+    """out[b, h] = beta[b]ᵀ g[h] x_q[b]; beta, x_q [B, D] and g [H, D, D] of one dtype."""
+    beta, x_q, g = beta.contiguous(), x_q.contiguous(), g.contiguous()
     b, d = beta.shape
     h = g.shape[0]
     out = torch.empty(b, h, dtype=beta.dtype, device=beta.device)
     bd = block_size(d)
-    bb = _block_b(b, bd)
+    bb = block_rows(b, _budget() // bd, beta.device)
     _fwd[(triton.cdiv(b, bb),)](beta, x_q, g, out, b, d, h, BLOCK_B=bb, BLOCK_D=bd)
     return out
 
@@ -97,18 +90,18 @@ def bilinear_forward(beta: torch.Tensor, x_q: torch.Tensor, g: torch.Tensor) -> 
 def bilinear_backward(dout: torch.Tensor, beta: torch.Tensor, x_q: torch.Tensor, g: torch.Tensor
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dbeta [B, D], dx_q [B, D], dg [H, D, D]) of sum(dout * bilinear_forward)."""
+    dout, beta, x_q, g = dout.contiguous(), beta.contiguous(), x_q.contiguous(), g.contiguous()
     b, d = beta.shape
     h = g.shape[0]
     bd = block_size(d)
-    bb = _block_b(b, bd)
+    bb = block_rows(b, _budget() // bd, beta.device)
     nblk = triton.cdiv(b, bb)
-    p = _num_programs(nblk, beta.device)
+    p = persistent_programs(nblk, beta.device)
     dbeta = torch.empty_like(beta)
     dxq = torch.empty_like(x_q)
-    part = torch.empty(p, h, bd, bd, dtype=beta.dtype, device=beta.device)
-    _bwd[(p,)](beta, x_q, g, dout.contiguous(), dbeta, dxq, part, b, d, h, p,
-               BLOCK_B=bb, BLOCK_D=bd)
-    return dbeta, dxq, part.sum(0)[:, :d, :d].contiguous()
+    part = torch.empty(p, h, d, d, dtype=beta.dtype, device=beta.device)
+    _bwd[(p,)](beta, x_q, g, dout, dbeta, dxq, part, b, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
+    return dbeta, dxq, part.sum(0)
 
 
 def cubic_hidden_forward(beta: torch.Tensor, x_q: torch.Tensor, w1: torch.Tensor) -> torch.Tensor:

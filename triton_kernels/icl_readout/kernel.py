@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
-from ..cubic.kernel import _num_programs, bilinear_backward
+from .._launch import TritonKernel, block_rows, block_size, interpreting, persistent_programs
+from ..cubic.kernel import bilinear_backward
 
 __all__ = [
     "icl_readout_backward",
@@ -83,17 +83,17 @@ def _next_fwd(x_ptr, y_ptr, g_ptr, out_ptr, B, T, D, H,
     md = od < D
     m2 = mb[:, None] & md[None, :]
     mg = md[:, None] & md[None, :]
-    for h in range(H):
-        g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)  # [BD, BD]
-        s = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)  # prefix Σ y x
-        for t in range(T):
-            xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
-            yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)  # [BB]
-            if t > 0:
+    s = tl.zeros([BLOCK_B, BLOCK_D], dtype=x_ptr.dtype.element_ty)  # prefix Σ y x
+    for t in range(T):
+        xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+        yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)  # [BB]
+        if t > 0:
+            for h in range(H):  # x_t is read once for all heads; Γ_h comes from the cache
+                g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)
                 gx = tl.sum(g[None, :, :] * xt[:, None, :], axis=2)  # [BB, BD]
                 o = tl.sum(s * gx, axis=1) / t
                 tl.store(out_ptr + ob * (T - 1) * H + (t - 1) * H + h, o, mask=mb)
-            s += yt[:, None] * xt
+        s += yt[:, None] * xt
 
 
 def _next_bwd_inputs(x_ptr, y_ptr, g_ptr, dout_ptr, dx_ptr, dy_ptr, B, T, D, H,
@@ -134,26 +134,26 @@ def _next_bwd_inputs(x_ptr, y_ptr, g_ptr, dout_ptr, dx_ptr, dy_ptr, B, T, D, H,
 def _next_bwd_gamma(x_ptr, y_ptr, dout_ptr, dg_ptr, B, T, D, H, P,
                     BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr):
     pid = tl.program_id(0)
+    h = tl.program_id(1)
     od = tl.arange(0, BLOCK_D)
     md = od < D
     nblk = tl.cdiv(B, BLOCK_B)
-    for h in range(H):
-        acc = tl.zeros([BLOCK_D, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
-        for blk in range(pid, nblk, P):
-            ob = (blk * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
-            mb = ob < B
-            m2 = mb[:, None] & md[None, :]
-            s = tl.zeros([BLOCK_B, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
-            for t in range(T):
-                xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
-                yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)
-                if t > 0:
-                    go = tl.load(dout_ptr + ob * (T - 1) * H + (t - 1) * H + h, mask=mb,
-                                 other=0.0) / t
-                    acc += tl.sum((go[:, None] * s)[:, :, None] * xt[:, None, :], axis=0)
-                s += yt[:, None] * xt
-        tl.store(dg_ptr + pid.to(tl.int64) * H * BLOCK_D * BLOCK_D + h * BLOCK_D * BLOCK_D
-                 + od[:, None] * BLOCK_D + od[None, :], acc)
+    acc = tl.zeros([BLOCK_D, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
+    for blk in range(pid, nblk, P):
+        ob = (blk * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+        mb = ob < B
+        m2 = mb[:, None] & md[None, :]
+        s = tl.zeros([BLOCK_B, BLOCK_D], dtype=dg_ptr.dtype.element_ty)
+        for t in range(T):
+            xt = tl.load(x_ptr + ob[:, None] * T * D + t * D + od[None, :], mask=m2, other=0.0)
+            yt = tl.load(y_ptr + ob * T + t, mask=mb, other=0.0)
+            if t > 0:
+                go = tl.load(dout_ptr + ob * (T - 1) * H + (t - 1) * H + h, mask=mb,
+                             other=0.0) / t
+                acc += tl.sum((go[:, None] * s)[:, :, None] * xt[:, None, :], axis=0)
+            s += yt[:, None] * xt
+    tl.store(dg_ptr + (pid.to(tl.int64) * H + h) * BLOCK_D * BLOCK_D
+             + od[:, None] * BLOCK_D + od[None, :], acc)
 
 
 _k_readout_fwd = TritonKernel(_readout_fwd)
@@ -172,10 +172,11 @@ def _blocks(b: int, n: int, d: int, block_n: int | None = None) -> tuple[int, in
 
 def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gamma: torch.Tensor,
                         block_n: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ŷ [B, H], β [B, D]); inputs contiguous and of one dtype (float32 or float64).
+    """(ŷ [B, H], β [B, D]); inputs of one dtype (float32 or float64).
 
     ``block_n`` overrides the context tokens per step (tests use it to force several steps).
     """
+    x, y, x_q, gamma = x.contiguous(), y.contiguous(), x_q.contiguous(), gamma.contiguous()
     b, n, d = x.shape
     h = gamma.shape[0]
     out = torch.empty(b, h, dtype=x.dtype, device=x.device)
@@ -188,8 +189,9 @@ def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gam
 
 def icl_readout_backward(dout, x, y, x_q, gamma, beta):
     """(dx [B, N, D], dy [B, N], dx_q [B, D], dgamma [H, D, D]) given the saved β."""
+    x, y = x.contiguous(), y.contiguous()
     b, n, d = x.shape
-    dbeta, dxq, dgamma = bilinear_backward(dout.contiguous(), beta, x_q, gamma)
+    dbeta, dxq, dgamma = bilinear_backward(dout, beta, x_q, gamma)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
     bb, bn, bd = _blocks(b, n, d)
@@ -198,33 +200,34 @@ def icl_readout_backward(dout, x, y, x_q, gamma, beta):
     return dx, dy, dxq, dgamma
 
 
-def _next_blocks(b: int, d: int) -> tuple[int, int]:
+def _next_blocks(b: int, d: int, device) -> tuple[int, int]:
     bd = block_size(d)
-    return max(1, min(block_size(b), _budget() // (bd * bd))), bd
+    return block_rows(b, _budget() // (bd * bd), device), bd
 
 
 def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
                                    ) -> torch.Tensor:
     """[B, T−1, H] next-token predictions (prefix sums in registers)."""
+    x, y, gamma = x.contiguous(), y.contiguous(), gamma.contiguous()
     b, t, d = x.shape
     h = gamma.shape[0]
     out = torch.empty(b, t - 1, h, dtype=x.dtype, device=x.device)
-    bb, bd = _next_blocks(b, d)
+    bb, bd = _next_blocks(b, d, x.device)
     _k_next_fwd[(triton.cdiv(b, bb),)](x, y, gamma, out, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
     return out
 
 
 def icl_readout_next_token_backward(dout, x, y, gamma):
     """(dx [B, T, D], dy [B, T], dgamma [H, D, D])."""
+    dout, x, y, gamma = dout.contiguous(), x.contiguous(), y.contiguous(), gamma.contiguous()
     b, t, d = x.shape
     h = gamma.shape[0]
-    dout = dout.contiguous()
-    bb, bd = _next_blocks(b, d)
+    bb, bd = _next_blocks(b, d, x.device)
     nblk = triton.cdiv(b, bb)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
     _k_next_bwd_inputs[(nblk,)](x, y, gamma, dout, dx, dy, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
-    p = _num_programs(nblk, x.device)
+    p = persistent_programs(nblk, x.device)
     part = torch.empty(p, h, bd, bd, dtype=x.dtype, device=x.device)
-    _k_next_bwd_gamma[(p,)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
+    _k_next_bwd_gamma[(p, h)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
     return dx, dy, part.sum(0)[:, :d, :d].contiguous()

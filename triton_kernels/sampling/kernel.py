@@ -1,8 +1,10 @@
 """Triton kernel drawing an ICL linear-regression batch and reducing it to (β, x_q, y_q) on chip.
 
 Normals come from Philox (``tl.randn``, float32 precision, cast to the output dtype) keyed by
-``mix_seed(seed, step)`` and a per-sequence counter, so a batch is a pure function of (seed, step)
-and of nothing else (not the block sizes or the device). No [B, N, D] tensor is written.
+``mix_seed(seed, step)`` and a per-sequence counter, so a batch is a pure function of (seed, step):
+the first rows of a batch of B are bitwise those of any larger batch. Compiled (CUDA) and
+interpreted (CPU) runs draw the same normals and agree up to rounding. No [B, N, D] tensor is
+written.
 """
 
 from __future__ import annotations
@@ -77,7 +79,9 @@ def sample_icl_stats_kernel(seed: int, step: int, batch: int, context: int,
     budget = 1 << 15 if interpreting() else 1 << 12
     bd = block_size(d)
     bn = max(1, min(block_size(context), 16, budget // bd))
-    bb = max(1, min(block_size(batch), budget // (bn * bd)))
+    # BLOCK_B must not depend on the batch size: compiled code sums in an order set by the block
+    # shape, so a batch-dependent block would change the rounding of the first rows with B
+    bb = max(1, budget // (bn * bd))
     _k_sample[(triton.cdiv(batch, bb),)](mix_seed(seed, step), lmat, mu, fmat, sigma, beta, xq, yq,
                                          batch, context, d,
                                          BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)

@@ -1,7 +1,8 @@
 """Triton kernels for single-query softmax attention: online softmax over the keys.
 
-One program holds BLOCK_B sequences of one head (forward) or all heads in turn (backward, so the
-gradients of shared keys and values are summed over heads without atomics). No ``tl.dot``.
+One program holds every head of BLOCK_B sequences, so shared keys and values are read once for
+all heads, and in the backward their gradients are summed over heads in registers (no atomics,
+no read-modify-write of global memory). No ``tl.dot``.
 """
 
 from __future__ import annotations
@@ -10,111 +11,134 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
+from .._launch import TritonKernel, block_rows, block_size, interpreting
 
 __all__ = ["single_query_attention_backward", "single_query_attention_forward"]
 
 
 def _sqa_fwd(q_ptr, k_ptr, v_ptr, scale_ptr, out_ptr, lse_ptr, B, H, M, K, V, stride_kb, stride_kh,
-             BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-             BLOCK_V: tl.constexpr):
+             BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_M: tl.constexpr,
+             BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SHARED_K: tl.constexpr):
     pid = tl.program_id(0)
-    h = tl.program_id(1)
     ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    oh = tl.arange(0, BLOCK_H)
     ok = tl.arange(0, BLOCK_K)
     ov = tl.arange(0, BLOCK_V)
     mb = ob < B
+    mh = oh < H
     mk = ok < K
     mv = ov < V
+    mbh = mb[:, None] & mh[None, :]
     scale = tl.load(scale_ptr)
-    q = tl.load(q_ptr + ob[:, None] * H * K + h * K + ok[None, :], mask=mb[:, None] & mk[None, :],
-                other=0.0)  # [BB, BK]
-    m_i = tl.full([BLOCK_B], float("-inf"), dtype=q.dtype)
-    l_i = tl.zeros([BLOCK_B], dtype=q.dtype)
-    acc = tl.zeros([BLOCK_B, BLOCK_V], dtype=q.dtype)
+    q = tl.load(q_ptr + (ob[:, None, None] * H + oh[None, :, None]) * K + ok[None, None, :],
+                mask=mbh[:, :, None] & mk[None, None, :], other=0.0)  # [BB, BH, BK]
+    m_i = tl.full([BLOCK_B, BLOCK_H], float("-inf"), dtype=q.dtype)
+    l_i = tl.zeros([BLOCK_B, BLOCK_H], dtype=q.dtype)
+    acc = tl.zeros([BLOCK_B, BLOCK_H, BLOCK_V], dtype=q.dtype)
     for m0 in range(0, M, BLOCK_M):
         om = m0 + tl.arange(0, BLOCK_M)
         mm = om < M
-        kk = tl.load(k_ptr + ob[:, None, None] * stride_kb + h * stride_kh + om[None, :, None] * K
-                     + ok[None, None, :],
-                     mask=mb[:, None, None] & mm[None, :, None] & mk[None, None, :],
-                     other=0.0)  # [BB, BM, BK]
+        if SHARED_K:  # one load of the keys serves every head
+            kk = tl.load(k_ptr + ob[:, None, None] * stride_kb + om[None, :, None] * K
+                         + ok[None, None, :],
+                         mask=mb[:, None, None] & mm[None, :, None] & mk[None, None, :],
+                         other=0.0)  # [BB, BM, BK]
+            s = tl.sum(q[:, :, None, :] * kk[:, None, :, :], axis=3)  # [BB, BH, BM]
+        else:
+            kk = tl.load(k_ptr + ob[:, None, None, None] * stride_kb
+                         + oh[None, :, None, None] * stride_kh + om[None, None, :, None] * K
+                         + ok[None, None, None, :],
+                         mask=mbh[:, :, None, None] & mm[None, None, :, None]
+                         & mk[None, None, None, :], other=0.0)  # [BB, BH, BM, BK]
+            s = tl.sum(q[:, :, None, :] * kk, axis=3)  # [BB, BH, BM]
         vv = tl.load(v_ptr + ob[:, None, None] * M * V + om[None, :, None] * V + ov[None, None, :],
                      mask=mb[:, None, None] & mm[None, :, None] & mv[None, None, :],
                      other=0.0)  # [BB, BM, BV]
-        s = tl.sum(q[:, None, :] * kk, axis=2) * scale  # [BB, BM]
-        s = tl.where(mm[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        s = tl.where(mm[None, None, :], s * scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=2))
         alpha = tl.exp(m_i - m_new)
-        p = tl.exp(s - m_new[:, None])  # [BB, BM]
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vv, axis=1)
+        p = tl.exp(s - m_new[:, :, None])  # [BB, BH, BM]
+        l_i = l_i * alpha + tl.sum(p, axis=2)
+        acc = acc * alpha[:, :, None] + tl.sum(p[:, :, :, None] * vv[:, None, :, :], axis=2)
         m_i = m_new
-    tl.store(out_ptr + ob[:, None] * H * V + h * V + ov[None, :], acc / l_i[:, None],
-             mask=mb[:, None] & mv[None, :])
-    tl.store(lse_ptr + ob * H + h, m_i + tl.log(l_i), mask=mb)
+    tl.store(out_ptr + (ob[:, None, None] * H + oh[None, :, None]) * V + ov[None, None, :],
+             acc / l_i[:, :, None], mask=mbh[:, :, None] & mv[None, None, :])
+    tl.store(lse_ptr + ob[:, None] * H + oh[None, :], m_i + tl.log(l_i), mask=mbh)
 
 
 def _sqa_bwd(q_ptr, k_ptr, v_ptr, scale_ptr, out_ptr, lse_ptr, do_ptr, dq_ptr, dk_ptr, dv_ptr,
              B, H, M, K, V, stride_kb, stride_kh,
-             BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-             BLOCK_V: tl.constexpr, SHARED_K: tl.constexpr):
+             BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_M: tl.constexpr,
+             BLOCK_K: tl.constexpr, BLOCK_V: tl.constexpr, SHARED_K: tl.constexpr):
     pid = tl.program_id(0)
     ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
+    oh = tl.arange(0, BLOCK_H)
     ok = tl.arange(0, BLOCK_K)
     ov = tl.arange(0, BLOCK_V)
     mb = ob < B
+    mh = oh < H
     mk = ok < K
     mv = ov < V
-    mbk = mb[:, None] & mk[None, :]
-    mbv = mb[:, None] & mv[None, :]
+    mbh = mb[:, None] & mh[None, :]
+    mbhk = mbh[:, :, None] & mk[None, None, :]
+    mbhv = mbh[:, :, None] & mv[None, None, :]
     scale = tl.load(scale_ptr)
-    for h in range(H):
-        q = tl.load(q_ptr + ob[:, None] * H * K + h * K + ok[None, :], mask=mbk, other=0.0)
-        o = tl.load(out_ptr + ob[:, None] * H * V + h * V + ov[None, :], mask=mbv, other=0.0)
-        do = tl.load(do_ptr + ob[:, None] * H * V + h * V + ov[None, :], mask=mbv, other=0.0)
-        lse = tl.load(lse_ptr + ob * H + h, mask=mb, other=0.0)  # [BB]
-        delta = tl.sum(do * o, axis=1)  # [BB]
-        dq = tl.zeros([BLOCK_B, BLOCK_K], dtype=q.dtype)
-        for m0 in range(0, M, BLOCK_M):
-            om = m0 + tl.arange(0, BLOCK_M)
-            mm = om < M
+    offq = (ob[:, None, None] * H + oh[None, :, None]) * K + ok[None, None, :]
+    offo = (ob[:, None, None] * H + oh[None, :, None]) * V + ov[None, None, :]
+    q = tl.load(q_ptr + offq, mask=mbhk, other=0.0)  # [BB, BH, BK]
+    o = tl.load(out_ptr + offo, mask=mbhv, other=0.0)  # [BB, BH, BV]
+    do = tl.load(do_ptr + offo, mask=mbhv, other=0.0)
+    lse = tl.load(lse_ptr + ob[:, None] * H + oh[None, :], mask=mbh, other=0.0)  # [BB, BH]
+    delta = tl.sum(do * o, axis=2)  # [BB, BH]
+    dq = tl.zeros([BLOCK_B, BLOCK_H, BLOCK_K], dtype=q.dtype)
+    for m0 in range(0, M, BLOCK_M):
+        om = m0 + tl.arange(0, BLOCK_M)
+        mm = om < M
+        m3v = mb[:, None, None] & mm[None, :, None] & mv[None, None, :]
+        offv = ob[:, None, None] * M * V + om[None, :, None] * V + ov[None, None, :]
+        vv = tl.load(v_ptr + offv, mask=m3v, other=0.0)  # [BB, BM, BV]
+        if SHARED_K:
             m3k = mb[:, None, None] & mm[None, :, None] & mk[None, None, :]
-            m3v = mb[:, None, None] & mm[None, :, None] & mv[None, None, :]
-            offk = ob[:, None, None] * stride_kb + h * stride_kh + om[None, :, None] * K \
-                + ok[None, None, :]
-            offv = ob[:, None, None] * M * V + om[None, :, None] * V + ov[None, None, :]
+            offk = ob[:, None, None] * stride_kb + om[None, :, None] * K + ok[None, None, :]
             kk = tl.load(k_ptr + offk, mask=m3k, other=0.0)  # [BB, BM, BK]
-            vv = tl.load(v_ptr + offv, mask=m3v, other=0.0)  # [BB, BM, BV]
-            s = tl.sum(q[:, None, :] * kk, axis=2) * scale  # [BB, BM]
-            p = tl.where(mm[None, :], tl.exp(s - lse[:, None]), 0.0)
-            dp = tl.sum(do[:, None, :] * vv, axis=2)  # [BB, BM]
-            ds = p * (dp - delta[:, None]) * scale
-            dq += tl.sum(ds[:, :, None] * kk, axis=1)
-            dk = ds[:, :, None] * q[:, None, :]  # [BB, BM, BK]
-            dv = p[:, :, None] * do[:, None, :]  # [BB, BM, BV]
-            later = ((om * 0 + h) > 0)[None, :, None]  # [1, BM, 1]: h > 0
-            if SHARED_K:
-                dk += tl.load(dk_ptr + offk, mask=m3k & later, other=0.0)
-            dv += tl.load(dv_ptr + offv, mask=m3v & later, other=0.0)
-            tl.store(dk_ptr + offk, dk, mask=m3k)
-            tl.store(dv_ptr + offv, dv, mask=m3v)
-        tl.store(dq_ptr + ob[:, None] * H * K + h * K + ok[None, :], dq, mask=mbk)
+            s = tl.sum(q[:, :, None, :] * kk[:, None, :, :], axis=3)  # [BB, BH, BM]
+        else:
+            m4k = mbh[:, :, None, None] & mm[None, None, :, None] & mk[None, None, None, :]
+            offk = ob[:, None, None, None] * stride_kb + oh[None, :, None, None] * stride_kh \
+                + om[None, None, :, None] * K + ok[None, None, None, :]
+            kk = tl.load(k_ptr + offk, mask=m4k, other=0.0)  # [BB, BH, BM, BK]
+            s = tl.sum(q[:, :, None, :] * kk, axis=3)
+        live = mbh[:, :, None] & mm[None, None, :]
+        p = tl.where(live, tl.exp(s * scale - lse[:, :, None]), 0.0)  # [BB, BH, BM]
+        dp = tl.sum(do[:, :, None, :] * vv[:, None, :, :], axis=3)  # [BB, BH, BM]
+        ds = p * (dp - delta[:, :, None]) * scale
+        # shared keys and values: the gradients are summed over heads here, in registers
+        if SHARED_K:
+            dq += tl.sum(ds[:, :, :, None] * kk[:, None, :, :], axis=2)
+            tl.store(dk_ptr + offk, tl.sum(ds[:, :, :, None] * q[:, :, None, :], axis=1),
+                     mask=m3k)
+        else:
+            dq += tl.sum(ds[:, :, :, None] * kk, axis=2)
+            tl.store(dk_ptr + offk, ds[:, :, :, None] * q[:, :, None, :], mask=m4k)
+        tl.store(dv_ptr + offv, tl.sum(p[:, :, :, None] * do[:, :, None, :], axis=1), mask=m3v)
+    tl.store(dq_ptr + offq, dq, mask=mbhk)
 
 
 _k_fwd = TritonKernel(_sqa_fwd)
 _k_bwd = TritonKernel(_sqa_bwd)
 
 
-def _blocks(b: int, m: int, kdim: int, vdim: int, block_m: int | None = None
-            ) -> tuple[int, int, int, int]:
+def _blocks(b: int, h: int, m: int, kdim: int, vdim: int, device, block_m: int | None = None
+            ) -> tuple[int, int, int, int, int]:
+    """(BLOCK_B, BLOCK_H, BLOCK_M, BLOCK_K, BLOCK_V): every head of BLOCK_B sequences in one
+    program; the [BB, BH, BM, max(BK, BV)] temporaries fit the register budget."""
     budget = 1 << 16 if interpreting() else 1 << 12
-    bk, bv = block_size(kdim), block_size(vdim)
-    bb = max(1, min(block_size(b), 16 if not interpreting() else 256))
-    bm = max(1, min(block_size(m), budget // (bb * max(bk, bv))))
-    if block_m is not None:
-        bm = block_size(block_m)
-    return bb, bm, bk, bv
+    bh, bk, bv = block_size(h), block_size(kdim), block_size(vdim)
+    width = bh * max(bk, bv)
+    bm = block_size(block_m) if block_m is not None else max(1, min(block_size(m), 64,
+                                                                   budget // width))
+    bb = block_rows(b, max(1, budget // (width * bm)), device)
+    return bb, bh, bm, bk, bv
 
 
 def _strides(k: torch.Tensor, h: int) -> tuple[int, int]:
@@ -130,31 +154,35 @@ def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = 
     ``block_m`` overrides the number of keys per online-softmax step (tests use it to force
     several steps).
     """
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     b, h, kdim = q.shape
     m, vdim = v.shape[1], v.shape[2]
     out = torch.empty(b, h, vdim, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, dtype=q.dtype, device=q.device)
     scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
-    bb, bm, bk, bv = _blocks(b, m, kdim, vdim, block_m)
+    bb, bh, bm, bk, bv = _blocks(b, h, m, kdim, vdim, q.device, block_m)
     skb, skh = _strides(k, h)
-    _k_fwd[(triton.cdiv(b, bb), h)](q, k, v, scale_t, out, lse, b, h, m, kdim, vdim, skb, skh,
-                                    BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv)
+    _k_fwd[(triton.cdiv(b, bb),)](q, k, v, scale_t, out, lse, b, h, m, kdim, vdim, skb, skh,
+                                  BLOCK_B=bb, BLOCK_H=bh, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv,
+                                  SHARED_K=k.dim() == 3)
     return out, lse
 
 
 def single_query_attention_backward(dout, q, k, v, scale: float, out, lse,
                                     block_m: int | None = None):
     """(dq, dk, dv) with the shapes of (q, k, v); ``block_m`` overrides the key chunk (tests)."""
+    dout, q, k, v = dout.contiguous(), q.contiguous(), k.contiguous(), v.contiguous()
+    out, lse = out.contiguous(), lse.contiguous()
     b, h, kdim = q.shape
     m, vdim = v.shape[1], v.shape[2]
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
     scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
-    bb, bm, bk, bv = _blocks(b, m, kdim, vdim, block_m)
+    bb, bh, bm, bk, bv = _blocks(b, h, m, kdim, vdim, q.device, block_m)
     skb, skh = _strides(k, h)
-    _k_bwd[(triton.cdiv(b, bb),)](q, k, v, scale_t, out, lse, dout.contiguous(), dq, dk, dv,
+    _k_bwd[(triton.cdiv(b, bb),)](q, k, v, scale_t, out, lse, dout, dq, dk, dv,
                                   b, h, m, kdim, vdim, skb, skh,
-                                  BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv,
+                                  BLOCK_B=bb, BLOCK_H=bh, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv,
                                   SHARED_K=k.dim() == 3)
     return dq, dk, dv
