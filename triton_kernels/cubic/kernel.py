@@ -2,8 +2,8 @@
 
 The cubic feature z = (β x_qᵀ).flatten() is never formed. No ``tl.dot`` (D may be below 16 and
 float64 must run under the interpreter): contractions are sums of broadcasts, one row of G_h at a
-time, so a program's working set is [BLOCK_B, D] and G is read once per program, not per
-sequence.
+time (the forward at D <= 8 takes the whole block), so a program's working set is [BLOCK_B, D]
+and G is read once per program, not per sequence.
 """
 
 from __future__ import annotations
@@ -17,26 +17,39 @@ from .._launch import TritonKernel, block_rows, block_size, interpreting, persis
 __all__ = ["bilinear_backward", "bilinear_forward", "cubic_hidden_backward", "cubic_hidden_forward"]
 
 
+# The forward takes a head's whole [D, D] block at once up to this D (faster there on an H100),
+# one row at a time above it (README, "Measured on H100")
+_WHOLE_G_MAX_D = 8
+
+
 def _budget() -> int:
     return 1 << 16 if interpreting() else 1 << 12
 
 
 def _bilinear_fwd(beta_ptr, xq_ptr, g_ptr, out_ptr, B, D, H,
-                  BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr):
+                  BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr, WHOLE_G: tl.constexpr):
     pid = tl.program_id(0)
     ob = (pid * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)
     od = tl.arange(0, BLOCK_D)
     mb = ob < B
     md = od < D
-    xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=mb[:, None] & md[None, :],
-                 other=0.0)  # [BB, BD]
-    for h in range(H):
-        o = tl.zeros([BLOCK_B], dtype=xq.dtype)
-        for i in range(D):
-            g_row = tl.load(g_ptr + h * D * D + i * D + od, mask=md, other=0.0)  # [BD] G_h[i, :]
-            beta_i = tl.load(beta_ptr + ob * D + i, mask=mb, other=0.0)  # [BB] β[:, i] (cached)
-            o += beta_i * tl.sum(xq * g_row[None, :], axis=1)
-        tl.store(out_ptr + ob * H + h, o, mask=mb)
+    m2 = mb[:, None] & md[None, :]
+    xq = tl.load(xq_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)  # [BB, BD]
+    if WHOLE_G:  # small D: G_h as one [BD, BD] tile against a [BB, BD, BD] broadcast
+        beta = tl.load(beta_ptr + ob[:, None] * D + od[None, :], mask=m2, other=0.0)
+        mg = md[:, None] & md[None, :]
+        for h in range(H):
+            g = tl.load(g_ptr + h * D * D + od[:, None] * D + od[None, :], mask=mg, other=0.0)
+            gx = tl.sum(g[None, :, :] * xq[:, None, :], axis=2)  # [BB, BD]
+            tl.store(out_ptr + ob * H + h, tl.sum(beta * gx, axis=1), mask=mb)
+    else:
+        for h in range(H):
+            o = tl.zeros([BLOCK_B], dtype=xq.dtype)
+            for i in range(D):
+                g_row = tl.load(g_ptr + h * D * D + i * D + od, mask=md, other=0.0)  # G_h[i, :]
+                beta_i = tl.load(beta_ptr + ob * D + i, mask=mb, other=0.0)  # [BB] (cached)
+                o += beta_i * tl.sum(xq * g_row[None, :], axis=1)
+            tl.store(out_ptr + ob * H + h, o, mask=mb)
 
 
 def _bilinear_bwd(beta_ptr, xq_ptr, g_ptr, dout_ptr, dbeta_ptr, dxq_ptr, dg_ptr, B, D, H, P,
@@ -82,8 +95,10 @@ def bilinear_forward(beta: torch.Tensor, x_q: torch.Tensor, g: torch.Tensor) -> 
     h = g.shape[0]
     out = torch.empty(b, h, dtype=beta.dtype, device=beta.device)
     bd = block_size(d)
-    bb = block_rows(b, _budget() // bd, beta.device)
-    _fwd[(triton.cdiv(b, bb),)](beta, x_q, g, out, b, d, h, BLOCK_B=bb, BLOCK_D=bd)
+    whole_g = bd <= _WHOLE_G_MAX_D
+    bb = block_rows(b, _budget() // (bd * bd if whole_g else bd), beta.device)
+    _fwd[(triton.cdiv(b, bb),)](beta, x_q, g, out, b, d, h, BLOCK_B=bb, BLOCK_D=bd,
+                                WHOLE_G=whole_g)
     return out
 
 
