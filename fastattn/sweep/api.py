@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from fastattn.sweep import store
+from fastattn.sweep.executors import run_local, run_ray
 from fastattn.sweep.grid import Grid, canonical, flat_columns, resolve, run_key
-from fastattn.sweep.runner import Horizon, RunItem, execute, plan_flow
+from fastattn.sweep.runner import Horizon, RunItem, plan_flow
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
@@ -73,25 +77,6 @@ def _size(it: RunItem) -> float:
         return float(it.spec["task"]["dim"]) * float(it.spec["model"]["heads"])
     except (TypeError, ValueError):
         return 0.0
-
-
-def _execute_safe(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
-    """Worker entry point: planning errors become failed rows too."""
-    from fastattn.sweep.executors import mark_inflight
-    from fastattn.sweep.runner import _error_row
-
-    mark_inflight(items, out_dir)
-
-    bad = [it for it in items if "_plan_error" in it.spec["train"]]
-    rows = []
-    for it in bad:
-        row = _error_row(it, ValueError(it.spec["train"]["_plan_error"]), 0.0)
-        store.save_row(Path(out_dir), row)
-        rows.append(row)
-    good = [it for it in items if "_plan_error" not in it.spec["train"]]
-    if good:
-        rows += execute(good, out_dir, horizon)
-    return rows
 
 
 def run_sweep(
@@ -160,12 +145,8 @@ def run_sweep(
 
     try:
         if executor == "ray":
-            from fastattn.sweep.executors import run_ray
-
             run_ray(groups, str(out), horizon, workers, address, collect)
         else:
-            from fastattn.sweep.executors import run_local
-
             run_local(groups, str(out), horizon, workers, collect)
     finally:
         bar.close()
@@ -177,10 +158,6 @@ def run_sweep(
 
 
 def _progress(total: int, initial: int, show: bool | None):
-    import sys
-
-    from tqdm.auto import tqdm
-
     disable = not (sys.stderr.isatty() if show is None else show)
     return tqdm(total=total, initial=initial, unit="run", desc="sweep", disable=disable,
                 smoothing=0.05)

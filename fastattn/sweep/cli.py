@@ -6,6 +6,10 @@ import argparse
 import sys
 
 from fastattn.cli_options import add_options
+from fastattn.sweep.api import SWEEP_DEFAULTS, plan, run_sweep
+from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
+from fastattn.sweep.plots import KINDS, plot_sweep
+from fastattn.sweep.runner import Horizon
 
 SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
 
@@ -21,10 +25,6 @@ Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --r
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from fastattn.sweep import Horizon, load_config, run_sweep
-    from fastattn.sweep.api import SWEEP_DEFAULTS, plan
-    from fastattn.sweep.grid import Grid, grid_from_args
-
     settings: dict = {}
     grid = grid_from_args(args)
     if args.config:
@@ -67,8 +67,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from fastattn.sweep.plots import KINDS, plot_sweep
-
     kinds = list(KINDS) if args.kind == "all" else [args.kind]
     for kind in kinds:
         try:
@@ -85,8 +83,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 def add_parsers(subparsers) -> None:
     """Add the `sweep` and `plot` subcommands to `fastattn`'s subparsers."""
-    from fastattn.sweep.grid import axis_parser
-
     p = subparsers.add_parser("sweep", help="run a grid of configurations; resumable Parquet table",
                               description=SWEEP_HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)

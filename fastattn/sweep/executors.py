@@ -1,6 +1,6 @@
 """Executors: a local process pool (default) and Ray (optional extra ``fastattn[ray]``).
 
-Both call the same worker function, `fastattn.sweep.api._execute_safe`, on one batch of runs; the
+Both call the same worker function, `fastattn.sweep.worker.run_batch`, on one batch of runs; the
 worker writes each run's record and row into the sweep directory (which must therefore be visible
 to the workers: always true locally; on a multi-node Ray cluster use a shared filesystem).
 """
@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from fastattn.sweep.runner import Horizon, RunItem
+from fastattn.sweep.worker import clear_inflight, init_worker, is_inflight, lost_rows, run_batch
 
 Collect = Callable[[list[dict[str, Any]]], None]
-
-
-def _worker_init() -> None:
-    # one core per worker: the C++ core is single-threaded; keep torch/BLAS from oversubscribing
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-    except Exception:
-        pass
 
 
 def default_workers() -> int:
@@ -36,12 +28,10 @@ def default_workers() -> int:
 def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
               collect: Collect, start_method: str = "spawn") -> None:
     """Run the batches on a process pool of `workers` (0: in this process, no pool)."""
-    from fastattn.sweep.api import _execute_safe
-
     n = default_workers() if workers is None else int(workers)
     if n <= 0 or not groups:
         for g in groups:
-            collect(_execute_safe(g, out, horizon))
+            collect(run_batch(g, out, horizon))
         return
     ctx = mp.get_context(start_method)
     queue, suspects = list(groups), []
@@ -54,8 +44,8 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
         if isolated:
             suspects = []
         with ProcessPoolExecutor(max_workers=1 if isolated else min(n, len(todo)), mp_context=ctx,
-                                 initializer=_worker_init) as pool:
-            pending = {pool.submit(_execute_safe, g, out, horizon): g for g in todo}
+                                 initializer=init_worker) as pool:
+            pending = {pool.submit(run_batch, g, out, horizon): g for g in todo}
             while pending:
                 try:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -67,64 +57,18 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
                     try:
                         rows = fut.result()
                     except BrokenProcessPool as exc:
-                        if not _inflight(group, out):
+                        if not is_inflight(group, out):
                             (suspects if isolated else queue).append(group)
                             continue
-                        _clear_inflight(group, out)
+                        clear_inflight(group, out)
                         if not isolated:
                             suspects.append(group)
                             continue
-                        rows = _lost(group, out, exc)
+                        rows = lost_rows(group, out, exc)
                     except Exception as exc:
-                        rows = _lost(group, out, exc)
-                    _clear_inflight(group, out)
+                        rows = lost_rows(group, out, exc)
+                    clear_inflight(group, out)
                     collect(rows)
-
-
-INFLIGHT = ".inflight"
-
-
-def mark_inflight(group: list[RunItem], out: str) -> None:
-    """Worker side: mark the group as running, with the worker's PID (removed when its rows are
-    collected). A marker left by a dead worker tells the pool that the group had started."""
-    from pathlib import Path
-
-    d = Path(out) / INFLIGHT
-    d.mkdir(parents=True, exist_ok=True)
-    (d / group[0].key).write_text(str(os.getpid()))
-
-
-def _inflight(group: list[RunItem], out: str) -> bool:
-    from pathlib import Path
-
-    return (Path(out) / INFLIGHT / group[0].key).exists()
-
-
-def _clear_inflight(group: list[RunItem], out: str) -> None:
-    from pathlib import Path
-
-    (Path(out) / INFLIGHT / group[0].key).unlink(missing_ok=True)
-
-
-def _lost(group: list[RunItem], out: str, exc: BaseException) -> list[dict[str, Any]]:
-    """Rows of runs whose worker died: recorded as failed (a resume with --retry-failed reruns them)."""
-    from pathlib import Path
-
-    from fastattn.sweep import store
-    from fastattn.sweep.runner import _error_row
-
-    rows = []
-    for it in group:
-        path = Path(out) / store.RUNS / f"{it.key}.json"
-        if path.exists():                       # finished before the worker died
-            import json
-
-            rows.append(json.loads(path.read_text()))
-            continue
-        row = _error_row(it, RuntimeError(f"worker died: {exc!r}"), 0.0)
-        store.save_row(Path(out), row)
-        rows.append(row)
-    return rows
 
 
 def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
@@ -134,8 +78,6 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
         import ray
     except ImportError:
         raise ImportError("executor='ray' needs Ray: pip install 'fastattn[ray]'") from None
-    from fastattn.sweep.api import _execute_safe
-
     started = False
     if not ray.is_initialized():
         kw: dict[str, Any] = {"address": address} if address else \
@@ -143,14 +85,12 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
         # Ray puts the driver's working directory first on the workers' sys.path; run from a fastattn
         # checkout, that would import the uncompiled source tree instead of the installed package.
         # An empty working_dir keeps the workers' imports those of the installed environment.
-        import tempfile
-
         kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
         ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         started = True
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
-        pending = {task.remote(_execute_safe, g, out, horizon): g for g in groups}
+        pending = {task.remote(run_batch, g, out, horizon): g for g in groups}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -158,8 +98,8 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
                 try:
                     rows = ray.get(ref)
                 except Exception as exc:
-                    rows = _lost(group, out, exc)
-                _clear_inflight(group, out)
+                    rows = lost_rows(group, out, exc)
+                clear_inflight(group, out)
                 collect(rows)
     finally:
         if started:
@@ -167,5 +107,5 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
 
 
 def _ray_task(fn, group, out, horizon):
-    _worker_init()
+    init_worker()
     return fn(group, out, horizon)

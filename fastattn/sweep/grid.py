@@ -208,7 +208,7 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
             raise ValueError("YAML sweep files need pyyaml (pip install pyyaml); or use TOML") from None
         doc = yaml.safe_load(text) or {}
     else:
-        import tomllib
+        import tomllib  # Python >= 3.11 (the package supports 3.10 for everything else)
 
         doc = tomllib.loads(text.decode())
     settings = dict(doc.pop("sweep", {}) or {})

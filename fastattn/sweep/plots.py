@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import LogNorm
+
+from fastattn import plots
+from fastattn.sweep.store import read_table
 
 KINDS = ("duration", "levels", "heatmap")
 
@@ -21,8 +26,6 @@ def swept_axes(out: Path, df) -> list[str]:
 
 
 def _label_colors(values):
-    import matplotlib.pyplot as plt
-
     vals = sorted(set(values), key=lambda v: (str(type(v)), v))
     cmap = plt.get_cmap("viridis", max(len(vals), 2))
     return {v: cmap(i) for i, v in enumerate(vals)}
@@ -101,8 +104,6 @@ def plot_heatmap(df, fig, x: str, y: str, value: str):
     ax = fig.subplots()
     data = piv.values
     positive = np.nanmin(data) > 0 and np.nanmax(data) / max(np.nanmin(data), 1e-300) > 100
-    from matplotlib.colors import LogNorm
-
     im = ax.imshow(data, origin="lower", aspect="auto", cmap="viridis",
                    norm=LogNorm() if positive else None)
     ax.set_xticks(range(len(piv.columns)), [str(c) for c in piv.columns])
@@ -118,9 +119,6 @@ def plot_heatmap(df, fig, x: str, y: str, value: str):
 def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, *, x: str | None = None,
                y: str | None = None, value: str = "final_loss") -> Path:
     """Draw plot `kind` of the sweep in `sweep_dir` to `out` (default DIR/plot_KIND.png)."""
-    from fastattn import plots
-    from fastattn.sweep.store import read_table
-
     df = read_table(sweep_dir)
     fig = plots.plt.figure(figsize=(11, 4.5) if kind != "heatmap" else (7, 5))
     try:

@@ -1,7 +1,6 @@
-"""Executing sweep runs: the flow horizon, theory predictions, measurement, and batched integration.
-
-Everything here runs inside a worker (a local process or a Ray task) and depends only on plain data,
-so a run gives the same row wherever it runs.
+"""Computing one sweep run: the flow horizon, theory predictions, measurement, batched integration
+and the result row. Depends only on plain data (`RunItem`), so a run gives the same row wherever
+it runs; `fastattn.sweep.worker` runs batches of them in a worker.
 """
 
 from __future__ import annotations
@@ -9,12 +8,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from fastattn import population
+from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
+from fastattn.cli_options import build_run, build_task
+from fastattn.theory import zhang2025 as th
+from fastattn.training import Trajectory
+from fastattn.training.records import environment, to_jsonable
+from fastattn.training.trainer import log_grid
 
 #: families with the closed-form population flow
 FLOW_FAMILIES = {"merged": "merged", "separate": "separate", "cubic_mlp": "cubic_mlp"}
@@ -69,8 +74,6 @@ def typical_value_weight(model_cfg: dict[str, Any]) -> float:
 def predictions(task, model_cfg: dict[str, Any], params0: np.ndarray | None = None,
                 converge_rel: float = 0.05) -> dict[str, Any]:
     """The theory's numbers for one run (NaN where they do not apply)."""
-    from fastattn.theory import zhang2025 as th
-
     nan = float("nan")
     out: dict[str, Any] = {"theory_L0": nan, "theory_Lstar": nan, "theory_levels": None,
                            "theory_m_target": None, "theory_t_estimate": nan,
@@ -110,8 +113,6 @@ def predictions(task, model_cfg: dict[str, Any], params0: np.ndarray | None = No
 def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, dict[str, Any]]:
     """Fill the flow horizon (t_end, target) into a resolved spec; returns
     (spec, theory predictions from the init scale). Cheap: builds the task without rotation."""
-    from fastattn.cli_options import build_task
-
     spec = {k: dict(v) for k, v in spec.items()}
     tr = spec["train"]
     task = build_task(dict(spec["task"], rotate=False))
@@ -134,8 +135,6 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
 # ------------------------------------------------------------------------------ measuring
 def measure(traj, theory: dict[str, Any]) -> dict[str, Any]:
     """Plateaus, drops and levels of a trajectory, matched to the Eq. 19 levels."""
-    from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
-
     t, y = np.asarray(traj.time, float), np.asarray(traj.loss, float)
     ok = (t > 0) & np.isfinite(y) & (y > 0)
     out: dict[str, Any] = {"final_loss": traj.final_loss,
@@ -168,23 +167,18 @@ def measure(traj, theory: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# ------------------------------------------------------------------------------ executing
-def _build(item: RunItem):
-    from fastattn.cli_options import build_run
-
+# ------------------------------------------------------------------------------ running
+def build(item: RunItem):
+    """(task, model, TrainConfig) of a run, without a progress bar."""
     spec = {k: dict(v) for k, v in item.spec.items()}
     spec["train"]["progress"] = False
     return build_run(spec)
 
 
-def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any, Any, dict]]:
-    """Integrate K compatible flow runs in one `population.integrate` call."""
-    from fastattn import population
-    from fastattn.training import Trajectory
-    from fastattn.training.records import environment, to_jsonable
-    from fastattn.training.trainer import log_grid
-
-    built = [_build(it) for it in items]
+def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.ndarray, list]:
+    """Integrate K compatible flow runs in one `population.integrate` call; returns
+    ([(trajectory, model, cost columns)] per run, initial parameters `[K, P]`, tasks)."""
+    built = [build(it) for it in items]
     tasks = [b[0] for b in built]
     models = [b[1] for b in built]
     cfg = built[0][2]
@@ -251,8 +245,9 @@ def _flow_trajectories(items: list[RunItem], horizon: Horizon) -> list[tuple[Any
     return out, p0, tasks
 
 
-def _row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
-         horizon: Horizon) -> dict[str, Any]:
+def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
+               horizon: Horizon) -> dict[str, Any]:
+    """The result row of a finished run: config columns, horizon, cost, theory and measurements."""
     theory = predictions(task, item.spec["model"] | {"rank": traj.config["model"]["rank"]}, p0,
                          horizon.converge_rel)
     row = {"key": item.key, **item.columns,
@@ -261,62 +256,4 @@ def _row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any]
            "integrator_used": item.spec["train"].get("integrator"),
            "status": traj.status, "error": None, "n_evals": traj.n_evals,
            "wall_time": traj.wall_time, **extra, **theory, **measure(traj, theory)}
-    return row
-
-
-def _error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
-    return {"key": item.key, **item.columns, "status": "error",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(exc))[-4000:], "wall_time": wall,
-            **item.theory}
-
-
-def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
-    """Run `items` (one batch: several only when they are compatible flow runs), save each run's
-    record and result row in `out_dir`, and return the rows. Never raises for a failed run."""
-    from fastattn.sweep import store
-
-    rows: list[dict[str, Any]] = []
-    if len(items) > 1:
-        try:
-            results, p0, tasks = _flow_trajectories(items, horizon)
-        except Exception:                    # attribute the failure: run them one by one
-            return [r for it in items for r in execute([it], out_dir, horizon)]
-        for k, (item, (traj, _model, extra)) in enumerate(zip(items, results, strict=True)):
-            try:
-                rows.append(_finish(item, traj, p0[k], tasks[k], extra, out_dir, horizon))
-            except Exception as exc:
-                row = _error_row(item, exc, traj.wall_time)
-                store.save_row(Path(out_dir), row)
-                rows.append(row)
-        return rows
-    item = items[0]
-    start = time.perf_counter()
-    try:
-        if item.spec["train"].get("method", "flow") == "flow":
-            results, p0, tasks = _flow_trajectories([item], horizon)
-            traj, _model, extra = results[0]
-            rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
-        else:
-            from fastattn.training import train
-
-            task, model, cfg = _build(item)
-            p0 = model.to_flat() if model.FAMILY else None
-            traj = train(model, task, cfg)
-            rows.append(_finish(item, traj, p0, task, {"batch_size": 1}, out_dir, horizon))
-    except Exception as exc:
-        row = _error_row(item, exc, time.perf_counter() - start)
-        store.save_row(Path(out_dir), row)
-        rows.append(row)
-    return rows
-
-
-def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
-    from fastattn.sweep import store
-
-    out = Path(out_dir)
-    record = traj.save(out / store.RECORDS / item.key)
-    row = _row(item, traj, p0, task, extra, horizon)
-    row["record"] = str(record.relative_to(out))
-    store.save_row(out, row)
     return row

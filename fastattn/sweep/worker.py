@@ -1,0 +1,131 @@
+"""What runs inside a worker (a local process or a Ray task): one batch of runs, each ending as a
+result row in the sweep directory — the run's row, or an error row when it fails — and the
+in-flight markers that tell the pool which batch a dead worker was running.
+
+Every function here takes plain data (RunItems, a directory path, a Horizon), so a run gives the
+same row wherever it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fastattn.sweep import store
+from fastattn.sweep.runner import Horizon, RunItem, build, flow_trajectories, result_row
+from fastattn.training import train
+
+#: directory of in-flight markers, one per running batch (named after its first run's key)
+INFLIGHT = ".inflight"
+
+
+def init_worker() -> None:
+    """Start-up of a worker process: one thread (the C++ core is single-threaded; keep torch and
+    BLAS from oversubscribing the cores that the other workers use)."""
+    torch.set_num_threads(1)
+
+
+def run_batch(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
+    """The worker entry point: mark the batch in flight, record runs whose planning failed as
+    failed rows, execute the others; returns every row (also saved in `out_dir`)."""
+    mark_inflight(items, out_dir)
+    rows = []
+    for it in items:
+        if "_plan_error" in it.spec["train"]:
+            row = error_row(it, ValueError(it.spec["train"]["_plan_error"]), 0.0)
+            store.save_row(Path(out_dir), row)
+            rows.append(row)
+    good = [it for it in items if "_plan_error" not in it.spec["train"]]
+    if good:
+        rows += execute(good, out_dir, horizon)
+    return rows
+
+
+def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
+    """Run `items` (one batch: several only when they are compatible flow runs), save each run's
+    record and result row in `out_dir`, and return the rows. Never raises for a failed run."""
+    rows: list[dict[str, Any]] = []
+    if len(items) > 1:
+        try:
+            results, p0, tasks = flow_trajectories(items, horizon)
+        except Exception:                    # attribute the failure: run them one by one
+            return [r for it in items for r in execute([it], out_dir, horizon)]
+        for k, (item, (traj, _model, extra)) in enumerate(zip(items, results, strict=True)):
+            try:
+                rows.append(_finish(item, traj, p0[k], tasks[k], extra, out_dir, horizon))
+            except Exception as exc:
+                row = error_row(item, exc, traj.wall_time)
+                store.save_row(Path(out_dir), row)
+                rows.append(row)
+        return rows
+    item = items[0]
+    start = time.perf_counter()
+    try:
+        if item.spec["train"].get("method", "flow") == "flow":
+            results, p0, tasks = flow_trajectories([item], horizon)
+            traj, _model, extra = results[0]
+            rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
+        else:
+            task, model, cfg = build(item)
+            p0 = model.to_flat() if model.FAMILY else None
+            traj = train(model, task, cfg)
+            rows.append(_finish(item, traj, p0, task, {"batch_size": 1}, out_dir, horizon))
+    except Exception as exc:
+        row = error_row(item, exc, time.perf_counter() - start)
+        store.save_row(Path(out_dir), row)
+        rows.append(row)
+    return rows
+
+
+def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
+    out = Path(out_dir)
+    record = traj.save(out / store.RECORDS / item.key)
+    row = result_row(item, traj, p0, task, extra, horizon)
+    row["record"] = str(record.relative_to(out))
+    store.save_row(out, row)
+    return row
+
+
+def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
+    """The row of a failed run: its config columns, the error and the planned theory columns."""
+    return {"key": item.key, **item.columns, "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(traceback.format_exception(exc))[-4000:], "wall_time": wall,
+            **item.theory}
+
+
+def mark_inflight(group: list[RunItem], out: str) -> None:
+    """Mark the group as running, with the worker's PID (removed when its rows are collected).
+    A marker left by a dead worker tells the pool that the group had started."""
+    d = Path(out) / INFLIGHT
+    d.mkdir(parents=True, exist_ok=True)
+    (d / group[0].key).write_text(str(os.getpid()))
+
+
+def is_inflight(group: list[RunItem], out: str) -> bool:
+    return (Path(out) / INFLIGHT / group[0].key).exists()
+
+
+def clear_inflight(group: list[RunItem], out: str) -> None:
+    (Path(out) / INFLIGHT / group[0].key).unlink(missing_ok=True)
+
+
+def lost_rows(group: list[RunItem], out: str, exc: BaseException) -> list[dict[str, Any]]:
+    """Rows of runs whose worker died: those that finished before it died, the others recorded as
+    failed (a resume with --retry-failed reruns them)."""
+    rows = []
+    for it in group:
+        path = Path(out) / store.RUNS / f"{it.key}.json"
+        if path.exists():
+            rows.append(json.loads(path.read_text()))
+            continue
+        row = error_row(it, RuntimeError(f"worker died: {exc!r}"), 0.0)
+        store.save_row(Path(out), row)
+        rows.append(row)
+    return rows
