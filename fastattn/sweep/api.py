@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from fastattn.sweep import store
 from fastattn.sweep.executors import run_local, run_ray
-from fastattn.sweep.grid import Grid, canonical, flat_columns, resolve, run_key
+from fastattn.sweep.grid import KEY_FORMAT, Grid, canonical, flat_columns, resolve, run_key
 from fastattn.sweep.runner import Horizon, RunItem, plan_flow
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
@@ -41,8 +41,7 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
         except Exception as exc:          # a bad point becomes a failed run, not a failed sweep
             spec = resolve(full, strict=False)
             spec["train"]["_plan_error"] = f"{type(exc).__name__}: {exc}"
-        key = run_key({"spec": spec, "max_evals": horizon.max_evals, "n_records": horizon.n_records,
-                       "max_run_seconds": horizon.max_run_seconds})
+        key = run_key(spec, horizon.run_settings())
         if key in seen:
             continue
         seen.add(key)
@@ -118,15 +117,17 @@ def run_sweep(
     horizon = horizon or Horizon()
     defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
     out = Path(out)
+    store.check_key_format(out, KEY_FORMAT)
     items = plan(grid, horizon, defaults)
     done = store.finished_keys(out, include_failed=not retry_failed)
     todo = [it for it in items if it.key not in done]
     if max_runs is not None:
         todo = todo[:max_runs]
-    doc = {"grid": grid.to_dict(), "defaults": defaults, "horizon": horizon.__dict__,
+    doc = {"key_format": KEY_FORMAT, "grid": grid.to_dict(), "defaults": defaults,
+           "horizon": horizon.__dict__,
            "executor": executor, "workers": workers, "batch": batch, "n_runs": len(items),
            "keys": [it.key for it in items], "meta": environment()}
-    atomic_write(out / "sweep.json",
+    atomic_write(out / store.SWEEP,
                  lambda fh: fh.write(json.dumps(to_jsonable(doc), indent=1, default=str)), "w")
     groups = batches(todo, batch)
     bar = _progress(len(items), len(items) - len(todo), progress)

@@ -259,9 +259,38 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def run_key(spec: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit key of a resolved run (config + horizon settings)."""
-    return hashlib.sha256(canonical(spec).encode()).hexdigest()[:16]
+#: how `run_key` is computed; a sweep directory records it (sweep.json) and must match to resume
+#: (format 1 hashed every resolved option, defaults included)
+KEY_FORMAT = 2
+
+
+def _canonical_value(opt: Option | None, value: Any) -> Any:
+    """One form per value: lists for sequences, floats for a float option given an int."""
+    if isinstance(value, (list, tuple)):
+        return [_canonical_value(None, v) for v in value]
+    if opt is not None and opt.parse is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] | None = None) -> str:
+    """A stable 16-hex-digit key of a resolved run: a hash of the options whose value differs from
+    the option's default (by option name) and of `settings` (horizon settings that change the run,
+    given only where they differ from theirs). An option added with a default therefore leaves every
+    existing key unchanged. Fields of `spec` that are no option (other than private "_" ones, such
+    as a planning error) are hashed as "target.field"."""
+    by_field = {(o.target, o.field): (name, o) for name, o in OPTION_BY_NAME.items()}
+    changed: dict[str, Any] = {}
+    for target, fields in spec.items():
+        for fld, value in fields.items():
+            if fld.startswith("_"):
+                continue
+            name, opt = by_field.get((target, fld), (f"{target}.{fld}", None))
+            value = _canonical_value(opt, value)
+            if opt is None or value != _canonical_value(opt, opt.default):
+                changed[name] = value
+    doc = {"options": changed, "settings": dict(settings or {})}
+    return hashlib.sha256(canonical(doc).encode()).hexdigest()[:16]
 
 
 def flat_columns(point: Mapping[str, Any], spec: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 
 from fastattn import plots
-from fastattn.sweep.store import read_table
+from fastattn.sweep.store import SWEEP, read_table
 
 KINDS = ("duration", "levels", "heatmap")
 
@@ -18,7 +18,7 @@ KINDS = ("duration", "levels", "heatmap")
 def swept_axes(out: Path, df) -> list[str]:
     """Columns that vary across the table, in the sweep's axis order (seed last)."""
     order: list[str] = []
-    doc = Path(out) / "sweep.json"
+    doc = Path(out) / SWEEP
     if doc.exists():
         order = [k for k, v in json.loads(doc.read_text())["grid"]["axes"].items() if len(v) > 1]
     cols = [c for c in order if c in df and df[c].nunique(dropna=False) > 1]

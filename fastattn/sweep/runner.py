@@ -47,6 +47,14 @@ class Horizon:
     n_records: int | None = None
     max_run_seconds: float | None = None
 
+    def run_settings(self) -> dict[str, Any]:
+        """The settings that change a run beyond its spec (converge_rel and horizon_factor only fill
+        target_loss and t_end into the spec), where they differ from their defaults: part of the run
+        key."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {k: getattr(self, k) for k in ("max_evals", "n_records", "max_run_seconds")
+                if getattr(self, k) != defaults[k]}
+
 
 @dataclass
 class RunItem:

@@ -22,6 +22,7 @@ from fastattn.training.records import atomic_write, to_jsonable
 RUNS = "runs"
 RECORDS = "records"
 TABLE = "results.parquet"
+SWEEP = "sweep.json"
 
 
 def _clean(obj: Any) -> Any:
@@ -40,6 +41,24 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
     text = json.dumps(_clean(row), indent=1, allow_nan=True)
     atomic_write(path, lambda fh: fh.write(text), "w")
     return path
+
+
+def check_key_format(out: Path, expected: int) -> None:
+    """Raise if `out` holds finished runs keyed by another key format than `expected` (their keys
+    cannot be matched to this version's, so resuming would silently rerun everything)."""
+    out = Path(out)
+    n = sum(1 for _ in (out / RUNS).glob("*.json"))
+    if not n:
+        return
+    doc = out / SWEEP
+    found = json.loads(doc.read_text()).get("key_format", 1) if doc.exists() else 1
+    if found != expected:
+        raise ValueError(
+            f"{out} holds {n} finished runs whose keys use key format {found}; this version uses "
+            f"format {expected} (format 1 hashed every option, defaults included; format 2 hashes "
+            f"only options that differ from their defaults, see docs/sweeps.md), so they cannot be "
+            f"resumed here. Use a new --out directory; the old results stay readable with "
+            f"fastattn.sweep.read_table({str(out)!r}).")
 
 
 def finished_keys(out: Path, include_failed: bool = True) -> set[str]:

@@ -16,6 +16,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
+from fastattn.cli_options import Option  # noqa: E402
 from fastattn.sweep import (  # noqa: E402
     Grid,
     Horizon,
@@ -25,8 +26,9 @@ from fastattn.sweep import (  # noqa: E402
     run_sweep,
     store,
 )
+from fastattn.sweep import grid as grid_module  # noqa: E402
 from fastattn.sweep.cli import add_parsers  # noqa: E402
-from fastattn.sweep.grid import grid_from_args, parse_axis, resolve  # noqa: E402
+from fastattn.sweep.grid import grid_from_args, parse_axis, resolve, run_key  # noqa: E402
 
 # tiny, fast flow runs: D ∈ {2, 3}, stiff integrator (P ≤ 200), a few hundred records
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
@@ -130,6 +132,44 @@ def test_resume_never_recomputes_finished_runs(tmp_path):
     again = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
     assert len(seen) == 5
     pd.testing.assert_frame_equal(again, full)
+
+
+def test_run_keys_hash_only_options_that_differ_from_their_defaults():
+    spec = resolve({"dim": 8, "init": 1e-2})
+    assert run_key(spec) == run_key(resolve({"dim": 8}))                   # init 1e-2 is the default
+    assert run_key(resolve({"dim": 8, "noise": 1})) == run_key(resolve({"dim": 8, "noise": 1.0}))
+    assert run_key(resolve({"dim": 8, "noise": 0.1})) != run_key(spec)
+    assert run_key(spec, {"max_evals": 10}) != run_key(spec)
+    assert Horizon().run_settings() == {} and Horizon(max_evals=10).run_settings() == {"max_evals": 10}
+
+
+def test_a_new_option_with_a_default_resumes_every_run(tmp_path, monkeypatch):
+    """A sweep directory still resumes after an option (here a trainer option with a default) is
+    added to the grid's options: no key changes, nothing is recomputed."""
+    first = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False)
+    mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
+    monkeypatch.setitem(grid_module.OPTION_BY_NAME, "warmup",
+                        Option("--warmup", "train", "warmup", float, "a new option", 0.0))
+    items = plan(Grid(TINY, 2), Horizon())
+    assert all(it.spec["train"]["warmup"] == 0.0 for it in items)
+    assert {it.key for it in items} == set(first["key"])
+    seen = []
+    again = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
+    assert seen == []
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()} == mtimes
+    pd.testing.assert_frame_equal(again, first)
+    changed = plan(Grid(dict(TINY, warmup=0.5), 2), Horizon())
+    assert not {it.key for it in changed} & set(first["key"])
+
+
+def test_a_directory_with_old_keys_is_refused_with_a_clear_message(tmp_path):
+    run_sweep(TINY, tmp_path, workers=0, progress=False, max_runs=1)
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    del doc["key_format"]                                   # as written before key format 2
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"key format 1.*new --out directory"):
+        run_sweep(TINY, tmp_path, workers=0, progress=False)
+    assert len(read_table(tmp_path)) == 1
 
 
 def _kill_workers_running(keys: set[str], out, stop: threading.Event) -> None:
