@@ -41,6 +41,13 @@ def draw_levels(ax: plt.Axes, levels: Sequence[float], label: str = "theory", **
         ax.axhline(level, label=label if i == 0 else None, **style)
 
 
+def category_colors(values) -> dict:
+    """A viridis colour for each distinct value (sorted; mixed types grouped by type)."""
+    vals = sorted(set(values), key=lambda v: (str(type(v)), v))
+    cmap = plt.get_cmap("viridis", max(len(vals), 2))
+    return {v: cmap(i) for i, v in enumerate(vals)}
+
+
 def save(fig: plt.Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

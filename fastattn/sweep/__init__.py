@@ -9,7 +9,7 @@ See docs/sweeps.md. Python API::
 
 from fastattn.sweep.api import EXECUTORS, plan, run_sweep
 from fastattn.sweep.grid import Grid, load_config, parse_axis, resolve, run_key
-from fastattn.sweep.runner import Horizon
+from fastattn.sweep.horizon import Horizon
 from fastattn.sweep.store import read_table, write_table
 
 __all__ = ["EXECUTORS", "Grid", "Horizon", "load_config", "parse_axis", "plan", "read_table",

@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 from fastattn.sweep import store
 from fastattn.sweep.executors import run_local, run_ray
 from fastattn.sweep.grid import KEY_FORMAT, Grid, canonical, flat_columns, resolve, run_key
-from fastattn.sweep.runner import Horizon, RunItem, plan_flow
+from fastattn.sweep.horizon import Horizon
+from fastattn.sweep.runner import RunItem, plan_flow
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")

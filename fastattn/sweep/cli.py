@@ -8,8 +8,8 @@ import sys
 from fastattn.cli_options import add_options
 from fastattn.sweep.api import SWEEP_DEFAULTS, plan, run_sweep
 from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
-from fastattn.sweep.plots import KINDS, plot_sweep
-from fastattn.sweep.runner import Horizon
+from fastattn.sweep.hooks import HOOKS, plot_kinds
+from fastattn.sweep.horizon import Horizon
 
 SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
 
@@ -67,6 +67,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from fastattn.sweep.plots import KINDS, plot_sweep  # matplotlib: only for `fastattn plot`
+
     kinds = list(KINDS) if args.kind == "all" else [args.kind]
     for kind in kinds:
         try:
@@ -110,12 +112,13 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
+    papers = "; ".join(f"{', '.join(repr(k) for k in h.plots)} ({h.paper})"
+                       for h in HOOKS.values() if h.plots)
     p = subparsers.add_parser("plot", help="plots of a sweep's results table",
-                              description="Plots from DIR/results.parquet: 'duration' (measured first "
-                              "plateau vs Eq. 72/54 across D and init), 'levels' (plateau levels vs "
-                              "Eq. 19 across N), 'heatmap' (a value over two swept axes).")
+                              description=f"Plots from DIR/results.parquet: the papers' plots ({papers}; "
+                              "docs/sweeps.md) and 'heatmap' (a value over two swept axes).")
     p.add_argument("dir", help="sweep directory")
-    p.add_argument("--kind", default="all", choices=("all", "duration", "levels", "heatmap"))
+    p.add_argument("--kind", default="all", choices=("all", *plot_kinds(), "heatmap"))
     p.add_argument("--x", help="heatmap: column on x (default: first swept axis)")
     p.add_argument("--y", help="heatmap: column on y (default: second swept axis)")
     p.add_argument("--value", default="final_loss", help="heatmap: column shown (default final_loss)")

@@ -15,7 +15,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from fastattn.sweep.runner import Horizon, RunItem
+from fastattn.sweep.horizon import Horizon
+from fastattn.sweep.runner import RunItem
 from fastattn.sweep.worker import clear_inflight, init_worker, is_inflight, lost_rows, run_batch
 
 Collect = Callable[[list[dict[str, Any]]], None]

@@ -1,12 +1,13 @@
-"""Computing one sweep run: the flow horizon, theory predictions, measurement, batched integration
-and the result row. Depends only on plain data (`RunItem`), so a run gives the same row wherever
-it runs; `fastattn.sweep.worker` runs batches of them in a worker.
+"""Computing one sweep run: its horizon, batched integration, measurement and result row; the
+theory's part of each (predictions, horizon, measurements against it) comes from the hooks of the
+paper that covers the run's (task kind, model kind) (`fastattn.sweep.hooks`). Depends only on plain
+data (`RunItem`), so a run gives the same row wherever it runs; `fastattn.sweep.worker` runs batches
+of them in a worker.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,44 +17,17 @@ import numpy as np
 from fastattn import population
 from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
 from fastattn.cli_options import build_run, build_task
-from fastattn.theory import zhang2025 as th
+from fastattn.sweep.hooks import Columns, Hooks, hooks_for
+from fastattn.sweep.horizon import Horizon
+from fastattn.tasks import TASKS
 from fastattn.training import Trajectory
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trainer import log_grid
 
-#: families with the closed-form population flow
-FLOW_FAMILIES = {"merged": "merged", "separate": "separate", "cubic_mlp": "cubic_mlp"}
 #: parameters are recorded at every loss record only below this many floats (else init + final)
 MAX_RECORDED_FLOATS = 20_000_000
-
-
-@dataclass(frozen=True)
-class Horizon:
-    """How far a flow run goes when the sweep does not give --time (see docs/sweeps.md).
-
-    target: stop at L ≤ (1 + converge_rel)·L* (theory's minimum, Eq. 25/46), unless --target-loss.
-    t_end: horizon_factor × the theory's time to learn the directions that the target needs,
-        Σ_{m<m_target} 1/(λ_{m+1}² v₀) (Eq. 72 summed, v₀ the typical initial value weight). The
-        target normally stops the run well before; 10× was too short for 1 seed in 3 at D = 32,
-        N = 2048 (its last direction took 17× the estimate), hence 100.
-    max_evals: a cap on gradient evaluations plus Hessian-vector products (status "max_evals").
-    max_run_seconds: a wall-time budget per flow run (status "max_seconds"; machine-dependent,
-        unlike max_evals).
-    """
-
-    converge_rel: float = 0.05
-    horizon_factor: float = 100.0
-    max_evals: int = 5_000_000
-    n_records: int | None = None
-    max_run_seconds: float | None = None
-
-    def run_settings(self) -> dict[str, Any]:
-        """The settings that change a run beyond its spec (converge_rel and horizon_factor only fill
-        target_loss and t_end into the spec), where they differ from their defaults: part of the run
-        key."""
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        return {k: getattr(self, k) for k in ("max_evals", "n_records", "max_run_seconds")
-                if getattr(self, k) != defaults[k]}
+#: task class -> its kind (the `fastattn.tasks.TASKS` name)
+TASK_KINDS = {cls: kind for kind, cls in TASKS.items()}
 
 
 @dataclass
@@ -66,60 +40,13 @@ class RunItem:
     theory: dict[str, Any] = field(default_factory=dict)
 
 
-# --------------------------------------------------------------------------------- theory
-def theory_applies(task) -> bool:
-    """Eq. 19/25 assume w ~ N(0, I), no label noise and no fixed task (our defaults)."""
-    return (task.noise == 0 and task.fixed_task_fraction == 0
-            and np.allclose(task.w_second_moment(), np.eye(task.dim)))
-
-
-def typical_value_weight(model_cfg: dict[str, Any]) -> float:
-    """Typical |v_i(0)|: init/√H (paper scheme, App. C.2) or init (code scheme)."""
-    s = float(model_cfg.get("init_scale", 1e-2))
-    return s / math.sqrt(model_cfg["heads"]) if model_cfg.get("init_scheme", "paper") == "paper" else s
-
-
-def predictions(task, model_cfg: dict[str, Any], params0: np.ndarray | None = None,
-                converge_rel: float = 0.05) -> dict[str, Any]:
-    """The theory's numbers for one run (NaN where they do not apply)."""
-    nan = float("nan")
-    out: dict[str, Any] = {"theory_L0": nan, "theory_Lstar": nan, "theory_levels": None,
-                           "theory_m_target": None, "theory_t_estimate": nan,
-                           "theory_eq72_duration": nan, "theory_eq54_duration": nan,
-                           "theory_n_conspicuous": None, "v0_rms": nan}
-    lam = np.asarray(task.eigvals, dtype=float)
-    inv_n = task.inv_context_mean()
-    name = model_cfg["name"]
-    heads = int(model_cfg["heads"])
-    v0 = typical_value_weight(model_cfg)
-    if params0 is not None and name in FLOW_FAMILIES:
-        v0 = float(np.sqrt(np.mean(np.asarray(params0)[:heads] ** 2))) or v0
-    out["v0_rms"] = v0
-    if theory_applies(task):
-        levels = th.fixed_point_losses(lam, inv_n)
-        out["theory_L0"] = float(levels[0])
-        out["theory_Lstar"] = float(levels[-1])
-        out["theory_levels"] = [float(x) for x in levels]
-        target = (1 + converge_rel) * levels[-1]
-        m = int(np.argmax(levels <= target * (1 - 1e-12))) if np.any(levels <= target) else lam.size
-        out["theory_m_target"] = m
-    else:
-        m = lam.size
-    m = max(m, 1)
-    if v0 > 0:
-        out["theory_t_estimate"] = float(sum(1.0 / (lam[k] ** 2 * v0) for k in range(m)))
-        if name in ("separate", "softmax_separate"):
-            out["theory_eq72_duration"] = th.plateau_duration(float(lam[0]), v0)
-            out["theory_n_conspicuous"] = th.n_conspicuous_plateaus(lam.size, int(model_cfg.get("rank", 1)))
-        if name in ("merged", "cubic_mlp", "softmax_merged"):
-            s0 = heads * v0 ** 2            # ‖w_2(0)‖² = ‖v(0)‖²
-            if 0 < s0 < 1:
-                out["theory_eq54_duration"] = th.merged_plateau_time(lam, s0)
-    return out
+def run_hooks(task, model: dict[str, Any]) -> Hooks | None:
+    """The hooks for the run's (task kind, model kind); None when no paper's theory covers it."""
+    return hooks_for(TASK_KINDS[type(task)], model["name"])
 
 
 def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, dict[str, Any]]:
-    """Fill the flow horizon (t_end, target) into a resolved spec; returns
+    """Fill the flow horizon (t_end, target) of the run's theory into a resolved spec; returns
     (spec, theory predictions from the init scale). Cheap: builds the task without rotation."""
     spec = {k: dict(v) for k, v in spec.items()}
     tr = spec["train"]
@@ -127,30 +54,32 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
     model = dict(spec["model"])
     if model.get("name") in ("merged", "cubic_mlp", "softmax_merged"):
         model["rank"] = 1
-    theory = predictions(task, model, converge_rel=horizon.converge_rel)
+    hooks = run_hooks(task, model)
+    theory = hooks.predictions(task, model, None, horizon) if hooks else {}
     if tr.get("method", "flow") != "flow":
         return spec, theory
-    if tr.get("target_loss") is None and math.isfinite(theory["theory_Lstar"]):
-        tr["target_loss"] = (1 + horizon.converge_rel) * theory["theory_Lstar"]
+    t_end, target = hooks.flow_horizon(theory, horizon) if hooks else (None, None)
+    if tr.get("target_loss") is None and target is not None:
+        tr["target_loss"] = target
     if tr.get("t_end") is None:
-        est = theory["theory_t_estimate"]
-        if not math.isfinite(est):
-            raise ValueError("flow run without --time and no theory estimate (init scale 0?); give --time")
-        tr["t_end"] = float(f"{horizon.horizon_factor * est:.6g}")
+        if t_end is None:
+            why = ("no theory estimate (init scale 0?)" if hooks else
+                   f"no theory for (task, model) = ({TASK_KINDS[type(task)]}, {model['name']})")
+            raise ValueError(f"flow run without --time and {why}; give --time")
+        tr["t_end"] = t_end
     return spec, theory
 
 
 # ------------------------------------------------------------------------------ measuring
-def measure(traj, theory: dict[str, Any]) -> dict[str, Any]:
-    """Plateaus, drops and levels of a trajectory, matched to the Eq. 19 levels."""
+def measure(traj) -> Columns:
+    """Paper-independent columns of a finished run: final loss and time, plateaus and drops."""
     t, y = np.asarray(traj.time, float), np.asarray(traj.loss, float)
     ok = (t > 0) & np.isfinite(y) & (y > 0)
     out: dict[str, Any] = {"final_loss": traj.final_loss,
                            "final_time": float(t[-1]) if t.size else float("nan"),
                            "n_plateaus": 0, "n_drops": 0, "n_conspicuous": 0,
                            "plateau_levels": [], "plateau_starts": [], "plateau_ends": [],
-                           "drop_times": [], "first_drop_time": float("nan"),
-                           "level_rel_error_max": float("nan"), "n_levels_matched": 0}
+                           "drop_times": [], "first_drop_time": float("nan")}
     if ok.sum() >= 10:
         plateaus, drops = find_plateaus_and_drops(t[ok], y[ok])
         out |= {"n_plateaus": len(plateaus), "n_drops": len(drops),
@@ -160,18 +89,6 @@ def measure(traj, theory: dict[str, Any]) -> dict[str, Any]:
                 "plateau_ends": [p.end for p in plateaus],
                 "drop_times": [d.time for d in drops],
                 "first_drop_time": drops[0].time if drops else float("nan")}
-        levels = theory.get("theory_levels")
-        if levels and plateaus:
-            errs = []
-            for p in plateaus:
-                rel = min(abs(p.level - lv) / lv for lv in levels if lv > 0)
-                if rel < 0.1:
-                    errs.append(rel)
-            out["n_levels_matched"] = len(errs)
-            out["level_rel_error_max"] = max(errs) if errs else float("nan")
-    lstar = theory.get("theory_Lstar", float("nan"))
-    out["excess_loss_rel"] = (out["final_loss"] - lstar) / lstar if lstar and math.isfinite(lstar) \
-        else float("nan")
     return out
 
 
@@ -256,12 +173,16 @@ def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.
 def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
                horizon: Horizon) -> dict[str, Any]:
     """The result row of a finished run: config columns, horizon, cost, theory and measurements."""
-    theory = predictions(task, item.spec["model"] | {"rank": traj.config["model"]["rank"]}, p0,
-                         horizon.converge_rel)
+    model = item.spec["model"] | {"rank": traj.config["model"]["rank"]}
+    hooks = run_hooks(task, model)
+    theory = hooks.predictions(task, model, p0, horizon) if hooks else {}
+    measured = measure(traj)
+    if hooks:
+        measured |= hooks.measurements(traj, theory, measured)
     row = {"key": item.key, **item.columns,
            "t_end": item.spec["train"].get("t_end"),
            "target_loss": item.spec["train"].get("target_loss"),
            "integrator_used": item.spec["train"].get("integrator"),
            "status": traj.status, "error": None, "n_evals": traj.n_evals,
-           "wall_time": traj.wall_time, **extra, **theory, **measure(traj, theory)}
+           "wall_time": traj.wall_time, **extra, **theory, **measured}
     return row

@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from fastattn.sweep import store
-from fastattn.sweep.runner import Horizon, RunItem, build, flow_trajectories, result_row
+from fastattn.sweep.horizon import Horizon
+from fastattn.sweep.runner import RunItem, build, flow_trajectories, result_row
 from fastattn.training import train
 
 #: directory of in-flight markers, one per running batch (named after its first run's key)

@@ -20,6 +20,7 @@ from fastattn.cli_options import Option  # noqa: E402
 from fastattn.sweep import (  # noqa: E402
     Grid,
     Horizon,
+    hooks,
     load_config,
     plan,
     read_table,
@@ -170,6 +171,32 @@ def test_a_directory_with_old_keys_is_refused_with_a_clear_message(tmp_path):
     with pytest.raises(ValueError, match=r"key format 1.*new --out directory"):
         run_sweep(TINY, tmp_path, workers=0, progress=False)
     assert len(read_table(tmp_path)) == 1
+
+
+def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch):
+    """Another paper's hooks for (linear_regression, separate): its predictions, horizon and
+    measurements are what the rows hold; the runner knows no formula of its own."""
+    toy = hooks.Hooks(
+        "toy", frozenset({("linear_regression", "separate")}),
+        predictions=lambda task, model, p0, horizon: {"theory_toy_time": 10.0 * task.dim},
+        flow_horizon=lambda theory, horizon: (theory["theory_toy_time"], None),
+        measurements=lambda traj, theory, measured: {"toy_loss_ratio": measured["final_loss"] / traj.loss[0]})
+    monkeypatch.setitem(hooks.BY_PAIR, ("linear_regression", "separate"), toy)
+    df = run_sweep(dict(TINY, context=8), tmp_path, workers=0, progress=False)
+    assert (df["t_end"] == 10.0 * df["dim"]).all() and df["target_loss"].isna().all()
+    assert (df["status"] == "t_end").all() and (df["final_time"] == df["t_end"]).all()
+    assert (df["toy_loss_ratio"] < 1).all()
+    assert not [c for c in df if c.startswith(("theory_L", "theory_eq", "level_", "excess_"))]
+
+
+def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch):
+    monkeypatch.delitem(hooks.BY_PAIR, ("linear_regression", "separate"))
+    df = run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)
+    assert df["error"].iloc[0].endswith("no theory for (task, model) = (linear_regression, separate); "
+                                        "give --time")
+    df = run_sweep(dict(TINY, dim=2, context=8, time=50.0), tmp_path / "b", workers=0, progress=False)
+    assert df["status"].iloc[0] == "t_end" and df["n_plateaus"].iloc[0] >= 1
+    assert not [c for c in df if c.startswith("theory_")]
 
 
 def _kill_workers_running(keys: set[str], out, stop: threading.Event) -> None:
