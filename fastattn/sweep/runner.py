@@ -32,6 +32,9 @@ TASK_KINDS = {cls: kind for kind, cls in TASKS.items()}
 
 @dataclass
 class RunItem:
+    """One planned run: its key, grid point, resolved spec (horizon filled in), config columns,
+    the batch it may share (compatible flow runs) and the theory's columns at planning time."""
+
     key: str
     point: dict[str, Any]
     spec: dict[str, dict[str, Any]]
