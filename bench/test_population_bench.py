@@ -34,7 +34,7 @@ def test_fig3_euler_1e4_steps(benchmark):
     benchmark.extra_info.update(n_steps=r.n_steps, final_loss=float(r.loss[-1]))
 
 
-@pytest.mark.parametrize("method", ["stiff", "auto", "ode23s", "rk45"])
+@pytest.mark.parametrize("method", ["stiff", "auto", "rk45"])
 def test_fig3_flow_to_1e8(benchmark, method):
     dims, m, th, lstar = fig3(1e-3)
     rec = np.geomspace(1, 1e8, 100)

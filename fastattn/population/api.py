@@ -25,8 +25,8 @@ from fastattn.population import reference
 from fastattn.population.moments import Moments
 
 FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
-METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "ode23s": 4, "auto": 5,
-               "stiff_krylov": 6, "stabilized": 7}
+METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "auto": 5, "stiff_krylov": 6,
+               "stabilized": 7}
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,7 +239,6 @@ def integrate(
         method: "euler" (GD with learning rate ``lr``, t = 2·lr·k), "rk4" (fixed step ``dt``),
             "rk45" (Dormand–Prince 5(4), rtol/atol), "stiff" (Rodas4, an L-stable order-4(3)
             Rosenbrock method with the analytic Jacobian −½·Hessian, one Cholesky/LU per step),
-            "ode23s" (the order-2(3) Shampine–Reichelt Rosenbrock pair, kept for comparison),
             "stiff_krylov" (the same Rodas4 Hessian-free: each stage system solved by MINRES on
             Hessian-vector products, to a residual well below the error tolerance),
             "stabilized" (an order-4 stabilized explicit Runge–Kutta method: s evaluations a
@@ -270,7 +269,7 @@ def integrate(
     if method == "rk4":
         if dt is None or not math.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
-    adaptive = ("rk45", "stiff", "stiff_krylov", "ode23s", "auto", "stabilized")
+    adaptive = ("rk45", "stiff", "stiff_krylov", "auto", "stabilized")
     if method in adaptive and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
         raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
     rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()

@@ -1,0 +1,269 @@
+// Adaptive one-step methods: Dormand-Prince 5(4) ("rk45"), Rodas4 ("stiff", "stiff_krylov") and the
+// switching driver of "auto" below P = 2000, in one step loop.
+#include "integrators/runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fastattn {
+
+namespace {
+
+// Solver of W = I + (h gamma / 2) Hessian (symmetric): Cholesky when W is positive definite
+// (always at a minimum), partial-pivoting LU otherwise (indefinite Hessian near saddles).
+struct WSolver {
+  Eigen::LLT<Mat> llt;
+  Eigen::PartialPivLU<Mat> lu;
+  bool use_llt = true;
+  void factor(const Mat& W) {
+    llt.compute(W);
+    use_llt = llt.info() == Eigen::Success;
+    if (!use_llt) lu.compute(W);
+  }
+  void solve(const Vec& b, Vec& x) const { x = use_llt ? Vec(llt.solve(b)) : Vec(lu.solve(b)); }
+};
+
+}  // namespace
+
+// Largest |eigenvalue| of the symmetric Hs by warm-started power iteration.
+double Runner::spectral_radius(const RMat& Hs, Vec& u, int iters) const {
+  if (u.size() != P_ || u.norm() == 0) {
+    u.resize(P_);
+    for (Index i = 0; i < P_; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
+  }
+  u.normalize();
+  double rho = 0;
+  Vec z(P_);
+  for (int it = 0; it < iters; ++it) {
+    z.noalias() = Hs * u;
+    rho = z.norm();
+    if (!(rho > 0) || !std::isfinite(rho)) return 0.0;
+    u = z / rho;
+  }
+  return rho;
+}
+
+// mode: RK45, STIFF (Rodas4), AUTO (switching between the two; dense Hessian) or RK45_PHASE
+// (Dormand-Prince, handing the run back to run_auto_large once stability-limited). krylov: Rodas4
+// with its stage systems solved by MINRES on Hessian-vector products instead of a dense Hessian +
+// factorisation. t0, h_start: a run taken over from another integrator at time t0. rate_limit > 0:
+// an episode begun by "auto"'s stabilized method, which gets the run back (status still "running",
+// handback_t_/handback_h_ set) once, after 4 steps, the work per unit time over the last 3 exceeds
+// rate_limit (the explicit method's).
+void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_start,
+                          double rate_limit) {
+  // Dormand-Prince 5(4)
+  static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
+                      a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
+                      a52 = -25360.0 / 2187, a53 = 64448.0 / 6561, a54 = -212.0 / 729,
+                      a61 = 9017.0 / 3168, a62 = -355.0 / 33, a63 = 46732.0 / 5247,
+                      a64 = 49.0 / 176, a65 = -5103.0 / 18656, b1 = 35.0 / 384,
+                      b3 = 500.0 / 1113, b4 = 125.0 / 192, b5 = -2187.0 / 6784, b6 = 11.0 / 84,
+                      e1 = 71.0 / 57600, e3 = -71.0 / 16695, e4 = 71.0 / 1920,
+                      e5 = -17253.0 / 339200, e6 = 22.0 / 525, e7 = -1.0 / 40;
+  // Rodas4 (Hairer & Wanner, rodas.f METH=1), in the form
+  //   (I/(h g) - J) k_i = f(y + sum_j A_ij k_j) + sum_j (C_ij / h) k_j,
+  //   y6 = y + A5. k + k5, y1 = y6 + k6, error estimate k6 (stiffly accurate, L-stable).
+  static const double rg = 0.25, ra21 = 1.544, ra31 = 0.9466785280815826,
+                      ra32 = 0.2557011698983284, ra41 = 3.314825187068521,
+                      ra42 = 2.896124015972201, ra43 = 0.9986419139977817,
+                      ra51 = 1.221224509226641, ra52 = 6.019134481288629,
+                      ra53 = 12.53708332932087, ra54 = -0.6878860361058950, rc21 = -5.6688,
+                      rc31 = -2.430093356833875, rc32 = -0.2063599157091915,
+                      rc41 = -0.1073529058151375, rc42 = -9.594562251023355,
+                      rc43 = -20.47028614809616, rc51 = 7.496443313967647,
+                      rc52 = -10.24680431464352, rc53 = -33.99990352819905,
+                      rc54 = 11.70890893206160, rc61 = 8.083246795921522,
+                      rc62 = -7.981132988064893, rc63 = -31.52159432874371,
+                      rc64 = 16.31930543123136, rc65 = -6.058818238834054;
+  const bool auto_mode = mode == AUTO;
+  bool ros = mode == STIFF;  // current method: Rosenbrock (true) or Dormand-Prince (false)
+  double t = t0;
+  record_upto(t, y);
+  if (check_stop(t)) return;
+  WorkRate recent(3, work_done(), t);  // an episode's last 3 steps (rate_limit > 0)
+  int episode_steps = 0;
+  double h = h_start > 0 ? h_start : initial_step(y);
+  Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
+  Vec& kr1 = k7;  // Rosenbrock stage vectors reuse the RK buffers
+  RMat Hs;
+  Mat W;
+  WSolver ws;
+  Vec pu;  // power-iteration vector
+  bool have_jac = false, last_rejected = false;
+  double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
+  // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
+  // cj: a Rosenbrock step's cost beyond its 6 evaluations (the Hessian and its factorisation)
+  const double cj = auto_mode ? jac_cost_in_evals() : 0.0;
+  int stiff_count = 0, nonstiff_count = 0, ros_steps = 0, ros_worse = 0;
+  // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
+  auto trial_len = [&] {
+    return 2 + int(std::ceil(std::log(std::max(1.0, (6.0 + cj) / 6.0)) / std::log(2.0)));
+  };
+  int trial = trial_len();
+  // The first trial only after the explicit method has spent 4x a trial's cost (so a failed
+  // trial costs at most ~25% on a short run); a failed trial multiplies the wait by 4, 8, ...
+  double backoff = 4.0 * trial * (6.0 + cj), backoff_next = 4.0, rk_spent = 0, ros_spent = 0,
+         rho_j = 0;
+  auto switch_to_rk = [&](bool failed) {
+    ros = false;
+    have_jac = false;
+    // a failed trial: retry only after the explicit method has spent 4x (8x, ...) its cost
+    if (failed) { backoff = backoff_next * std::max(ros_spent, 6.0 * 50); backoff_next *= 2; }
+    else { backoff = 0; backoff_next = 4.0; }
+    rk_spent = 0;
+    stiff_count = nonstiff_count = 0;
+    if (rho_j > 0) h = std::min(h, 3.0 / rho_j);
+  };
+  for (;;) {
+    const double tt = next_target(t);
+    double hs = h;
+    bool clamp = false;
+    if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
+    double en, Ln = kNaN, hlamb = 0;
+    Vec* fnew;
+    if (!ros) {
+      Vec& f0 = f0_;
+      yt = y + hs * a21 * f0; eval(yt, k2);
+      yt = y + hs * (a31 * f0 + a32 * k2); eval(yt, k3);
+      yt = y + hs * (a41 * f0 + a42 * k2 + a43 * k3); eval(yt, k4);
+      yt = y + hs * (a51 * f0 + a52 * k2 + a53 * k3 + a54 * k4); eval(yt, k5);
+      yt = y + hs * (a61 * f0 + a62 * k2 + a63 * k3 + a64 * k4 + a65 * k5); eval(yt, k6);
+      yn = y + hs * (b1 * f0 + b3 * k3 + b4 * k4 + b5 * k5 + b6 * k6);
+      Ln = eval(yn, k7);
+      err = hs * (e1 * f0 + e3 * k3 + e4 * k4 + e5 * k5 + e6 * k6 + e7 * k7);
+      en = err_norm(err, y, yn);
+      if (!std::isfinite(en) || !std::isfinite(Ln) || !all_finite(k7)) en = 1e10;
+      // Hairer's DOPRI5 stiffness test: h * |f(y1) - f(y6)| / |y1 - y6| estimates h rho(J).
+      const double den = (yn - yt).squaredNorm();
+      if (den > 0) hlamb = hs * std::sqrt((k7 - k6).squaredNorm() / den);
+      fnew = &k7;
+    } else {
+      if (!have_jac) {
+        if (krylov) {
+          hvp_prepare(dm_, bs_, y.data(), wh_);
+          prec_c_ = -1;
+        } else {
+          Hs.resize(P_, P_);
+          hessian(dm_, bs_, y.data(), Hs.data(), w_);
+          ++res_.n_jac;
+          if (auto_mode) rho_j = 0.5 * spectral_radius(Hs, pu, 6);
+        }
+        have_jac = true;
+      }
+      const double hg = hs * rg;
+      if (!krylov) {
+        W = (0.5 * hg) * Hs;
+        W.diagonal().array() += 1.0;
+        ws.factor(W);
+      }
+      bool kfail = false;
+      st_x_.clear();
+      // err_norm(r) = |r .* wt| / sqrt(P) with the weights of the base point y (Krylov stops)
+      if (krylov) mr_wt_ = (o_.atol + o_.rtol * y.array().abs()).inverse().matrix();
+      st_ax_.clear();
+      auto solve = [&](const Vec& b, Vec& x) {
+        if (!krylov) { ws.solve(b, x); return; }
+        if (kfail) { x.setZero(P_); return; }
+        if (!stage_solve(y, 0.5 * hg, b, x)) kfail = true;
+      };
+      Vec &r1 = kr1, &r2 = k2, &r3 = k3, &r4 = k4, &r5 = k5, &r6 = k6, &F = err;
+      rhs = hg * f0_; solve(rhs, r1);
+      yt = y + ra21 * r1; eval(yt, F);
+      rhs = hg * F + (rg * rc21) * r1; solve(rhs, r2);
+      yt = y + ra31 * r1 + ra32 * r2; eval(yt, F);
+      rhs = hg * F + rg * (rc31 * r1 + rc32 * r2); solve(rhs, r3);
+      yt = y + ra41 * r1 + ra42 * r2 + ra43 * r3; eval(yt, F);
+      rhs = hg * F + rg * (rc41 * r1 + rc42 * r2 + rc43 * r3); solve(rhs, r4);
+      yt = y + ra51 * r1 + ra52 * r2 + ra53 * r3 + ra54 * r4; eval(yt, F);
+      rhs = hg * F + rg * (rc51 * r1 + rc52 * r2 + rc53 * r3 + rc54 * r4); solve(rhs, r5);
+      yt += r5; eval(yt, F);
+      rhs = hg * F + rg * (rc61 * r1 + rc62 * r2 + rc63 * r3 + rc64 * r4 + rc65 * r5);
+      solve(rhs, r6);
+      yn = yt + r6;
+      en = err_norm(r6, y, yn);
+      if (!std::isfinite(en) || !all_finite(yn) || kfail) en = 1e10;
+      if (en <= 1.0) {  // f(y1) only for an accepted step
+        Ln = eval(yn, F);
+        if (!std::isfinite(Ln) || !all_finite(F)) en = 1e10;
+      }
+      fnew = &F;
+    }
+    const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
+    const double step_cost = ros ? 6.0 + cj : 6.0;
+    if (en <= 1.0) {
+      t = clamp ? tt : t + hs;
+      accept(y, yn, *fnew, Ln);
+      have_jac = false;
+      // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5). At the stability limit, where
+      // the late phase of a large-D flow runs, the I controller alternates growth and rejection
+      // (20% rejected); the PI term removes nearly all of those. Rosenbrock keeps the I
+      // controller: "auto" judges a Rosenbrock trial by how fast its steps grow.
+      const double beta = ros ? 0.0 : 0.04;
+      double fac = 0.9 * std::pow(std::max(en, 1e-10), -(q - 0.75 * beta)) * std::pow(err_old, beta);
+      if (!ros) err_old = std::max(en, 1e-4);
+      fac = std::min(last_rejected ? 1.0 : grow, std::max(0.2, fac));
+      // a clamped step says nothing about the step the solution allows: keep h if larger
+      h = clamp ? std::max(h, hs * fac) : hs * fac;
+      last_rejected = false;
+      record_upto(t, y);
+      if (check_stop(t)) return;
+      if (rate_limit > 0) {
+        recent.add(work_done(), t);
+        if (++episode_steps >= 4 && recent.rate() > rate_limit) {
+          handback_t_ = t;
+          handback_h_ = h;
+          return;
+        }
+      }
+      if (!ros) {
+        // DOPRI5 rule: 15 stability-limited steps make the problem stiff, 6 others reset.
+        if (hlamb > 3.25) { ++stiff_count; nonstiff_count = 0; }
+        else if (++nonstiff_count >= 6) stiff_count = 0;
+        if (mode == RK45_PHASE && stiff_count >= 15) {
+          handback_t_ = t;
+          handback_h_ = h;
+          return;
+        }
+      }
+      if (auto_mode) {
+        if (!ros) {
+          rk_spent += step_cost;
+          if (stiff_count >= 15 && rk_spent >= backoff) {
+            ros = true;
+            have_jac = false;
+            ros_steps = ros_worse = 0;
+            trial = trial_len();
+            ros_spent = 0;
+          }
+        } else {
+          ros_spent += step_cost;
+          ++ros_steps;
+          // Dormand-Prince would step min(h, 3.3 / rho(J)) at 6 evaluations (stability bound
+          // on the negative real axis); compare costs per unit time.
+          const double h_rk = rho_j > 0 ? std::min(h, 3.3 / rho_j) : h;
+          const bool worse = step_cost / h > 6.0 / h_rk;
+          ros_worse = worse ? ros_worse + 1 : 0;
+          // during the trial the step must keep growing (x1.5 per step) while still worse
+          const bool stalled = ros_steps <= trial && worse && h < 1.5 * hs;
+          if (stalled || (ros_steps == trial && worse) || (ros_steps > trial && ros_worse >= 3))
+            switch_to_rk(ros_steps <= trial + 3);
+        }
+      }
+    } else {
+      ++res_.n_rejected;
+      h = hs * std::max(0.1, 0.9 * std::pow(en, -q));
+      last_rejected = true;
+      if (auto_mode) (ros ? ros_spent : rk_spent) += step_cost;
+      if (stop_after_rejection(t)) return;
+    }
+    if (h < 1e-14 * std::max(1.0, t)) {
+      // a stiff method in trouble near a saddle: let the explicit method take over
+      if (auto_mode && ros) { switch_to_rk(true); h = std::max(h, 1e-6 * std::max(1.0, t)); continue; }
+      finish_small_step(t);
+      return;
+    }
+  }
+}
+
+}  // namespace fastattn

@@ -1,0 +1,146 @@
+// The state every integrator shares: evaluations, records, stops, the error norm, work accounting.
+#include "integrators/runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fastattn {
+
+using linear_attention::MERGED;
+
+// y: eigenbasis parameters in, final eigenbasis parameters out.
+Result Runner::run(Vec& y) {
+  res_ = Result();
+  rho_u_.resize(0);
+  t_start_ = intr_.elapsed();
+  P_ = dm_.P;
+  f0_.resize(P_);
+  L0_ = eval(y, f0_);
+  if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
+    res_.status = "diverged";
+    return res_;
+  }
+  next_rec_ = 0;
+  switch (o_.method) {
+    case EULER: run_euler(y); break;
+    case RK4: run_fixed_rk4(y); break;
+    case RK45: run_adaptive(y, RK45); break;
+    case STIFF: run_adaptive(y, STIFF); break;
+    case STIFF_KRYLOV: run_adaptive(y, STIFF, true); break;
+    case STABILIZED: run_stabilized(y, false); break;
+    default:
+      if (dm_.P > kAutoMaxDenseP) run_auto_large(y);
+      else run_adaptive(y, AUTO);
+      break;
+  }
+  return res_;
+}
+
+double Runner::eval(const Vec& y, Vec& f) {
+  ++res_.n_evals;
+  const double L = loss_grad(dm_, bs_, y.data(), f.data(), w_);
+  f *= -0.5;
+  return L;
+}
+
+void Runner::record(size_t j, const Vec& y, double L) {
+  rec_loss_[j] = L;
+  if (rec_params_) {
+    to_original(dm_, bs_, y, rot_);
+    std::copy(rot_.data(), rot_.data() + P_, rec_params_ + Index(j) * P_);
+  }
+}
+
+// Record every grid time <= t (within rounding) at the current state.
+void Runner::record_upto(double t, const Vec& y) {
+  while (next_rec_ < rec_.size() && rec_[next_rec_] <= t * (1 + 1e-12) + 1e-300) {
+    record(next_rec_, y, L0_);
+    ++next_rec_;
+  }
+}
+
+// Stopping tests on the current (accepted) state. Returns true when stopping.
+bool Runner::check_stop(double t) {
+  res_.t_final = t;
+  if (!std::isnan(o_.target_loss) && L0_ <= o_.target_loss) { res_.status = "target_loss"; return true; }
+  if (!std::isnan(o_.grad_tol) && 2.0 * f0_.norm() < o_.grad_tol) { res_.status = "converged"; return true; }
+  if (t >= o_.t_end * (1 - 1e-14)) { res_.status = "t_end"; return true; }
+  if (over_budget()) { res_.status = "max_evals"; return true; }
+  if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return true; }
+  if (over_time()) { res_.status = "max_seconds"; return true; }
+  if (intr_.poll()) { res_.status = "interrupted"; return true; }
+  return false;
+}
+
+// The state advances to an accepted step: (yn, fn = f(yn), Ln = L(yn)) become current.
+void Runner::accept(Vec& y, Vec& yn, Vec& fn, double Ln) {
+  y.swap(yn);
+  f0_.swap(fn);
+  L0_ = Ln;
+  ++res_.n_steps;
+}
+
+// Stops checked after a rejected step (the state, still at t, is unchanged). True when stopping.
+bool Runner::stop_after_rejection(double t) {
+  const char* why = over_budget() ? "max_evals" : over_time() ? "max_seconds"
+                    : intr_.poll() ? "interrupted" : nullptr;
+  if (!why) return false;
+  res_.status = why;
+  res_.t_final = t;
+  return true;
+}
+
+double Runner::next_target(double t) const {
+  double tt = o_.t_end;
+  if (next_rec_ < rec_.size() && rec_[next_rec_] < tt && rec_[next_rec_] > t) tt = rec_[next_rec_];
+  return tt;
+}
+
+double Runner::err_norm(const Vec& err, const Vec& y, const Vec& yn) const {
+  double s = 0;
+  for (Index i = 0; i < P_; ++i) {
+    const double sc = o_.atol + o_.rtol * std::max(std::abs(y(i)), std::abs(yn(i)));
+    const double r = err(i) / sc;
+    s += r * r;
+  }
+  return std::sqrt(s / double(P_));
+}
+
+double Runner::initial_step(const Vec& y) const {
+  if (o_.h0 > 0) return o_.h0;
+  Vec z = Vec::Zero(P_);
+  const double d0 = err_norm(y, y, z) , d1 = err_norm(f0_, y, z);
+  double h = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+  return std::min(h, o_.t_end);
+}
+
+void Runner::finish_small_step(double t) {
+  res_.t_final = t;
+  // The step collapsed: a finite-time blow-up (diverged) or a non-finite field.
+  res_.status = (L0_ > 1e100 || !std::isfinite(L0_)) ? "diverged" : "step_too_small";
+  if (f0_.norm() > 1e50) res_.status = "diverged";
+}
+
+// Cost of one Rosenbrock step's Hessian + factorisation + 6 solves, in gradient evaluations
+// (flop model; deterministic, so batch and single runs switch identically).
+double Runner::jac_cost_in_evals() const {
+  const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
+  const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
+  const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
+  const double jac = 2.0 * P * P * D * D + P * (dense + 4.0 * D * D) + P * P * P / 3.0 +
+                     12.0 * P * P + 2.0 * P * P;
+  return jac / eval;
+}
+
+// Cost of one Hessian-vector product (hvp_apply plus MINRES vector work) in gradient
+// evaluations, by a flop model (measured ratio 1.9-2.5 for separate; see docs/theory.md).
+double Runner::hvp_cost_in_evals() const {
+  const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
+  const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
+  const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
+  const double hv = (dm_.fam == MERGED ? 12.0 * dm_.H * D * D : 12.0 * HR * D * D) + dense +
+                    3000.0 + 20.0 * P;
+  return hv / eval;
+}
+
+}  // namespace fastattn
