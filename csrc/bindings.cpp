@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <memory>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -199,9 +200,10 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
     std::fill(lo, lo + K * T, kNaN);
     if (rp) std::fill(rp, rp + K * T * P, kNaN);
     py::gil_scoped_release nogil;
-    std::vector<Basis> bases;
+    std::vector<std::unique_ptr<fastattn::LinearAttention>> objs;
     for (Index m = 0; m < ms.count(); ++m)
-      bases.push_back(make_eigen(ms.cov[m], ms.ws[m], ms.noise[m], ms.inv_n[m]));
+      objs.push_back(std::make_unique<fastattn::LinearAttention>(fam, D, H, R, ms.cov[m], ms.ws[m],
+                                                                 ms.noise[m], ms.inv_n[m]));
     Interrupt intr;
     intr.poll_signals = [] {
       py::gil_scoped_acquire gil;
@@ -211,16 +213,16 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
     };
     Vec y(P), yr(P);
     for (Index k = 0; k < K; ++k) {
-      const Basis& bs = bases[ms.count() == 1 ? 0 : k];
+      const fastattn::Objective& obj = *objs[ms.count() == 1 ? 0 : k];
       if (intr.hit) {
         results[k].status = "interrupted";
         std::copy(th + k * P, th + (k + 1) * P, fo + k * P);
         continue;
       }
-      rotate_params(dm, bs.E, th + k * P, y.data(), true);
-      Runner run(dm, bs, o, rec, lo + k * T, rp ? rp + k * T * P : nullptr, intr);
+      obj.to_working(th + k * P, y.data());
+      Runner run(obj, o, rec, lo + k * T, rp ? rp + k * T * P : nullptr, intr);
       results[k] = run.run(y);
-      to_original(dm, bs, y, yr);
+      obj.from_working(y.data(), yr.data());
       std::copy(yr.data(), yr.data() + P, fo + k * P);
     }
   }

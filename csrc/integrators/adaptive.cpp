@@ -76,6 +76,7 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
                       rc54 = 11.70890893206160, rc61 = 8.083246795921522,
                       rc62 = -7.981132988064893, rc63 = -31.52159432874371,
                       rc64 = 16.31930543123136, rc65 = -6.058818238834054;
+  if (krylov) krylov_setup();
   const bool auto_mode = mode == AUTO;
   bool ros = mode == STIFF;  // current method: Rosenbrock (true) or Dormand-Prince (false)
   double t = t0;
@@ -94,7 +95,7 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
   double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
   // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
   // cj: a Rosenbrock step's cost beyond its 6 evaluations (the Hessian and its factorisation)
-  const double cj = auto_mode ? jac_cost_in_evals() : 0.0;
+  const double cj = auto_mode ? cost_.dense_step : 0.0;
   int stiff_count = 0, nonstiff_count = 0, ros_steps = 0, ros_worse = 0;
   // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
   auto trial_len = [&] {
@@ -141,11 +142,11 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
     } else {
       if (!have_jac) {
         if (krylov) {
-          hvp_prepare(dm_, bs_, y.data(), wh_);
+          hop_->prepare(y.data());
           prec_c_ = -1;
         } else {
           Hs.resize(P_, P_);
-          hessian(dm_, bs_, y.data(), Hs.data(), w_);
+          obj_.hessian(y.data(), Hs.data());
           ++res_.n_jac;
           if (auto_mode) rho_j = 0.5 * spectral_radius(Hs, pu, 6);
         }

@@ -7,17 +7,27 @@
 
 namespace fastattn {
 
+// The Hessian operator and the stage preconditioner, made once per run (capabilities were checked
+// before the run).
+void Runner::krylov_setup() {
+  if (hop_) return;
+  hop_ = obj_.hessian_operator();
+  prec_ = obj_.stage_preconditioner();
+}
+
 // Preconditioned MINRES (Paige & Saunders; residual vector by its recurrence) for
-// (I + c H) x = b, H the Hessian prepared in wh_ at y (symmetric, possibly indefinite near
-// saddles), x0 = 0, preconditioned by HeadPreconditioner (SPD, prepared at y for this c). Stops when
+// (I + c H) x = b, H the Hessian operator prepared at y (symmetric, possibly indefinite near
+// saddles), x0 = 0, preconditioned by the objective's stage preconditioner (SPD, prepared at y for
+// this c; none: the identity). Stops when
 // err_norm(residual) <= kKrylovTol (the step controller's weighted norm). False if not converged.
 bool Runner::minres(const Vec& y, double c, const Vec& b, Vec& x) {
   x.setZero(P_);
-  if (c != prec_c_) { prec_.prepare(dm_, bs_, y.data(), c); prec_c_ = c; }
+  if (prec_ && c != prec_c_) { prec_->prepare(y.data(), c); prec_c_ = c; }
+  auto precondition = [&](const Vec& r, Vec& z) { if (prec_) prec_->apply(r, z); else z = r; };
   const double ktol2 = kKrylovTol * kKrylovTol * double(P_);
   mr_r1_ = b; mr_r2_ = b; mr_res_ = b;
   if (b.cwiseProduct(mr_wt_).squaredNorm() <= ktol2) return true;
-  prec_.apply(b, mr_y_);
+  precondition(b, mr_y_);
   const double beta1 = std::sqrt(b.dot(mr_y_));
   if (!(beta1 > 0)) return std::isfinite(beta1);
   mr_w_.setZero(P_); mr_w1_.setZero(P_); mr_w2_.setZero(P_);
@@ -25,7 +35,7 @@ bool Runner::minres(const Vec& y, double c, const Vec& b, Vec& x) {
   double oldb = 0, beta = beta1, dbar = 0, epsln = 0, phibar = beta1, cs = -1, sn = 0;
   for (int k = 1; k <= kKrylovMaxIt; ++k) {
     mr_v_ = mr_y_ / beta;
-    hvp_apply(dm_, bs_, y.data(), mr_v_.data(), mr_y_.data(), wh_);
+    hop_->apply(mr_v_.data(), mr_y_.data());
     ++res_.n_hvp;
     mr_y_ = mr_v_ + c * mr_y_;
     if (k >= 2) mr_y_ -= (beta / oldb) * mr_r1_;
@@ -33,7 +43,7 @@ bool Runner::minres(const Vec& y, double c, const Vec& b, Vec& x) {
     mr_y_ -= (alfa / beta) * mr_r2_;
     mr_r1_.swap(mr_r2_);
     mr_r2_ = mr_y_;
-    prec_.apply(mr_r2_, mr_y_);
+    precondition(mr_r2_, mr_y_);
     oldb = beta;
     beta = std::sqrt(std::max(0.0, mr_r2_.dot(mr_y_)));
     const double oldeps = epsln, delta = cs * dbar + sn * alfa, gbar = sn * dbar - cs * alfa;

@@ -6,14 +6,13 @@
 
 namespace fastattn {
 
-using linear_attention::MERGED;
-
-// y: eigenbasis parameters in, final eigenbasis parameters out.
 Result Runner::run(Vec& y) {
   res_ = Result();
   rho_u_.resize(0);
   t_start_ = intr_.elapsed();
-  P_ = dm_.P;
+  P_ = obj_.size();
+  cost_ = obj_.cost_hint();
+  if (std::isnan(cost_.dense_step)) cost_.dense_step = double(P_);
   f0_.resize(P_);
   L0_ = eval(y, f0_);
   if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
@@ -29,7 +28,7 @@ Result Runner::run(Vec& y) {
     case STIFF_KRYLOV: run_adaptive(y, STIFF, true); break;
     case STABILIZED: run_stabilized(y, false); break;
     default:
-      if (dm_.P > kAutoMaxDenseP) run_auto_large(y);
+      if (P_ > kAutoMaxDenseP || !obj_.has_hessian()) run_auto_large(y);
       else run_adaptive(y, AUTO);
       break;
   }
@@ -38,7 +37,7 @@ Result Runner::run(Vec& y) {
 
 double Runner::eval(const Vec& y, Vec& f) {
   ++res_.n_evals;
-  const double L = loss_grad(dm_, bs_, y.data(), f.data(), w_);
+  const double L = obj_.loss_grad(y.data(), f.data());
   f *= -0.5;
   return L;
 }
@@ -46,7 +45,10 @@ double Runner::eval(const Vec& y, Vec& f) {
 void Runner::record(size_t j, const Vec& y, double L) {
   rec_loss_[j] = L;
   if (rec_params_) {
-    to_original(dm_, bs_, y, rot_);
+    // into an Eigen-allocated (aligned) vector: vectorised small products round differently at
+    // other alignments (an ulp), and a recorded final state must equal the returned one bit for bit
+    rot_.resize(P_);
+    obj_.from_working(y.data(), rot_.data());
     std::copy(rot_.data(), rot_.data() + P_, rec_params_ + Index(j) * P_);
   }
 }
@@ -121,26 +123,5 @@ void Runner::finish_small_step(double t) {
   if (f0_.norm() > 1e50) res_.status = "diverged";
 }
 
-// Cost of one Rosenbrock step's Hessian + factorisation + 6 solves, in gradient evaluations
-// (flop model; deterministic, so batch and single runs switch identically).
-double Runner::jac_cost_in_evals() const {
-  const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
-  const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
-  const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
-  const double jac = 2.0 * P * P * D * D + P * (dense + 4.0 * D * D) + P * P * P / 3.0 +
-                     12.0 * P * P + 2.0 * P * P;
-  return jac / eval;
-}
-
-// Cost of one Hessian-vector product (hvp_apply plus MINRES vector work) in gradient
-// evaluations, by a flop model (measured ratio 1.9-2.5 for separate; see docs/theory.md).
-double Runner::hvp_cost_in_evals() const {
-  const double P = double(P_), D = dm_.D, HR = double(dm_.H) * dm_.R;
-  const double dense = bs_.b_diag ? 0.0 : 2.0 * D * D * D;
-  const double eval = (dm_.fam == MERGED ? 4.0 * dm_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
-  const double hv = (dm_.fam == MERGED ? 12.0 * dm_.H * D * D : 12.0 * HR * D * D) + dense +
-                    3000.0 + 20.0 * P;
-  return hv / eval;
-}
 
 }  // namespace fastattn

@@ -12,14 +12,9 @@
 #include <vector>
 
 #include "eigen_types.h"
-#include "objectives/linear_attention.h"
+#include "objective.h"
 
 namespace fastattn {
-
-using linear_attention::Basis;
-using linear_attention::Dims;
-using linear_attention::HeadPreconditioner;
-using linear_attention::Work;
 
 enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, AUTO = 5, STIFF_KRYLOV = 6, STABILIZED = 7,
               // run_adaptive's Dormand-Prince phase of "auto" above P = 2000 (see run_auto_large)
@@ -89,32 +84,31 @@ class WorkRate {
 
 class Runner {
  public:
-  Runner(const Dims& dm, const Basis& bs, const Opts& o, const std::vector<double>& rec,
-         double* rec_loss, double* rec_params, Interrupt& intr)
-      : dm_(dm), bs_(bs), o_(o), rec_(rec), rec_loss_(rec_loss), rec_params_(rec_params),
-        intr_(intr) {}
+  Runner(const Objective& obj, const Opts& o, const std::vector<double>& rec, double* rec_loss,
+         double* rec_params, Interrupt& intr)
+      : obj_(obj), o_(o), rec_(rec), rec_loss_(rec_loss), rec_params_(rec_params), intr_(intr) {}
 
-  // y: eigenbasis parameters in, final eigenbasis parameters out.
+  // y: working-basis parameters in, final working-basis parameters out.
   Result run(Vec& y);
 
  private:
-  const Dims& dm_;
-  const Basis& bs_;
+  const Objective& obj_;
+  CostHint cost_;
   const Opts& o_;
   const std::vector<double>& rec_;
   double *rec_loss_, *rec_params_;
   Interrupt& intr_;
   Result res_;
-  Vec rot_;             // a recorded state in the original basis
+  Vec rot_;             // a recorded state in the caller's basis
   double t_start_ = 0;  // seconds since the call started, when this model's run started
   Index P_ = 0;
   Vec f0_;  // flow field f = -1/2 grad L at the current state
   double L0_ = 0;
   size_t next_rec_ = 0;
-  Work w_;
-  // Hessian-free Rosenbrock: HVP state at the step's base point, MINRES buffers
-  Work wh_;
-  HeadPreconditioner prec_;
+  // Hessian-free Rosenbrock: Hessian-vector products at the step's base point, the stage
+  // preconditioner (null: none), MINRES buffers
+  std::unique_ptr<HessianOperator> hop_;
+  std::unique_ptr<StagePreconditioner> prec_;
   double prec_c_ = -1;
   Vec mr_wt_, mr_r1_, mr_r2_, mr_y_, mr_v_, mr_w_, mr_w1_, mr_w2_, mr_res_;
   // The six stage systems of one Rosenbrock step share their matrix: earlier solutions x_j and
@@ -138,10 +132,8 @@ class Runner {
   double err_norm(const Vec& err, const Vec& y, const Vec& yn) const;
   double initial_step(const Vec& y) const;
   void finish_small_step(double t);
-  double jac_cost_in_evals() const;
-  double hvp_cost_in_evals() const;
   // Work so far in gradient-evaluation units (deterministic: "auto" compares methods by it).
-  double work_done() const { return double(res_.n_evals) + hvp_cost_in_evals() * double(res_.n_hvp); }
+  double work_done() const { return double(res_.n_evals) + cost_.hvp * double(res_.n_hvp); }
 
   // explicit.cpp
   void run_euler(Vec& y);
@@ -151,6 +143,7 @@ class Runner {
                     double rate_limit = 0);
   double spectral_radius(const RMat& Hs, Vec& u, int iters) const;
   // krylov.cpp
+  void krylov_setup();
   bool minres(const Vec& y, double c, const Vec& b, Vec& x);
   bool stage_solve(const Vec& y, double c, const Vec& b, Vec& x);
   // stabilized.cpp

@@ -446,3 +446,97 @@ void HeadPreconditioner::store_k(int i, double c, const Mat& C, const Mat& G) {
 }
 
 }  // namespace fastattn::linear_attention
+
+namespace fastattn {
+
+using namespace linear_attention;
+
+namespace {
+
+// Evaluation scratch space, one per thread (the objective's const methods may run concurrently).
+Work& scratch() {
+  thread_local Work w;
+  return w;
+}
+
+class LinearAttentionHvp : public HessianOperator {
+ public:
+  LinearAttentionHvp(const Dims& dm, const Basis& bs) : dm_(dm), bs_(bs) {}
+  void prepare(const double* theta) override {
+    theta_ = CVMap(theta, dm_.P);
+    hvp_prepare(dm_, bs_, theta_.data(), w_);
+  }
+  void apply(const double* u, double* out) override { hvp_apply(dm_, bs_, theta_.data(), u, out, w_); }
+
+ private:
+  const Dims& dm_;
+  const Basis& bs_;
+  Vec theta_;
+  Work w_;
+};
+
+class LinearAttentionPreconditioner : public StagePreconditioner {
+ public:
+  LinearAttentionPreconditioner(const Dims& dm, const Basis& bs) : dm_(dm), bs_(bs) {}
+  void prepare(const double* theta, double c) override { pc_.prepare(dm_, bs_, theta, c); }
+  void apply(const Vec& b, Vec& x) const override { pc_.apply(b, x); }
+
+ private:
+  const Dims& dm_;
+  const Basis& bs_;
+  HeadPreconditioner pc_;
+};
+
+}  // namespace
+
+LinearAttention::LinearAttention(int family, int D, int H, int R, const Mat& cov, const Mat& w_second,
+                                 double noise, double inv_n)
+    : dims_(family, D, H, R),
+      original_(make_original(cov, w_second, noise, inv_n)),
+      eigen_(make_eigen(cov, w_second, noise, inv_n)) {}
+
+std::string LinearAttention::name() const {
+  return std::string("linear_attention(") + (dims_.fam == MERGED ? "merged" : "separate") +
+         ", D=" + std::to_string(dims_.D) + ", H=" + std::to_string(dims_.H) +
+         (dims_.fam == MERGED ? "" : ", R=" + std::to_string(dims_.R)) + ")";
+}
+
+double LinearAttention::loss_grad(const double* theta, double* grad) const {
+  return linear_attention::loss_grad(dims_, eigen_, theta, grad, scratch());
+}
+
+void LinearAttention::hessian(const double* theta, double* out) const {
+  linear_attention::hessian(dims_, eigen_, theta, out, scratch());
+}
+
+std::unique_ptr<HessianOperator> LinearAttention::hessian_operator() const {
+  return std::make_unique<LinearAttentionHvp>(dims_, eigen_);
+}
+
+std::unique_ptr<StagePreconditioner> LinearAttention::stage_preconditioner() const {
+  return std::make_unique<LinearAttentionPreconditioner>(dims_, eigen_);
+}
+
+// Flop models (deterministic): an evaluation ~ the products of Gamma, K M and Q M^T; an HVP (with
+// MINRES's vector work) ~ 3x that (measured ratio 1.9-2.5 for separate); a dense Rodas4 step ~ the
+// Hessian (2 P^2 D^2), its Cholesky (P^3 / 3) and the solves. See docs/theory.md section 4.
+CostHint LinearAttention::cost_hint() const {
+  const double P = double(dims_.P), D = dims_.D, HR = double(dims_.H) * dims_.R;
+  const double dense = eigen_.b_diag ? 0.0 : 2.0 * D * D * D;
+  const double eval = (dims_.fam == MERGED ? 4.0 * dims_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
+  const double hv = (dims_.fam == MERGED ? 12.0 * dims_.H * D * D : 12.0 * HR * D * D) + dense +
+                    3000.0 + 20.0 * P;
+  const double jac = 2.0 * P * P * D * D + P * (dense + 4.0 * D * D) + P * P * P / 3.0 +
+                     12.0 * P * P + 2.0 * P * P;
+  return {hv / eval, jac / eval};
+}
+
+void LinearAttention::to_working(const double* in, double* out) const {
+  rotate_params(dims_, eigen_.E, in, out, true);
+}
+
+void LinearAttention::from_working(const double* in, double* out) const {
+  rotate_params(dims_, eigen_.E, in, out, false);
+}
+
+}  // namespace fastattn

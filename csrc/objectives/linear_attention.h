@@ -7,9 +7,12 @@
 // See docs/theory.md sections 1-3.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "eigen_types.h"
+#include "objective.h"
 
 namespace fastattn::linear_attention {
 
@@ -95,3 +98,37 @@ class HeadPreconditioner {
 };
 
 }  // namespace fastattn::linear_attention
+
+namespace fastattn {
+
+// The population loss of one zero-block linear attention model on one task (fixed moments) as an
+// Objective. Working basis: the eigenbasis of Lambda, where Lambda (and, when S commutes with it,
+// A and B) is diagonal and an evaluation costs O(H R D^2). The original basis is kept for the
+// bindings' evaluations in the caller's basis.
+class LinearAttention : public Objective {
+ public:
+  // family: linear_attention::MERGED (merged / cubic_mlp) or SEPARATE; cov, w_second [D, D].
+  LinearAttention(int family, int D, int H, int R, const Mat& cov, const Mat& w_second, double noise,
+                  double inv_n);
+
+  std::string name() const override;
+  Index size() const override { return dims_.P; }
+  double loss_grad(const double* theta, double* grad) const override;
+  bool has_hessian() const override { return true; }
+  void hessian(const double* theta, double* out) const override;
+  std::unique_ptr<HessianOperator> hessian_operator() const override;
+  std::unique_ptr<StagePreconditioner> stage_preconditioner() const override;
+  CostHint cost_hint() const override;
+  void to_working(const double* in, double* out) const override;
+  void from_working(const double* in, double* out) const override;
+
+  const linear_attention::Dims& dims() const { return dims_; }
+  const linear_attention::Basis& original() const { return original_; }
+  const linear_attention::Basis& eigen() const { return eigen_; }
+
+ private:
+  linear_attention::Dims dims_;
+  linear_attention::Basis original_, eigen_;
+};
+
+}  // namespace fastattn
