@@ -1,17 +1,20 @@
-// pybind11 entry point of fastattn._core: the objectives, the integrators and their options.
+// pybind11 entry point of fastattn._core: the Objective interface (C++ objectives, and Python ones
+// through a trampoline), the integrators' Method and Options, and integrate over K models. The
+// typed face of this module is fastattn/_core.pyi.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <memory>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "integrators/runner.h"
+#include "integrators/integrate.h"
 #include "integrators/stabilized_tables.h"
+#include "objective.h"
 #include "objectives/linear_attention.h"
 
 namespace py = pybind11;
@@ -19,191 +22,305 @@ namespace py = pybind11;
 namespace {
 
 using namespace fastattn;
-using namespace fastattn::linear_attention;
+namespace la = fastattn::linear_attention;
 using Arr = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-// ------------------------------------------ batching helpers ------------------------------------
-struct MomentSet {
-  std::vector<Mat> cov, ws;
-  std::vector<double> noise, inv_n;
-  Index count() const { return Index(cov.size()); }
+Arr new_array(std::vector<py::ssize_t> shape) { return Arr(shape); }
+
+// K for params [P] or [K, P] (P = the objective's size); a clear error otherwise.
+Index batch_of(const Arr& params, Index P, const char* name) {
+  if ((params.ndim() != 1 && params.ndim() != 2) || params.shape(params.ndim() - 1) != P)
+    throw std::invalid_argument(std::string(name) + " must be [P] or [K, P] with P = " +
+                                std::to_string(P));
+  return params.ndim() == 1 ? 1 : Index(params.shape(0));
+}
+
+void require_vector(const Arr& a, Index P, const char* name) {
+  if (a.ndim() != 1 || a.shape(0) != P)
+    throw std::invalid_argument(std::string(name) + " must be [P] with P = " + std::to_string(P));
+}
+
+// ------------------------------------------------------------------ Python-defined objectives
+// Runs a call into Python (the GIL held); a KeyboardInterrupt there ends the run as "interrupted".
+template <class F>
+auto call_python(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) throw Interrupted{};
+    throw;
+  }
+}
+
+// A Python subclass of fastattn._core.Objective: size() and loss_grad(params) -> (loss, grad) are
+// required; hvp(params, u), hessian(params) and cost_hint() are optional capabilities. Its
+// working basis is its own (no change of basis).
+class PyObjective : public Objective {
+ public:
+  std::string name() const override {
+    py::gil_scoped_acquire gil;
+    if (py::function f = override_of("name")) return f().cast<std::string>();
+    const py::object self = py::cast(static_cast<const Objective*>(this));
+    return py::str(self.attr("__class__").attr("__name__"));
+  }
+
+  Index size() const override {
+    py::gil_scoped_acquire gil;
+    if (P_ < 0) {
+      py::function f = override_of("size");
+      if (!f) throw std::invalid_argument("a Python objective must define size() -> int");
+      P_ = f().cast<Index>();
+    }
+    return P_;
+  }
+
+  double loss_grad(const double* theta, double* grad) const override {
+    const Index P = size();
+    py::gil_scoped_acquire gil;
+    return call_python([&] {
+      py::function f = override_of("loss_grad");
+      if (!f) throw std::invalid_argument("a Python objective must define loss_grad(params) -> (loss, grad)");
+      const py::tuple out = f(to_array(theta, P));
+      if (out.size() != 2) throw std::invalid_argument(name() + ".loss_grad must return (loss, grad)");
+      if (grad) copy_result(out[1], P, grad, "loss_grad's grad");
+      return out[0].cast<double>();
+    });
+  }
+
+  bool has_hessian() const override {
+    py::gil_scoped_acquire gil;
+    return bool(override_of("hessian"));
+  }
+
+  void hessian(const double* theta, double* out) const override {
+    const Index P = size();
+    py::gil_scoped_acquire gil;
+    call_python([&] {
+      py::function f = override_of("hessian");
+      if (!f) throw std::invalid_argument("objective " + name() + " has no dense Hessian");
+      copy_result(f(to_array(theta, P)), P * P, out, "hessian");
+    });
+  }
+
+  std::unique_ptr<HessianOperator> hessian_operator() const override {
+    {
+      py::gil_scoped_acquire gil;
+      if (!override_of("hvp")) return nullptr;
+    }
+    return std::make_unique<Hvp>(*this);
+  }
+
+  CostHint cost_hint() const override { PYBIND11_OVERRIDE(CostHint, Objective, cost_hint, ); }
+
+ private:
+  mutable Index P_ = -1;  // size(), asked once
+
+  py::function override_of(const char* method) const {
+    return py::get_override(static_cast<const Objective*>(this), method);
+  }
+  static Arr to_array(const double* x, Index n) {
+    Arr a(n);
+    std::copy(x, x + n, a.mutable_data());
+    return a;
+  }
+  void copy_result(const py::object& value, Index n, double* out, const char* what) const {
+    const Arr a = Arr::ensure(value);
+    if (!a || a.size() != n)
+      throw std::invalid_argument(name() + ": " + what + " must be a float array of " + std::to_string(n) +
+                                  " numbers");
+    std::copy(a.data(), a.data() + n, out);
+  }
+
+  // Products by the Python hvp(params, u) at the prepared point.
+  class Hvp : public HessianOperator {
+   public:
+    explicit Hvp(const PyObjective& obj) : obj_(obj) {}
+    void prepare(const double* theta) override { theta_ = CVMap(theta, obj_.size()); }
+    void apply(const double* u, double* out) override {
+      const Index P = theta_.size();
+      py::gil_scoped_acquire gil;
+      call_python([&] {
+        py::function f = obj_.override_of("hvp");
+        obj_.copy_result(f(to_array(theta_.data(), P), to_array(u, P)), P, out, "hvp");
+      });
+    }
+
+   private:
+    const PyObjective& obj_;
+    Vec theta_;
+  };
 };
 
-MomentSet read_moments(const Arr& cov, const Arr& ws, const Arr& noise, const Arr& inv_n, int D) {
-  MomentSet m;
-  if (cov.ndim() != 3 || ws.ndim() != 3 || cov.shape(1) != D || cov.shape(2) != D ||
-      ws.shape(0) != cov.shape(0) || ws.shape(1) != D || ws.shape(2) != D)
-    throw std::invalid_argument("moments: cov and w_second must be [Km, D, D]");
-  const Index Km = cov.shape(0);
-  if (noise.size() != Km || inv_n.size() != Km)
-    throw std::invalid_argument("moments: noise and inv_n must have Km entries");
-  for (Index k = 0; k < Km; ++k) {
-    m.cov.push_back(CRMap(cov.data() + k * D * D, D, D));
-    m.ws.push_back(CRMap(ws.data() + k * D * D, D, D));
-    m.noise.push_back(noise.data()[k]);
-    m.inv_n.push_back(inv_n.data()[k]);
-  }
-  return m;
-}
-
-std::pair<Index, Index> read_params(const Arr& params, const Dims& dm) {
-  Index K;
-  if (params.ndim() == 1) K = 1;
-  else if (params.ndim() == 2) K = params.shape(0);
-  else throw std::invalid_argument("params must be [P] or [K, P]");
-  if (params.shape(params.ndim() - 1) != dm.P) throw std::invalid_argument("params: wrong length P");
-  return {K, dm.P};
-}
-
-py::tuple py_loss_grad(int fam, int D, int H, int R, const Arr& params, const Arr& cov,
-                       const Arr& ws, const Arr& noise, const Arr& inv_n) {
-  Dims dm(fam, D, H, R);
-  auto [K, P] = read_params(params, dm);
-  MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
-  if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
-  Arr loss(std::vector<py::ssize_t>{py::ssize_t(K)});
-  Arr grad(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
-  const double* th = params.data();
-  double* lo = loss.mutable_data();
-  double* g = grad.mutable_data();
+// ------------------------------------------------------------------ evaluations in the caller's basis
+// (the bound methods of every objective; the integrators use the working basis)
+py::tuple loss_grad_user(const Objective& obj, const Arr& params) {
+  const Index P = obj.size(), K = batch_of(params, P, "params");
+  Arr loss = new_array({py::ssize_t(K)});
+  Arr grad = new_array({py::ssize_t(K), py::ssize_t(P)});
   {
     py::gil_scoped_release nogil;
-    std::vector<Basis> bases;
-    for (Index m = 0; m < ms.count(); ++m)
-      bases.push_back(make_original(ms.cov[m], ms.ws[m], ms.noise[m], ms.inv_n[m]));
-    Work w;
-    for (Index k = 0; k < K; ++k)
-      lo[k] = loss_grad(dm, bases[ms.count() == 1 ? 0 : k], th + k * P, g + k * P, w);
+    Vec y(P), g(P);
+    for (Index k = 0; k < K; ++k) {
+      obj.to_working(params.data() + k * P, y.data());
+      loss.mutable_data()[k] = obj.loss_grad(y.data(), g.data());
+      obj.from_working(g.data(), grad.mutable_data() + k * P);
+    }
   }
+  if (params.ndim() == 1) return py::make_tuple(loss.at(0), grad.reshape({py::ssize_t(P)}));
   return py::make_tuple(loss, grad);
 }
 
-// Prepared evaluator: moments fixed, both bases precomputed.
-class Evaluator {
- public:
-  Evaluator(int fam, int D, int H, int R, const Arr& cov, const Arr& ws, double noise, double inv_n)
-      : dm_(fam, D, H, R) {
-    if (cov.ndim() != 2 || cov.shape(0) != D || cov.shape(1) != D || ws.ndim() != 2 ||
-        ws.shape(0) != D || ws.shape(1) != D)
-      throw std::invalid_argument("moments: cov and w_second must be [D, D]");
-    Mat L = CRMap(cov.data(), D, D), S = CRMap(ws.data(), D, D);
-    orig_ = make_original(L, S, noise, inv_n);
-    eig_ = make_eigen(L, S, noise, inv_n);
-  }
-  Index P() const { return dm_.P; }
-  bool eig_diagonal() const { return eig_.b_diag; }
-  Arr eigvecs() const {
-    Arr out(std::vector<py::ssize_t>{dm_.D, dm_.D});
-    RMap(out.mutable_data(), dm_.D, dm_.D) = eig_.E;
-    return out;
-  }
-  py::tuple lg(const Arr& params, bool eigen) const {
-    auto [K, P] = read_params(params, dm_);
-    Arr loss(std::vector<py::ssize_t>{py::ssize_t(K)});
-    Arr grad(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
-    const double* th = params.data();
-    double* lo = loss.mutable_data();
-    double* g = grad.mutable_data();
-    {
-      py::gil_scoped_release nogil;
-      Work w;
-      const Basis& bs = eigen ? eig_ : orig_;
-      for (Index k = 0; k < K; ++k) lo[k] = loss_grad(dm_, bs, th + k * P, g + k * P, w);
-    }
-    if (params.ndim() == 1) return py::make_tuple(lo[0], grad.reshape({P}));
-    return py::make_tuple(loss, grad);
-  }
-  Arr hess(const Arr& params) const {
-    auto [K, P] = read_params(params, dm_);
-    if (K != 1 || params.ndim() != 1) throw std::invalid_argument("params must be [P]");
-    Arr out(std::vector<py::ssize_t>{py::ssize_t(P), py::ssize_t(P)});
-    double* o = out.mutable_data();
-    const double* th = params.data();
-    {
-      py::gil_scoped_release nogil;
-      Work w;
-      hessian(dm_, orig_, th, o, w);
-    }
-    return out;
-  }
-  Arr hdiag(const Arr& params) const {
-    auto [K, P] = read_params(params, dm_);
-    if (K != 1 || params.ndim() != 1) throw std::invalid_argument("params must be [P]");
-    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
-    hessian_diag(dm_, orig_, params.data(), out.mutable_data());
-    return out;
-  }
-  Arr hv(const Arr& params, const Arr& u) const {
-    auto [K, P] = read_params(params, dm_);
-    if (K != 1 || params.ndim() != 1 || u.ndim() != 1 || u.shape(0) != P)
-      throw std::invalid_argument("params and u must be [P]");
-    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
-    double* o = out.mutable_data();
-    const double *th = params.data(), *uu = u.data();
-    {
-      py::gil_scoped_release nogil;
-      Work w;
-      hvp(dm_, orig_, th, uu, o, w);
-    }
-    return out;
-  }
-  Arr precond(const Arr& params, double c, const Arr& r) const {
-    auto [K, P] = read_params(params, dm_);
-    if (K != 1 || params.ndim() != 1 || r.ndim() != 1 || r.shape(0) != P)
-      throw std::invalid_argument("params and r must be [P]");
-    HeadPreconditioner pc;
-    pc.prepare(dm_, orig_, params.data(), c);
-    Vec z;
-    pc.apply(CVMap(r.data(), P), z);
-    Arr out(std::vector<py::ssize_t>{py::ssize_t(P)});
-    std::copy(z.data(), z.data() + P, out.mutable_data());
-    return out;
-  }
-  Arr rot(const Arr& params, bool to_eigen) const {
-    auto [K, P] = read_params(params, dm_);
-    Arr out(std::vector<py::ssize_t>(params.shape(), params.shape() + params.ndim()));
-    for (Index k = 0; k < K; ++k)
-      rotate_params(dm_, eig_.E, params.data() + k * P, out.mutable_data() + k * P, to_eigen);
-    return out;
-  }
+Arr hvp_user(const Objective& obj, const Arr& params, const Arr& u) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  require_vector(u, P, "u");
+  std::unique_ptr<HessianOperator> op = obj.hessian_operator();
+  if (!op) throw std::invalid_argument("objective " + obj.name() + " has no Hessian operator");
+  Arr out = new_array({py::ssize_t(P)});
+  py::gil_scoped_release nogil;
+  Vec y(P), uw(P), hw(P);
+  obj.to_working(params.data(), y.data());
+  obj.to_working(u.data(), uw.data());
+  op->prepare(y.data());
+  op->apply(uw.data(), hw.data());
+  obj.from_working(hw.data(), out.mutable_data());
+  return out;
+}
 
- private:
-  Dims dm_;
-  Basis orig_, eig_;
-};
+Arr hessian_user(const Objective& obj, const Arr& params) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  if (!obj.has_hessian()) throw std::invalid_argument("objective " + obj.name() + " has no dense Hessian");
+  Arr out = new_array({py::ssize_t(P), py::ssize_t(P)});
+  py::gil_scoped_release nogil;
+  Vec y(P), row(P);
+  RMat Hw(P, P), T(P, P);
+  obj.to_working(params.data(), y.data());
+  obj.hessian(y.data(), Hw.data());
+  // H = F Hw F^T with F = from_working: rotate the rows, then the columns (Hw is symmetric)
+  for (Index i = 0; i < P; ++i) {
+    obj.from_working(Hw.row(i).data(), row.data());
+    T.row(i) = row.transpose();
+  }
+  RMap H(out.mutable_data(), P, P);
+  for (Index j = 0; j < P; ++j) {
+    const Vec col = T.col(j);
+    obj.from_working(col.data(), row.data());
+    H.col(j) = row;
+  }
+  return out;
+}
 
-py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr& cov,
-                      const Arr& ws, const Arr& noise, const Arr& inv_n, int method,
-                      double t_end, double lr, double dt, double rtol, double atol, double h0,
-                      const Arr& record_times, bool record_params, double target_loss,
-                      double grad_tol, long long max_evals, long long max_steps,
-                      double max_seconds) {
-  Dims dm(fam, D, H, R);
-  auto [K, P] = read_params(params, dm);
-  MomentSet ms = read_moments(cov, ws, noise, inv_n, D);
-  if (ms.count() != 1 && ms.count() != K) throw std::invalid_argument("moments: need 1 or K sets");
-  if (method < 0 || method > 7 || method == 4) throw std::invalid_argument("method must be 0..3 or 5..7");
-  std::vector<double> rec(record_times.data(), record_times.data() + record_times.size());
-  const Index T = Index(rec.size());
-  Opts o{method, t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_seconds, max_evals,
-         max_steps, record_params};
-  Arr loss(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T)});
-  Arr fin(std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(P)});
-  Arr recp(record_params ? std::vector<py::ssize_t>{py::ssize_t(K), py::ssize_t(T), py::ssize_t(P)}
-                         : std::vector<py::ssize_t>{0});
-  std::vector<Result> results(K);
+Arr change_basis(const Objective& obj, const Arr& params, bool to_working) {
+  const Index P = obj.size(), K = batch_of(params, P, "params");
+  Arr out(std::vector<py::ssize_t>(params.shape(), params.shape() + params.ndim()));
+  for (Index k = 0; k < K; ++k) {
+    if (to_working) obj.to_working(params.data() + k * P, out.mutable_data() + k * P);
+    else obj.from_working(params.data() + k * P, out.mutable_data() + k * P);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ the linear attention objective
+int family_code(const std::string& family) {
+  if (family == "merged" || family == "cubic_mlp") return la::MERGED;
+  if (family == "separate") return la::SEPARATE;
+  throw std::invalid_argument("family=" + family + " is unknown; use merged, cubic_mlp or separate");
+}
+
+Mat square(const Arr& a, int D, const char* name) {
+  if (a.ndim() != 2 || a.shape(0) != D || a.shape(1) != D)
+    throw std::invalid_argument(std::string(name) + " must be [D, D] with D = " + std::to_string(D));
+  return CRMap(a.data(), D, D);
+}
+
+// Evaluations in the original basis (as the caller's parameters are), or the eigenbasis.
+py::tuple la_loss_grad(const LinearAttention& obj, const Arr& params, bool eigen) {
+  const Index P = obj.size(), K = batch_of(params, P, "params");
+  Arr loss = new_array({py::ssize_t(K)});
+  Arr grad = new_array({py::ssize_t(K), py::ssize_t(P)});
   {
-    double* lo = loss.mutable_data();
-    double* fo = fin.mutable_data();
-    double* rp = record_params ? recp.mutable_data() : nullptr;
-    const double* th = params.data();
-    std::fill(lo, lo + K * T, kNaN);
-    if (rp) std::fill(rp, rp + K * T * P, kNaN);
     py::gil_scoped_release nogil;
-    std::vector<std::unique_ptr<fastattn::LinearAttention>> objs;
-    for (Index m = 0; m < ms.count(); ++m)
-      objs.push_back(std::make_unique<fastattn::LinearAttention>(fam, D, H, R, ms.cov[m], ms.ws[m],
-                                                                 ms.noise[m], ms.inv_n[m]));
+    la::Work w;
+    const la::Basis& bs = eigen ? obj.eigen() : obj.original();
+    for (Index k = 0; k < K; ++k)
+      loss.mutable_data()[k] = la::loss_grad(obj.dims(), bs, params.data() + k * P,
+                                             grad.mutable_data() + k * P, w);
+  }
+  if (params.ndim() == 1) return py::make_tuple(loss.at(0), grad.reshape({py::ssize_t(P)}));
+  return py::make_tuple(loss, grad);
+}
+
+Arr la_hessian(const LinearAttention& obj, const Arr& params) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  Arr out = new_array({py::ssize_t(P), py::ssize_t(P)});
+  py::gil_scoped_release nogil;
+  la::Work w;
+  la::hessian(obj.dims(), obj.original(), params.data(), out.mutable_data(), w);
+  return out;
+}
+
+Arr la_hessian_diag(const LinearAttention& obj, const Arr& params) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  Arr out = new_array({py::ssize_t(P)});
+  la::hessian_diag(obj.dims(), obj.original(), params.data(), out.mutable_data());
+  return out;
+}
+
+Arr la_hvp(const LinearAttention& obj, const Arr& params, const Arr& u) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  require_vector(u, P, "u");
+  Arr out = new_array({py::ssize_t(P)});
+  py::gil_scoped_release nogil;
+  la::Work w;
+  la::hvp(obj.dims(), obj.original(), params.data(), u.data(), out.mutable_data(), w);
+  return out;
+}
+
+Arr la_stage_preconditioner(const LinearAttention& obj, const Arr& params, double c, const Arr& r) {
+  const Index P = obj.size();
+  require_vector(params, P, "params");
+  require_vector(r, P, "r");
+  la::HeadPreconditioner pc;
+  pc.prepare(obj.dims(), obj.original(), params.data(), c);
+  Vec z;
+  pc.apply(CVMap(r.data(), P), z);
+  Arr out = new_array({py::ssize_t(P)});
+  std::copy(z.data(), z.data() + P, out.mutable_data());
+  return out;
+}
+
+// ------------------------------------------------------------------ integrate
+std::vector<const Objective*> objective_list(const py::object& objectives) {
+  std::vector<const Objective*> out;
+  if (py::isinstance<Objective>(objectives)) {
+    out.push_back(objectives.cast<const Objective*>());
+    return out;
+  }
+  for (const py::handle o : objectives) {
+    if (!py::isinstance<Objective>(o))
+      throw std::invalid_argument("objectives must be an Objective or a sequence of Objectives");
+    out.push_back(o.cast<const Objective*>());
+  }
+  if (out.empty()) throw std::invalid_argument("objectives: the sequence is empty");
+  return out;
+}
+
+py::dict py_integrate(const py::object& objectives, const Arr& params, const Options& o) {
+  const std::vector<const Objective*> objs = objective_list(objectives);
+  const Index P = objs[0]->size(), K = batch_of(params, P, "params");
+  const Index T = Index(record_grid(o).size());
+  Arr loss = new_array({py::ssize_t(K), py::ssize_t(T)});
+  Arr fin = new_array({py::ssize_t(K), py::ssize_t(P)});
+  Arr recp = o.record_params ? new_array({py::ssize_t(K), py::ssize_t(T), py::ssize_t(P)}) : new_array({0});
+  std::vector<Result> results;
+  {
+    const BatchOutput out{loss.mutable_data(), o.record_params ? recp.mutable_data() : nullptr,
+                          fin.mutable_data()};
+    py::gil_scoped_release nogil;
     Interrupt intr;
     intr.poll_signals = [] {
       py::gil_scoped_acquire gil;
@@ -211,27 +328,11 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
       PyErr_Clear();
       return true;
     };
-    Vec y(P), yr(P);
-    for (Index k = 0; k < K; ++k) {
-      const fastattn::Objective& obj = *objs[ms.count() == 1 ? 0 : k];
-      if (intr.hit) {
-        results[k].status = "interrupted";
-        std::copy(th + k * P, th + (k + 1) * P, fo + k * P);
-        continue;
-      }
-      obj.to_working(th + k * P, y.data());
-      Runner run(obj, o, rec, lo + k * T, rp ? rp + k * T * P : nullptr, intr);
-      results[k] = run.run(y);
-      obj.from_working(y.data(), yr.data());
-      std::copy(yr.data(), yr.data() + P, fo + k * P);
-    }
+    results = fastattn::integrate(objs, params.data(), K, o, out, intr);
   }
-  py::dict out;
   py::list status;
-  Arr ne(std::vector<py::ssize_t>{py::ssize_t(K)}), ns(std::vector<py::ssize_t>{py::ssize_t(K)}),
-      nj(std::vector<py::ssize_t>{py::ssize_t(K)}), nr(std::vector<py::ssize_t>{py::ssize_t(K)}),
-      nh(std::vector<py::ssize_t>{py::ssize_t(K)}),
-      tf(std::vector<py::ssize_t>{py::ssize_t(K)});
+  Arr ne = new_array({py::ssize_t(K)}), ns = new_array({py::ssize_t(K)}), nj = new_array({py::ssize_t(K)}),
+      nr = new_array({py::ssize_t(K)}), nh = new_array({py::ssize_t(K)}), tf = new_array({py::ssize_t(K)});
   for (Index k = 0; k < K; ++k) {
     status.append(results[k].status);
     ne.mutable_data()[k] = double(results[k].n_evals);
@@ -241,23 +342,43 @@ py::dict py_integrate(int fam, int D, int H, int R, const Arr& params, const Arr
     nh.mutable_data()[k] = double(results[k].n_hvp);
     tf.mutable_data()[k] = results[k].t_final;
   }
-  out["loss"] = loss;
-  out["final_params"] = fin;
-  out["params"] = record_params ? py::object(recp) : py::object(py::none());
-  out["status"] = status;
-  out["n_evals"] = ne;
-  out["n_steps"] = ns;
-  out["n_jac"] = nj;
-  out["n_rejected"] = nr;
-  out["n_hvp"] = nh;
-  out["t_final"] = tf;
-  return out;
+  py::dict d;
+  d["loss"] = loss;
+  d["final_params"] = fin;
+  d["params"] = o.record_params ? py::object(recp) : py::object(py::none());
+  d["status"] = status;
+  d["n_evals"] = ne;
+  d["n_steps"] = ns;
+  d["n_jac"] = nj;
+  d["n_rejected"] = nr;
+  d["n_hvp"] = nh;
+  d["t_final"] = tf;
+  return d;
+}
+
+py::dict stabilized_table(int s) {
+  if (s < kStabSMin || s > kStabSMax)
+    throw std::invalid_argument("s=" + std::to_string(s) + ": tables exist for s = " +
+                                std::to_string(kStabSMin) + ".." + std::to_string(kStabSMax));
+  const int off = kStabOffset[s - kStabSMin], m = s - 4;
+  const double* c = kStabFinish + 18 * (s - kStabSMin);
+  auto arr = [](const double* p, int n) { return Arr(n, p); };
+  py::dict d;
+  d["ell"] = kStabEll[s - kStabSMin];
+  d["mu"] = arr(kStabMu + off, m);
+  d["nu"] = arr(kStabNu + off, m);
+  d["kappa"] = arr(kStabKappa + off, m);
+  d["a"] = arr(c, 6);
+  d["b"] = arr(c + 6, 4);
+  d["a5"] = arr(c + 10, 3);
+  d["bh"] = arr(c + 13, 5);
+  return d;
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "fastattn C++ core: exact population losses, gradients and gradient-flow integrators";
+  m.doc() = "fastattn C++ core: exact population objectives and gradient-flow integrators";
   m.attr("__version__") = FASTATTN_VERSION;
   m.attr("git_revision") = FASTATTN_GIT_REVISION;
   m.attr("eigen_version") = std::to_string(EIGEN_WORLD_VERSION) + "." +
@@ -265,48 +386,123 @@ PYBIND11_MODULE(_core, m) {
                             std::to_string(EIGEN_MINOR_VERSION);
   // -march=native (the default for `pip install .`): fast here, not portable to other CPUs
   m.attr("native_build") = bool(FASTATTN_NATIVE_BUILD);
-  m.def("loss_grad", &py_loss_grad, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),
-        py::arg("params"), py::arg("cov"), py::arg("w_second"), py::arg("noise"), py::arg("inv_n"),
-        "Population loss [K] and gradient [K, P] of K models (params [P] or [K, P]); moments are "
-        "[Km, D, D] / [Km] with Km in {1, K}. family: 0 merged/cubic_mlp, 1 separate.");
-  py::class_<Evaluator>(m, "Evaluator")
-      .def(py::init<int, int, int, int, const Arr&, const Arr&, double, double>(),
-           py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"),
-           py::arg("w_second"), py::arg("noise"), py::arg("inv_n"))
-      .def_property_readonly("P", &Evaluator::P)
-      .def_property_readonly("eig_diagonal", &Evaluator::eig_diagonal)
-      .def("eigvecs", &Evaluator::eigvecs)
-      .def("loss_grad", &Evaluator::lg, py::arg("params"), py::arg("eigen") = false)
-      .def("hessian", &Evaluator::hess, py::arg("params"))
-      .def("hvp", &Evaluator::hv, py::arg("params"), py::arg("u"))
-      .def("hessian_diag", &Evaluator::hdiag, py::arg("params"))
-      .def("stage_preconditioner", &Evaluator::precond, py::arg("params"), py::arg("c"), py::arg("r"),
-           "(I + c Hb)^-1 r, Hb the per-head Gauss-Newton blocks (Jacobi if B, Lambda not diagonal)")
-      .def("to_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, true); })
-      .def("from_eigen", [](const Evaluator& e, const Arr& p) { return e.rot(p, false); });
-  m.def("integrate", &py_integrate, py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"),
-        py::arg("params"), py::arg("cov"), py::arg("w_second"), py::arg("noise"),
-        py::arg("inv_n"), py::arg("method"), py::arg("t_end"), py::arg("lr"), py::arg("dt"),
-        py::arg("rtol"), py::arg("atol"), py::arg("h0"), py::arg("record_times"),
-        py::arg("record_params"), py::arg("target_loss"), py::arg("grad_tol"),
-        py::arg("max_evals"), py::arg("max_steps"), py::arg("max_seconds"),
-        "Integrate K models' gradient flow (method 0 euler, 1 rk4, 2 rk45, 3 stiff (Rodas4), "
-        "5 auto, 6 stiff_krylov (Hessian-free Rodas4), 7 stabilized (order-4 "
-        "stabilized explicit)).");
-  m.def("stabilized_table", [](int s) {
-        if (s < kStabSMin || s > kStabSMax) throw std::invalid_argument("no table for this s");
-        const int off = kStabOffset[s - kStabSMin], m = s - 4;
-        const double* c = kStabFinish + 18 * (s - kStabSMin);
-        auto arr = [](const double* p, int n) { return Arr(n, p); };
-        py::dict d;
-        d["ell"] = kStabEll[s - kStabSMin];
-        d["mu"] = arr(kStabMu + off, m);
-        d["nu"] = arr(kStabNu + off, m);
-        d["kappa"] = arr(kStabKappa + off, m);
-        d["a"] = arr(c, 6);
-        d["b"] = arr(c + 6, 4);
-        d["a5"] = arr(c + 10, 3);
-        d["bh"] = arr(c + 13, 5);
-        return d;
-      }, py::arg("s"), "Coefficients of the 'stabilized' method with s stages (stabilized_tables.h).");
+
+  py::class_<CostHint>(m, "CostHint", "Costs in gradient-evaluation units, for 'auto'.")
+      .def(py::init([](double hvp, double dense_step) { return CostHint{hvp, dense_step}; }),
+           py::arg("hvp") = 2.0, py::arg("dense_step") = kNaN)
+      .def_readwrite("hvp", &CostHint::hvp)
+      .def_readwrite("dense_step", &CostHint::dense_step);
+
+  py::class_<Objective, PyObjective>(m, "Objective", R"doc(
+An exact objective L(params) whose gradient flow the integrators follow.
+
+Subclass it in Python (call super().__init__()) and define size() -> int and
+loss_grad(params [P]) -> (loss, grad [P]); optionally hvp(params, u) -> [P], hessian(params) -> [P, P]
+and cost_hint() -> CostHint. The bound methods below evaluate in the caller's basis.)doc")
+      .def(py::init<>())
+      .def("name", &Objective::name)
+      .def("size", &Objective::size)
+      .def("loss_grad", &loss_grad_user, py::arg("params"),
+           "(loss, grad [P]) for params [P]; ([K], [K, P]) for [K, P].")
+      .def("hvp", &hvp_user, py::arg("params"), py::arg("u"), "Hessian-vector product [P].")
+      .def("hessian", &hessian_user, py::arg("params"), "Dense Hessian [P, P].")
+      .def("cost_hint", &Objective::cost_hint)
+      .def_property_readonly("has_hessian", &Objective::has_hessian)
+      .def_property_readonly("has_hessian_operator",
+                             [](const Objective& o) { return o.hessian_operator() != nullptr; })
+      .def_property_readonly("has_stage_preconditioner",
+                             [](const Objective& o) { return o.stage_preconditioner() != nullptr; })
+      .def("to_working", [](const Objective& o, const Arr& p) { return change_basis(o, p, true); },
+           py::arg("params"), "Parameters [P] or [K, P] in the objective's working basis.")
+      .def("from_working", [](const Objective& o, const Arr& p) { return change_basis(o, p, false); },
+           py::arg("params"), "Working-basis parameters [P] or [K, P] back in the caller's basis.");
+
+  py::class_<LinearAttention, Objective>(m, "LinearAttention", R"doc(
+The exact population loss of a zero-block linear attention model (merged / cubic_mlp / separate rank R)
+on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of cov.)doc")
+      .def(py::init([](const std::string& family, int D, int H, int R, const Arr& cov, const Arr& w_second,
+                       double noise, double inv_n) {
+             return new LinearAttention(family_code(family), D, H, R, square(cov, D, "cov"),
+                                        square(w_second, D, "w_second"), noise, inv_n);
+           }),
+           py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"), py::arg("w_second"),
+           py::arg("noise"), py::arg("inv_n"))
+      .def_property_readonly("P", &LinearAttention::size)
+      .def_property_readonly("eig_diagonal", [](const LinearAttention& o) { return o.eigen().b_diag; })
+      .def("eigvecs", [](const LinearAttention& o) {
+        const int D = o.dims().D;
+        Arr out = new_array({D, D});
+        RMap(out.mutable_data(), D, D) = o.eigen().E;
+        return out;
+      })
+      .def("loss_grad", &la_loss_grad, py::arg("params"), py::arg("eigen") = false,
+           "(loss, grad [P]) for params [P], ([K], [K, P]) for [K, P]; eigen: params in Lambda's eigenbasis.")
+      .def("hessian", &la_hessian, py::arg("params"))
+      .def("hvp", &la_hvp, py::arg("params"), py::arg("u"))
+      .def("hessian_diag", &la_hessian_diag, py::arg("params"))
+      .def("stage_preconditioner", &la_stage_preconditioner, py::arg("params"), py::arg("c"), py::arg("r"),
+           "(I + c Hb)^-1 r, Hb the per-head Gauss-Newton blocks (Jacobi if B, Lambda are not diagonal).")
+      .def("to_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, true); },
+           py::arg("params"))
+      .def("from_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, false); },
+           py::arg("params"));
+
+  py::enum_<Method>(m, "Method", "The integrators (docs/theory.md section 4).")
+      .value("euler", Method::euler)
+      .value("rk4", Method::rk4)
+      .value("rk45", Method::rk45)
+      .value("stiff", Method::stiff)
+      .value("stiff_krylov", Method::stiff_krylov)
+      .value("stabilized", Method::stabilized)
+      .value("auto", Method::automatic);
+
+  py::class_<Options>(m, "Options", "What an integrate call asks for (see fastattn.population.FlowOptions).")
+      .def(py::init([](Method method, double t_end, double lr, double dt, double rtol, double atol, double h0,
+                       std::vector<double> record_times, bool record_params, double target_loss,
+                       double grad_tol, long long max_evals, long long max_steps, double max_seconds) {
+             Options o;
+             o.method = method;
+             o.t_end = t_end;
+             o.lr = lr;
+             o.dt = dt;
+             o.rtol = rtol;
+             o.atol = atol;
+             o.h0 = h0;
+             o.record_times = std::move(record_times);
+             o.record_params = record_params;
+             o.target_loss = target_loss;
+             o.grad_tol = grad_tol;
+             o.max_evals = max_evals;
+             o.max_steps = max_steps;
+             o.max_seconds = max_seconds;
+             validate(o);
+             return o;
+           }),
+           py::kw_only(), py::arg("method") = Method::automatic, py::arg("t_end") = 1.0, py::arg("lr") = 0.0,
+           py::arg("dt") = 0.0, py::arg("rtol") = 1e-6, py::arg("atol") = 1e-9, py::arg("h0") = 0.0,
+           py::arg("record_times") = std::vector<double>{}, py::arg("record_params") = false,
+           py::arg("target_loss") = kNaN, py::arg("grad_tol") = kNaN, py::arg("max_evals") = 0,
+           py::arg("max_steps") = 0, py::arg("max_seconds") = 0.0)
+      .def_readonly("method", &Options::method)
+      .def_readonly("t_end", &Options::t_end)
+      .def_readonly("lr", &Options::lr)
+      .def_readonly("dt", &Options::dt)
+      .def_readonly("rtol", &Options::rtol)
+      .def_readonly("atol", &Options::atol)
+      .def_readonly("h0", &Options::h0)
+      .def_readonly("record_times", &Options::record_times)
+      .def_readonly("record_params", &Options::record_params)
+      .def_readonly("target_loss", &Options::target_loss)
+      .def_readonly("grad_tol", &Options::grad_tol)
+      .def_readonly("max_evals", &Options::max_evals)
+      .def_readonly("max_steps", &Options::max_steps)
+      .def_readonly("max_seconds", &Options::max_seconds);
+
+  m.def("integrate", &py_integrate, py::arg("objectives"), py::arg("params"), py::arg("options"),
+        R"doc(Integrate K models' gradient flows d theta/dt = -1/2 grad L, one after another with the GIL
+released. objectives: one (shared) or K; params [P] or [K, P]. Returns a dict of arrays: loss [K, T],
+final_params [K, P], params [K, T, P] or None, status (K strings), n_evals, n_steps, n_jac, n_rejected,
+n_hvp, t_final [K].)doc");
+  m.def("stabilized_table", &stabilized_table, py::arg("s"),
+        "Coefficients of the 'stabilized' method with s stages (integrators/stabilized_tables.h).");
 }

@@ -1,5 +1,4 @@
-// Adaptive one-step methods: Dormand-Prince 5(4) ("rk45"), Rodas4 ("stiff", "stiff_krylov") and the
-// switching driver of "auto" below P = 2000, in one step loop.
+// Adaptive one-step methods: Dormand-Prince 5(4) ("rk45") and Rodas4 ("stiff", "stiff_krylov").
 #include "integrators/runner.h"
 
 #include <algorithm>
@@ -25,33 +24,11 @@ struct WSolver {
 
 }  // namespace
 
-// Largest |eigenvalue| of the symmetric Hs by warm-started power iteration.
-double Runner::spectral_radius(const RMat& Hs, Vec& u, int iters) const {
-  if (u.size() != P_ || u.norm() == 0) {
-    u.resize(P_);
-    for (Index i = 0; i < P_; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
-  }
-  u.normalize();
-  double rho = 0;
-  Vec z(P_);
-  for (int it = 0; it < iters; ++it) {
-    z.noalias() = Hs * u;
-    rho = z.norm();
-    if (!(rho > 0) || !std::isfinite(rho)) return 0.0;
-    u = z / rho;
-  }
-  return rho;
-}
-
-// mode: RK45, STIFF (Rodas4), AUTO (switching between the two; dense Hessian) or RK45_PHASE
-// (Dormand-Prince, handing the run back to run_auto_large once stability-limited). krylov: Rodas4
-// with its stage systems solved by MINRES on Hessian-vector products instead of a dense Hessian +
-// factorisation. t0, h_start: a run taken over from another integrator at time t0. rate_limit > 0:
-// an episode begun by "auto"'s stabilized method, which gets the run back (status still "running",
-// handback_t_/handback_h_ set) once, after 4 steps, the work per unit time over the last 3 exceeds
-// rate_limit (the explicit method's).
-void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_start,
-                          double rate_limit) {
+// Dormand-Prince 5(4) ("rk45") and Rodas4 ("stiff"; with how.krylov its stage systems are solved by
+// MINRES on Hessian-vector products instead of a dense Hessian + factorisation: "stiff_krylov") share
+// one loop: step clamping to the record grid, accept/reject, step-size control, records and stops.
+// A policy (how.policy: "auto") may switch between the two after each step or hand the run back.
+Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
   // Dormand-Prince 5(4)
   static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
                       a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561,
@@ -76,49 +53,30 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
                       rc54 = 11.70890893206160, rc61 = 8.083246795921522,
                       rc62 = -7.981132988064893, rc63 = -31.52159432874371,
                       rc64 = 16.31930543123136, rc65 = -6.058818238834054;
+  const bool krylov = how.krylov;
   if (krylov) krylov_setup();
-  const bool auto_mode = mode == AUTO;
-  bool ros = mode == STIFF;  // current method: Rosenbrock (true) or Dormand-Prince (false)
-  double t = t0;
+  AdaptivePolicy* const policy = how.policy;
+  AdaptiveState s;
+  bool& ros = s.rosenbrock;  // current method: Rosenbrock (true) or Dormand-Prince (false)
+  bool& have_jac = s.have_hessian;
+  double& t = s.t;
+  double& h = s.h;
+  double& hs = s.hs;
+  ros = how.rosenbrock;
+  t = how.t0;
   record_upto(t, y);
-  if (check_stop(t)) return;
-  WorkRate recent(3, work_done(), t);  // an episode's last 3 steps (rate_limit > 0)
-  int episode_steps = 0;
-  double h = h_start > 0 ? h_start : initial_step(y);
+  if (check_stop(t)) return {};
+  h = how.h0 > 0 ? how.h0 : initial_step(y);
   Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
   Vec& kr1 = k7;  // Rosenbrock stage vectors reuse the RK buffers
   RMat Hs;
   Mat W;
   WSolver ws;
-  Vec pu;  // power-iteration vector
-  bool have_jac = false, last_rejected = false;
+  bool last_rejected = false;
   double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
-  // ---- auto bookkeeping (deterministic cost model, in gradient-evaluation units)
-  // cj: a Rosenbrock step's cost beyond its 6 evaluations (the Hessian and its factorisation)
-  const double cj = auto_mode ? cost_.dense_step : 0.0;
-  int stiff_count = 0, nonstiff_count = 0, ros_steps = 0, ros_worse = 0;
-  // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
-  auto trial_len = [&] {
-    return 2 + int(std::ceil(std::log(std::max(1.0, (6.0 + cj) / 6.0)) / std::log(2.0)));
-  };
-  int trial = trial_len();
-  // The first trial only after the explicit method has spent 4x a trial's cost (so a failed
-  // trial costs at most ~25% on a short run); a failed trial multiplies the wait by 4, 8, ...
-  double backoff = 4.0 * trial * (6.0 + cj), backoff_next = 4.0, rk_spent = 0, ros_spent = 0,
-         rho_j = 0;
-  auto switch_to_rk = [&](bool failed) {
-    ros = false;
-    have_jac = false;
-    // a failed trial: retry only after the explicit method has spent 4x (8x, ...) its cost
-    if (failed) { backoff = backoff_next * std::max(ros_spent, 6.0 * 50); backoff_next *= 2; }
-    else { backoff = 0; backoff_next = 4.0; }
-    rk_spent = 0;
-    stiff_count = nonstiff_count = 0;
-    if (rho_j > 0) h = std::min(h, 3.0 / rho_j);
-  };
   for (;;) {
     const double tt = next_target(t);
-    double hs = h;
+    hs = h;
     bool clamp = false;
     if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
     double en, Ln = kNaN, hlamb = 0;
@@ -148,7 +106,7 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
           Hs.resize(P_, P_);
           obj_.hessian(y.data(), Hs.data());
           ++res_.n_jac;
-          if (auto_mode) rho_j = 0.5 * spectral_radius(Hs, pu, 6);
+          if (policy) policy->hessian_ready(Hs);
         }
         have_jac = true;
       }
@@ -191,7 +149,6 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
       fnew = &F;
     }
     const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
-    const double step_cost = ros ? 6.0 + cj : 6.0;
     if (en <= 1.0) {
       t = clamp ? tt : t + hs;
       accept(y, yn, *fnew, Ln);
@@ -208,61 +165,25 @@ void Runner::run_adaptive(Vec& y, int mode, bool krylov, double t0, double h_sta
       h = clamp ? std::max(h, hs * fac) : hs * fac;
       last_rejected = false;
       record_upto(t, y);
-      if (check_stop(t)) return;
-      if (rate_limit > 0) {
-        recent.add(work_done(), t);
-        if (++episode_steps >= 4 && recent.rate() > rate_limit) {
-          handback_t_ = t;
-          handback_h_ = h;
-          return;
-        }
-      }
+      if (check_stop(t)) return {};
       if (!ros) {
         // DOPRI5 rule: 15 stability-limited steps make the problem stiff, 6 others reset.
-        if (hlamb > 3.25) { ++stiff_count; nonstiff_count = 0; }
-        else if (++nonstiff_count >= 6) stiff_count = 0;
-        if (mode == RK45_PHASE && stiff_count >= 15) {
-          handback_t_ = t;
-          handback_h_ = h;
-          return;
-        }
+        if (hlamb > 3.25) { ++s.stiff_count; s.nonstiff_count = 0; }
+        else if (++s.nonstiff_count >= 6) s.stiff_count = 0;
       }
-      if (auto_mode) {
-        if (!ros) {
-          rk_spent += step_cost;
-          if (stiff_count >= 15 && rk_spent >= backoff) {
-            ros = true;
-            have_jac = false;
-            ros_steps = ros_worse = 0;
-            trial = trial_len();
-            ros_spent = 0;
-          }
-        } else {
-          ros_spent += step_cost;
-          ++ros_steps;
-          // Dormand-Prince would step min(h, 3.3 / rho(J)) at 6 evaluations (stability bound
-          // on the negative real axis); compare costs per unit time.
-          const double h_rk = rho_j > 0 ? std::min(h, 3.3 / rho_j) : h;
-          const bool worse = step_cost / h > 6.0 / h_rk;
-          ros_worse = worse ? ros_worse + 1 : 0;
-          // during the trial the step must keep growing (x1.5 per step) while still worse
-          const bool stalled = ros_steps <= trial && worse && h < 1.5 * hs;
-          if (stalled || (ros_steps == trial && worse) || (ros_steps > trial && ros_worse >= 3))
-            switch_to_rk(ros_steps <= trial + 3);
-        }
-      }
+      s.work = work_done();
+      if (policy && policy->accepted(s)) return {t, h};
     } else {
       ++res_.n_rejected;
       h = hs * std::max(0.1, 0.9 * std::pow(en, -q));
       last_rejected = true;
-      if (auto_mode) (ros ? ros_spent : rk_spent) += step_cost;
-      if (stop_after_rejection(t)) return;
+      if (policy) policy->rejected(s);
+      if (stop_after_rejection(t)) return {};
     }
     if (h < 1e-14 * std::max(1.0, t)) {
-      // a stiff method in trouble near a saddle: let the explicit method take over
-      if (auto_mode && ros) { switch_to_rk(true); h = std::max(h, 1e-6 * std::max(1.0, t)); continue; }
+      if (policy && policy->rescue(s)) continue;
       finish_small_step(t);
-      return;
+      return {};
     }
   }
 }

@@ -3,8 +3,48 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace fastattn {
+
+std::string method_name(Method m) {
+  switch (m) {
+    case Method::euler: return "euler";
+    case Method::rk4: return "rk4";
+    case Method::rk45: return "rk45";
+    case Method::stiff: return "stiff";
+    case Method::stiff_krylov: return "stiff_krylov";
+    case Method::stabilized: return "stabilized";
+    case Method::automatic: return "auto";
+  }
+  return "?";
+}
+
+void validate(const Options& o) {
+  auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
+  if (!(std::isfinite(o.t_end) && o.t_end > 0)) bad("t_end must be a positive finite time");
+  if (o.method == Method::euler && !(std::isfinite(o.lr) && o.lr > 0))
+    bad("method euler needs a positive learning rate lr");
+  if (o.method == Method::rk4 && !(std::isfinite(o.dt) && o.dt > 0)) bad("method rk4 needs a positive step dt");
+  if (!(o.rtol > 0 && o.atol >= 0)) bad("need rtol > 0 and atol >= 0");
+  if (!(o.h0 >= 0)) bad("h0 must be >= 0 (0: chosen from the state)");
+  if (!(o.max_seconds >= 0)) bad("max_seconds must be >= 0 (0: no limit)");
+  for (size_t j = 0; j < o.record_times.size(); ++j) {
+    const double r = o.record_times[j];
+    if (!std::isfinite(r) || r < 0 || r > o.t_end * (1 + 1e-12) || (j > 0 && r < o.record_times[j - 1]))
+      bad("record_times must be increasing times in [0, t_end]");
+  }
+}
+
+void check_capabilities(const Objective& obj, Method m) {
+  if (m == Method::stiff && !obj.has_hessian())
+    throw std::invalid_argument("method stiff needs a dense Hessian: objective " + obj.name() +
+                                " has none (use stiff_krylov, stabilized or rk45)");
+  if (m == Method::stiff_krylov && !obj.hessian_operator())
+    throw std::invalid_argument("method stiff_krylov needs a Hessian operator: objective " +
+                                obj.name() + " has none (use stabilized or rk45)");
+}
 
 Result Runner::run(Vec& y) {
   res_ = Result();
@@ -14,23 +54,25 @@ Result Runner::run(Vec& y) {
   cost_ = obj_.cost_hint();
   if (std::isnan(cost_.dense_step)) cost_.dense_step = double(P_);
   f0_.resize(P_);
-  L0_ = eval(y, f0_);
-  if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
-    res_.status = "diverged";
-    return res_;
-  }
-  next_rec_ = 0;
-  switch (o_.method) {
-    case EULER: run_euler(y); break;
-    case RK4: run_fixed_rk4(y); break;
-    case RK45: run_adaptive(y, RK45); break;
-    case STIFF: run_adaptive(y, STIFF); break;
-    case STIFF_KRYLOV: run_adaptive(y, STIFF, true); break;
-    case STABILIZED: run_stabilized(y, false); break;
-    default:
-      if (P_ > kAutoMaxDenseP || !obj_.has_hessian()) run_auto_large(y);
-      else run_adaptive(y, AUTO);
-      break;
+  try {
+    L0_ = eval(y, f0_);
+    if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
+      res_.status = "diverged";
+      return res_;
+    }
+    next_rec_ = 0;
+    switch (o_.method) {
+      case Method::euler: run_euler(y); break;
+      case Method::rk4: run_fixed_rk4(y); break;
+      case Method::rk45: run_adaptive(y, {}); break;
+      case Method::stiff: run_adaptive(y, {true}); break;
+      case Method::stiff_krylov: run_adaptive(y, {true, true}); break;
+      case Method::stabilized: run_stabilized(y, 0, 0, nullptr); break;
+      case Method::automatic: run_auto(*this, y); break;
+    }
+  } catch (const Interrupted&) {  // y is the last accepted state
+    intr_.hit = true;
+    res_.status = "interrupted";
   }
   return res_;
 }
@@ -122,6 +164,5 @@ void Runner::finish_small_step(double t) {
   res_.status = (L0_ > 1e100 || !std::isfinite(L0_)) ? "diverged" : "step_too_small";
   if (f0_.norm() > 1e50) res_.status = "diverged";
 }
-
 
 }  // namespace fastattn

@@ -1,42 +1,27 @@
-// One model's gradient flow d theta/dt = f(theta) = -1/2 grad L(theta): the state the integrators
-// share (records, stops, budgets, interrupts, work accounting) and the integrators themselves, one
-// file each: explicit.cpp (euler, rk4), adaptive.cpp (Dormand-Prince, Rodas4), krylov.cpp
-// (Rodas4's stage systems by MINRES), stabilized.cpp, auto.cpp. See docs/theory.md section 4.
+// One model's gradient flow d theta/dt = f(theta) = -1/2 grad L(theta) over an Objective: the state
+// the integrators share (records, stops, budgets, interrupts, work accounting) and the integrators,
+// one file each: explicit.cpp (euler, rk4), adaptive.cpp (Dormand-Prince, Rodas4), krylov.cpp
+// (Rodas4's stage systems by MINRES), stabilized.cpp, auto.cpp ("auto"'s policy). They see the
+// model only through the Objective. See docs/theory.md section 4.
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <functional>
-#include <string>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "eigen_types.h"
+#include "integrators/options.h"
 #include "objective.h"
 
 namespace fastattn {
 
-enum Method { EULER = 0, RK4 = 1, RK45 = 2, STIFF = 3, AUTO = 5, STIFF_KRYLOV = 6, STABILIZED = 7,
-              // run_adaptive's Dormand-Prince phase of "auto" above P = 2000 (see run_auto_large)
-              RK45_PHASE = 100 };
-
-// Largest P for which "auto" uses the dense-Hessian Rosenbrock method (LU cost ~P^3); above it,
-// the Hessian-free one (stage systems by MINRES on Hessian-vector products).
-constexpr Index kAutoMaxDenseP = 2000;
 // MINRES: stop when the weighted RMS norm (the step controller's) of the residual is below this
 // fraction of the error tolerance; at most kKrylovMaxIt iterations (else the step is rejected).
 constexpr double kKrylovTol = 1e-2;
 constexpr int kKrylovMaxIt = 1000;
-// "stabilized": the stage count is the smallest with ell_s >= kStabMargin * h * rho(J)
-constexpr double kStabMargin = 1.2;
-constexpr int kStabHandOverS = 30;
-
-struct Opts {
-  int method;
-  double t_end, lr, dt, rtol, atol, h0, target_loss, grad_tol, max_seconds;
-  long long max_evals, max_steps;
-  bool record_params;
-};
 
 // Wall clock of one integrate call and its interrupt polling: `poll_signals` (set by the bindings:
 // Python's pending signals) is asked at most every 0.2 s; once it says yes, every later poll does.
@@ -57,11 +42,8 @@ struct Interrupt {
   }
 };
 
-struct Result {
-  std::string status = "running";
-  long long n_evals = 0, n_steps = 0, n_jac = 0, n_rejected = 0, n_hvp = 0;
-  double t_final = 0;
-};
+// Thrown by an objective (a Python one, on KeyboardInterrupt) to stop the run as "interrupted".
+struct Interrupted {};
 
 inline bool all_finite(const Vec& x) { return x.allFinite(); }
 
@@ -82,22 +64,93 @@ class WorkRate {
   std::deque<std::pair<double, double>> marks_;  // (work done, t)
 };
 
+// Where a phase of "auto" gave the run back (status still "running"): its time and next step.
+struct Handover {
+  double t = 0, h = 0;
+};
+
+// The adaptive loop's state after a step, which a supervising policy reads and may change.
+struct AdaptiveState {
+  double t = 0, h = 0;      // time reached, next step
+  double hs = 0;            // the step just taken (or rejected)
+  double work = 0;          // Runner::work_done() after it
+  bool rosenbrock = false;  // the method: Rodas4 (true) or Dormand-Prince
+  bool have_hessian = false;  // false: the next Rodas4 step prepares the Hessian afresh
+  // Hairer's DOPRI5 stiffness test: Dormand-Prince steps in a row at its stability limit
+  // (h rho(J) > 3.25; 6 steps below it reset the count)
+  int stiff_count = 0, nonstiff_count = 0;
+};
+
+// Hooks of the adaptive loop (adaptive.cpp) for a policy that supervises it ("auto", auto.cpp).
+class AdaptivePolicy {
+ public:
+  virtual ~AdaptivePolicy() = default;
+  // A dense Hessian [P, P] was computed at the step's base point.
+  virtual void hessian_ready(const RMat& /*hessian*/) {}
+  // After an accepted step, its records and stop tests. True: hand the run back to the caller.
+  virtual bool accepted(AdaptiveState& s) = 0;
+  virtual void rejected(const AdaptiveState& /*s*/) {}
+  // The step collapsed (below 1e-14 max(1, t)). True: the policy changed course (method, h).
+  virtual bool rescue(AdaptiveState& /*s*/) { return false; }
+};
+
+// How the adaptive loop runs: alone (a plain method) or as a phase of "auto".
+struct AdaptiveRun {
+  bool rosenbrock = false;  // start with Rodas4 (else Dormand-Prince)
+  bool krylov = false;      // Rodas4's stage systems by MINRES on Hessian-vector products
+  double t0 = 0, h0 = 0;    // start time and first step (0: Options::h0 or a step from the state)
+  AdaptivePolicy* policy = nullptr;
+};
+
+// The stabilized loop's state after an accepted step, for its supervising policy.
+struct StabilizedState {
+  double t = 0, h = 0, hs = 0;  // time reached, next step, the step just taken
+  double rho = 0;               // the current estimate of rho(J)
+  int stages = 0;               // of the step just taken
+  bool refresh_rho = false;     // set: estimate rho(J) afresh before the next step
+};
+
+class StabilizedPolicy {
+ public:
+  virtual ~StabilizedPolicy() = default;
+  // The loop starts at time t, with work_done() == work.
+  virtual void started(double /*work*/, double /*t*/) {}
+  // After an accepted step, its records and stop tests; may run another method on y from s.t,
+  // and then set s.t, s.h. True: hand the run back (or stop, when the status is no longer
+  // "running").
+  virtual bool accepted(Vec& y, StabilizedState& s) = 0;
+};
+
 class Runner {
  public:
-  Runner(const Objective& obj, const Opts& o, const std::vector<double>& rec, double* rec_loss,
-         double* rec_params, Interrupt& intr)
-      : obj_(obj), o_(o), rec_(rec), rec_loss_(rec_loss), rec_params_(rec_params), intr_(intr) {}
+  // rec_loss [T], rec_params [T, P] (or null): the records, filled as the run passes o.record_times.
+  Runner(const Objective& obj, const Options& o, const std::vector<double>& record_times,
+         double* rec_loss, double* rec_params, Interrupt& intr)
+      : obj_(obj), o_(o), rec_(record_times), rec_loss_(rec_loss), rec_params_(rec_params),
+        intr_(intr) {}
 
   // y: working-basis parameters in, final working-basis parameters out.
   Result run(Vec& y);
 
+  // ---- for "auto" (auto.cpp): phases of the integrators, each taking the run over at t0 with
+  // step h0 and handing it back (status "running") when its policy says so.
+  Handover run_adaptive(Vec& y, const AdaptiveRun& how);
+  Handover run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* policy);
+  const Objective& objective() const { return obj_; }
+  const Result& result() const { return res_; }
+  Index size() const { return P_; }
+  // Work so far in gradient-evaluation units (deterministic: "auto" compares methods by it).
+  double work_done() const { return double(res_.n_evals) + cost_.hvp * double(res_.n_hvp); }
+  // The objective's cost hint, dense_step filled in (NaN there: P).
+  const CostHint& cost() const { return cost_; }
+
  private:
   const Objective& obj_;
-  CostHint cost_;
-  const Opts& o_;
+  const Options& o_;
   const std::vector<double>& rec_;
   double *rec_loss_, *rec_params_;
   Interrupt& intr_;
+  CostHint cost_;
   Result res_;
   Vec rot_;             // a recorded state in the caller's basis
   double t_start_ = 0;  // seconds since the call started, when this model's run started
@@ -114,14 +167,13 @@ class Runner {
   // The six stage systems of one Rosenbrock step share their matrix: earlier solutions x_j and
   // their images A x_j (= b_j - final residual) seed the next solve (see stage_solve).
   std::vector<Vec> st_x_, st_ax_;
-  double handback_t_ = 0, handback_h_ = 0;  // where a phase of "auto" gave the run back
   Vec rho_u_;  // the stabilized method's power-iteration vector (one run's, kept across phases)
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
   bool over_time() const { return o_.max_seconds > 0 && intr_.elapsed() - t_start_ >= o_.max_seconds; }
 
-  // runner.cpp: evaluations, records, stops, error norm, work accounting
+  // runner.cpp: evaluations, records, stops, error norm
   double eval(const Vec& y, Vec& f);
   void record(size_t j, const Vec& y, double L);
   void record_upto(double t, const Vec& y);
@@ -132,25 +184,19 @@ class Runner {
   double err_norm(const Vec& err, const Vec& y, const Vec& yn) const;
   double initial_step(const Vec& y) const;
   void finish_small_step(double t);
-  // Work so far in gradient-evaluation units (deterministic: "auto" compares methods by it).
-  double work_done() const { return double(res_.n_evals) + cost_.hvp * double(res_.n_hvp); }
 
   // explicit.cpp
   void run_euler(Vec& y);
   void run_fixed_rk4(Vec& y);
-  // adaptive.cpp
-  void run_adaptive(Vec& y, int mode, bool krylov = false, double t0 = 0, double h_start = 0,
-                    double rate_limit = 0);
-  double spectral_radius(const RMat& Hs, Vec& u, int iters) const;
   // krylov.cpp
   void krylov_setup();
   bool minres(const Vec& y, double c, const Vec& b, Vec& x);
   bool stage_solve(const Vec& y, double c, const Vec& b, Vec& x);
   // stabilized.cpp
-  void run_stabilized(Vec& y, bool in_auto, double t0 = 0, double h_start = 0);
   double flow_radius(const Vec& y, Vec& u, int max_iters);
-  // auto.cpp
-  void run_auto_large(Vec& y);
 };
+
+// auto.cpp: "auto", the policy that picks the method as the flow goes.
+void run_auto(Runner& runner, Vec& y);
 
 }  // namespace fastattn

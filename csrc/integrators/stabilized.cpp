@@ -7,35 +7,29 @@
 
 namespace fastattn {
 
+// "stabilized": the stage count is the smallest with ell_s >= kStabMargin * h * rho(J)
+constexpr double kStabMargin = 1.2;
+
 // Order-4 stabilized explicit Runge-Kutta method (ROCK4-type; coefficients in stabilized_tables.h,
-// built by fastattn/population/stabilized.py; docs/theory.md section 4). With s evaluations a step
-// is stable for h * rho(J) <= ell_s ~ 0.35 s^2, so the step is set by accuracy and the stage count
-// by h * rho: where Dormand-Prince sits at its stability limit (the late phase of a large flow)
-// this costs ~sqrt(h rho) instead of ~h rho evaluations, without a Hessian.
-// in_auto (a phase of run_auto_large) adds two hand-overs:
-//  - back to Dormand-Prince (status "running", handback_t_/h_) after 10 steps in a row within
-//    its stability interval, h rho < 3.3: there it steps as far for 6 evaluations, and its
-//    order 5 usually farther;
-//  - a Hessian-free Rodas4 episode after 10 steps in a row with kStabHandOverS stages or more
-//    (h rho >~ 300: typically the flow has settled, and its stiff components, damped only by
-//    |R| <= 0.95 a step, keep the error estimate up). The episode hands the run back when its
-//    work per unit time exceeds this method's over those 10 steps; the next one waits until this
-//    method has done 4x the last episode's work (x2 per episode shorter than 10 steps).
-void Runner::run_stabilized(Vec& y, bool in_auto, double t0, double h_start) {
+// built by tools/stabilized_tables.py; docs/theory.md section 4). With s evaluations a step is
+// stable for h * rho(J) <= ell_s ~ 0.35 s^2, so the step is set by accuracy and the stage count by
+// h * rho: where Dormand-Prince sits at its stability limit (the late phase of a large flow) this
+// costs ~sqrt(h rho) instead of ~h rho evaluations, without a Hessian. A policy ("auto") may hand
+// the run to another method after each accepted step.
+Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* policy) {
   double t = t0;
   record_upto(t, y);
-  if (check_stop(t)) return;
-  double h = h_start > 0 ? h_start : initial_step(y);
+  if (check_stop(t)) return {};
+  double h = h0 > 0 ? h0 : initial_step(y);
   Vec prev(P_), cur(P_), nxt(P_), fc(P_), k1(P_), k2(P_), k3(P_), k4(P_), k5(P_), yn(P_),
       err(P_), fn(P_);
   // rho(J) by a nonlinear power iteration, re-estimated every 25 accepted steps (warm-started,
   // also across the phases of "auto"); the margin covers an estimate converging from below.
   double rho = flow_radius(y, rho_u_, rho_u_.size() == P_ ? 12 : 50);
-  int since = 0, settled = 0, inside_dp = 0;
+  int since = 0;
   bool last_rejected = false;
   double err_old = 1e-4;
-  WorkRate recent(10, work_done(), t);
-  double wait_until = 0, wait_mult = 4;
+  if (policy) policy->started(work_done(), t);
   for (;;) {
     if (since >= 25) { rho = flow_radius(y, rho_u_, 12); since = 0; }
     const double tt = next_target(t);
@@ -88,38 +82,23 @@ void Runner::run_stabilized(Vec& y, bool in_auto, double t0, double h_start) {
       h = clamp ? std::max(h, hs * fac) : hs * fac;
       last_rejected = false;
       record_upto(t, y);
-      if (check_stop(t)) return;
-      recent.add(work_done(), t);
-      inside_dp = hs * rho < 3.3 ? inside_dp + 1 : 0;
-      if (in_auto && inside_dp >= 10) {
-        handback_t_ = t;
-        handback_h_ = std::min(h, 3.3 / rho);
-        return;
-      }
-      settled = s >= kStabHandOverS ? settled + 1 : 0;
-      if (in_auto && settled >= 10 && work_done() >= wait_until) {
-        const double rate = recent.rate();
-        const double w0 = work_done();
-        const long long n0 = res_.n_steps;
-        run_adaptive(y, STIFF, true, t, h, rate);
-        if (res_.status != "running") return;
-        wait_mult = res_.n_steps - n0 < 10 ? 2 * wait_mult : 4;
-        wait_until = work_done() + wait_mult * (work_done() - w0);
-        t = handback_t_;
-        h = handback_h_;
-        since = 25;  // a fresh estimate of rho(J)
-        settled = 0;
-        recent = WorkRate(10, work_done(), t);
+      if (check_stop(t)) return {};
+      if (policy) {
+        StabilizedState st{t, h, hs, rho, s};
+        if (policy->accepted(y, st)) return {st.t, st.h};
+        t = st.t;
+        h = st.h;
+        if (st.refresh_rho) since = 25;
       }
     } else {
       ++res_.n_rejected;
       h = hs * std::max(0.1, 0.8 * std::pow(en, -0.25));
       last_rejected = true;
-      if (stop_after_rejection(t)) return;
+      if (stop_after_rejection(t)) return {};
     }
     if (h < 1e-14 * std::max(1.0, t)) {
       finish_small_step(t);
-      return;
+      return {};
     }
   }
 }

@@ -25,8 +25,7 @@ from fastattn.population import reference
 from fastattn.population.moments import Moments
 
 FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
-METHOD_CODE = {"euler": 0, "rk4": 1, "rk45": 2, "stiff": 3, "auto": 5, "stiff_krylov": 6,
-               "stabilized": 7}
+METHODS = ("euler", "rk4", "rk45", "stiff", "stiff_krylov", "stabilized", "auto")
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +160,15 @@ def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
     K = 1 if p.ndim == 1 else p.shape[0]
     cov, ws, noise, inv_n = _moments(moments, D, K)
     if _backend(backend) == "cpp":
-        loss, grad = core.loss_grad(FAMILY_CODE[family], D, H, R, p, cov, ws, noise, inv_n)
+        objs = [core.LinearAttention(family, D, H, R, cov[m], ws[m], noise[m], inv_n[m])
+                for m in range(cov.shape[0])]
+        pk = p.reshape(K, -1)
+        if len(objs) == 1:
+            loss, grad = objs[0].loss_grad(pk)
+        else:
+            out = [objs[k].loss_grad(pk[k]) for k in range(K)]
+            loss = np.array([o[0] for o in out])
+            grad = np.stack([o[1] for o in out])
     else:
         ms = _moment_list(moments, K)
         pk = p.reshape(K, -1)
@@ -207,7 +214,7 @@ def make_evaluator(family: str, dims, moments: Moments):
         raise ValueError("make_evaluator needs the compiled core; rebuild fastattn")
     D, H, R = _dims(family, dims)
     cov, ws, noise, inv_n = _moments(moments, D, 1)
-    return core.Evaluator(FAMILY_CODE[family], D, H, R, cov[0], ws[0], noise[0], inv_n[0])
+    return core.LinearAttention(family, D, H, R, cov[0], ws[0], noise[0], inv_n[0])
 
 
 def integrate(
@@ -258,8 +265,8 @@ def integrate(
     p = _params("params0", params0, family, dims)
     K = 1 if p.ndim == 1 else p.shape[0]
     cov, ws, noise, inv_n = _moments(moments, D, K)
-    if method not in METHOD_CODE:
-        raise ValueError(f"method={method!r} is unknown; use one of {sorted(METHOD_CODE)}")
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is unknown; use one of {sorted(METHODS)}")
     t_end = float(t_end)
     if not math.isfinite(t_end) or t_end <= 0:
         raise ValueError(f"t_end={t_end} must be a positive finite time")
@@ -283,13 +290,17 @@ def integrate(
         return _integrate_python(family, p, (D, H, R), moments, method, t_end, lr, rec,
                                  record_params, target_loss, grad_tol, max_steps, max_seconds)
     t0 = time.perf_counter()
-    out = core.integrate(
-        FAMILY_CODE[family], D, H, R, p, cov, ws, noise, inv_n, METHOD_CODE[method], t_end,
-        float(lr or 0.0), float(dt or 0.0), float(rtol), float(atol), float(h0 or 0.0), rec,
-        bool(record_params), math.nan if target_loss is None else float(target_loss),
-        math.nan if grad_tol is None else float(grad_tol), int(max_evals or 0),
-        int(max_steps or 0), float(max_seconds or 0.0),
+    objs = [core.LinearAttention(family, D, H, R, cov[m], ws[m], noise[m], inv_n[m])
+            for m in range(cov.shape[0])]
+    opts = core.Options(
+        method=core.Method.__members__[method], t_end=t_end, lr=float(lr or 0.0), dt=float(dt or 0.0),
+        rtol=float(rtol), atol=float(atol), h0=float(h0 or 0.0), record_times=rec,
+        record_params=bool(record_params),
+        target_loss=math.nan if target_loss is None else float(target_loss),
+        grad_tol=math.nan if grad_tol is None else float(grad_tol), max_evals=int(max_evals or 0),
+        max_steps=int(max_steps or 0), max_seconds=float(max_seconds or 0.0),
     )
+    out = core.integrate(objs, p, opts)
     wall = time.perf_counter() - t0
     times = rec
     if method == "euler":
