@@ -96,7 +96,8 @@ def test_rodas4_steps_across_a_stiff_flow():
     assert r["n_jac"][0] > 0          # at λ_max = 1e6 auto switched to the dense Rodas4
     assert steps["stiff", 1e6][0] < 2 * steps["stiff", 1e2][0], steps
     assert steps["auto", 1e6][1] < 3 * steps["stiff", 1e6][1], steps
-    r = run(obj, th, method="rk45", t_end=10.0, rtol=1e-7, atol=1e-11, max_evals=int(10 * steps["stiff", 1e6][1]))
+    r = run(obj, th, method="rk45", t_end=10.0, rtol=1e-7, atol=1e-11,
+            max_evals=int(10 * steps["stiff", 1e6][1]))
     assert r["status"] == ["max_evals"] and r["t_final"][0] < 0.1
 
 
