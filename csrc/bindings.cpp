@@ -330,7 +330,7 @@ py::dict py_integrate(const py::object& objectives, const Arr& params, const Opt
     };
     results = fastattn::integrate(objs, params.data(), K, o, out, intr);
   }
-  py::list status;
+  py::list status, events;
   Arr ne = new_array({py::ssize_t(K)}), ns = new_array({py::ssize_t(K)}), nj = new_array({py::ssize_t(K)}),
       nr = new_array({py::ssize_t(K)}), nh = new_array({py::ssize_t(K)}), tf = new_array({py::ssize_t(K)});
   for (Index k = 0; k < K; ++k) {
@@ -341,6 +341,13 @@ py::dict py_integrate(const py::object& objectives, const Arr& params, const Opt
     nr.mutable_data()[k] = double(results[k].n_rejected);
     nh.mutable_data()[k] = double(results[k].n_hvp);
     tf.mutable_data()[k] = results[k].t_final;
+    py::list hits;
+    for (const EventHit& e : results[k].events) {
+      Arr state = new_array({py::ssize_t(P)});
+      std::copy(e.state.data(), e.state.data() + P, state.mutable_data());
+      hits.append(py::make_tuple(e.event, e.t, state));
+    }
+    events.append(hits);
   }
   py::dict d;
   d["loss"] = loss;
@@ -353,6 +360,7 @@ py::dict py_integrate(const py::object& objectives, const Arr& params, const Opt
   d["n_rejected"] = nr;
   d["n_hvp"] = nh;
   d["t_final"] = tf;
+  d["events"] = events;
   return d;
 }
 
@@ -447,6 +455,20 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
       .def("from_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, false); },
            py::arg("params"));
 
+  py::class_<Event>(m, "Event", R"doc(
+A scalar function of the state crossing a level: coordinate `index` of the parameters (caller's
+basis), or the loss (index -1), minus `level`; direction +1 / -1 / 0: upward, downward or both
+crossings; terminal: stop the run there (status "event").)doc")
+      .def(py::init([](double level, Index index, int direction, bool terminal) {
+             return Event{index, level, direction, terminal};
+           }),
+           py::kw_only(), py::arg("level"), py::arg("index") = -1, py::arg("direction") = 0,
+           py::arg("terminal") = false)
+      .def_readonly("level", &Event::level)
+      .def_readonly("index", &Event::index)
+      .def_readonly("direction", &Event::direction)
+      .def_readonly("terminal", &Event::terminal);
+
   py::enum_<Method>(m, "Method", "The integrators (docs/theory.md section 4).")
       .value("euler", Method::euler)
       .value("rk4", Method::rk4)
@@ -459,7 +481,8 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
   py::class_<Options>(m, "Options", "What an integrate call asks for (see fastattn.population.FlowOptions).")
       .def(py::init([](Method method, double t_end, double lr, double dt, double rtol, double atol, double h0,
                        std::vector<double> record_times, bool record_params, double target_loss,
-                       double grad_tol, long long max_evals, long long max_steps, double max_seconds) {
+                       double grad_tol, long long max_evals, long long max_steps, double max_seconds,
+                       std::vector<Event> events) {
              Options o;
              o.method = method;
              o.t_end = t_end;
@@ -475,6 +498,7 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
              o.max_evals = max_evals;
              o.max_steps = max_steps;
              o.max_seconds = max_seconds;
+             o.events = std::move(events);
              validate(o);
              return o;
            }),
@@ -482,7 +506,7 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
            py::arg("dt") = 0.0, py::arg("rtol") = 1e-6, py::arg("atol") = 1e-9, py::arg("h0") = 0.0,
            py::arg("record_times") = std::vector<double>{}, py::arg("record_params") = false,
            py::arg("target_loss") = kNaN, py::arg("grad_tol") = kNaN, py::arg("max_evals") = 0,
-           py::arg("max_steps") = 0, py::arg("max_seconds") = 0.0)
+           py::arg("max_steps") = 0, py::arg("max_seconds") = 0.0, py::arg("events") = std::vector<Event>{})
       .def_readonly("method", &Options::method)
       .def_readonly("t_end", &Options::t_end)
       .def_readonly("lr", &Options::lr)
@@ -496,13 +520,14 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
       .def_readonly("grad_tol", &Options::grad_tol)
       .def_readonly("max_evals", &Options::max_evals)
       .def_readonly("max_steps", &Options::max_steps)
-      .def_readonly("max_seconds", &Options::max_seconds);
+      .def_readonly("max_seconds", &Options::max_seconds)
+      .def_readonly("events", &Options::events);
 
   m.def("integrate", &py_integrate, py::arg("objectives"), py::arg("params"), py::arg("options"),
         R"doc(Integrate K models' gradient flows d theta/dt = -1/2 grad L, one after another with the GIL
 released. objectives: one (shared) or K; params [P] or [K, P]. Returns a dict of arrays: loss [K, T],
 final_params [K, P], params [K, T, P] or None, status (K strings), n_evals, n_steps, n_jac, n_rejected,
-n_hvp, t_final [K].)doc");
+n_hvp, t_final [K], events (per model, a list of (event index, t, params [P]) in time order).)doc");
   m.def("stabilized_table", &stabilized_table, py::arg("s"),
         "Coefficients of the 'stabilized' method with s stages (integrators/stabilized_tables.h).");
 }

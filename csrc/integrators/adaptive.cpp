@@ -150,8 +150,9 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
     }
     const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
     if (en <= 1.0) {
-      t = clamp ? tt : t + hs;
-      accept(y, yn, *fnew, Ln);
+      const double t1 = clamp ? tt : t + hs;
+      if (accept(t, t1, y, yn, *fnew, Ln)) return {};
+      t = t1;
       have_jac = false;
       // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5). At the stability limit, where
       // the late phase of a large-D flow runs, the I controller alternates growth and rejection

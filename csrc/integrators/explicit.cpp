@@ -26,7 +26,7 @@ void Runner::run_euler(Vec& y) {
     yn = y + dtt * f0_;  // theta - eta grad L
     const double Ln = eval(yn, fn);
     if (!all_finite(yn) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; return; }
-    accept(y, yn, fn, Ln);
+    if (accept(dtt * double(k), dtt * double(k + 1), y, yn, fn, Ln)) return;
   }
 }
 
@@ -48,8 +48,9 @@ void Runner::run_fixed_rk4(Vec& y) {
     yt = y + (h / 6.0) * (f0_ + 2.0 * k2 + 2.0 * k3 + k4);
     const double Ln = eval(yt, fn);
     if (!all_finite(yt) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; res_.t_final = t; return; }
-    t = (h == tt - t) ? tt : t + h;
-    accept(y, yt, fn, Ln);
+    const double t1 = (h == tt - t) ? tt : t + h;
+    if (accept(t, t1, y, yt, fn, Ln)) return;
+    t = t1;
     record_upto(t, y);
     if (check_stop(t)) return;
   }

@@ -26,6 +26,10 @@ std::vector<Result> integrate(const std::vector<const Objective*>& objectives, c
                                   " has " + std::to_string(obj->size()) + ", not " + std::to_string(P));
     check_capabilities(*obj, o.method);
   }
+  for (const Event& e : o.events)
+    if (e.index >= P)
+      throw std::invalid_argument("events: coordinate " + std::to_string(e.index) + " is out of range (P = " +
+                                  std::to_string(P) + ")");
   const std::vector<double> rec = record_grid(o);
   const Index T = Index(rec.size());
   std::fill(out.rec_loss, out.rec_loss + K * T, kNaN);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "eigen_types.h"
+#include "integrators/events.h"
 #include "objective.h"
 
 namespace fastattn {
@@ -29,6 +30,7 @@ struct Options {
   long long max_evals = 0;    // stop after this many gradient evaluations + HVPs (0: no cap)
   long long max_steps = 0;    // stop after this many accepted steps (0: no cap)
   double max_seconds = 0;     // stop a model after this much wall time (0: no cap)
+  std::vector<Event> events;  // located and returned; a terminal one stops the run ("event")
 };
 
 // Throws std::invalid_argument naming the option when o cannot be run (the Python face checks the
@@ -41,6 +43,7 @@ struct Result {
   std::string status = "running";
   long long n_evals = 0, n_steps = 0, n_jac = 0, n_rejected = 0, n_hvp = 0;
   double t_final = 0;
+  std::vector<EventHit> events;  // in time order
 };
 
 }  // namespace fastattn

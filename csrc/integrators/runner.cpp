@@ -30,6 +30,9 @@ void validate(const Options& o) {
   if (!(o.rtol > 0 && o.atol >= 0)) bad("need rtol > 0 and atol >= 0");
   if (!(o.h0 >= 0)) bad("h0 must be >= 0 (0: chosen from the state)");
   if (!(o.max_seconds >= 0)) bad("max_seconds must be >= 0 (0: no limit)");
+  for (const Event& e : o.events)
+    if (!std::isfinite(e.level) || e.direction < -1 || e.direction > 1)
+      bad("events need a finite level and a direction in {-1, 0, 1}");
   for (size_t j = 0; j < o.record_times.size(); ++j) {
     const double r = o.record_times[j];
     if (!std::isfinite(r) || r < 0 || r > o.t_end * (1 + 1e-12) || (j > 0 && r < o.record_times[j - 1]))
@@ -54,12 +57,14 @@ Result Runner::run(Vec& y) {
   cost_ = obj_.cost_hint();
   if (std::isnan(cost_.dense_step)) cost_.dense_step = double(P_);
   f0_.resize(P_);
+  if (!o_.events.empty()) events_ = std::make_unique<EventTracker>(obj_, o_.events);
   try {
     L0_ = eval(y, f0_);
     if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
       res_.status = "diverged";
       return res_;
     }
+    if (events_) events_->start(y, L0_);
     next_rec_ = 0;
     switch (o_.method) {
       case Method::euler: run_euler(y); break;
@@ -116,12 +121,21 @@ bool Runner::check_stop(double t) {
   return false;
 }
 
-// The state advances to an accepted step: (yn, fn = f(yn), Ln = L(yn)) become current.
-void Runner::accept(Vec& y, Vec& yn, Vec& fn, double Ln) {
+// An accepted step from t0 to t1: (yn, fn = f(yn), Ln = L(yn)) become current, after the events
+// in between are located. True when a terminal event stopped the run inside the step (y is then the
+// state there).
+bool Runner::accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln) {
+  ++res_.n_steps;
+  double t_event;
+  if (events_ && events_->step({t0, t1, y, f0_, L0_, yn, fn, Ln}, res_.events, t_event, y)) {
+    res_.status = "event";
+    res_.t_final = t_event;
+    return true;
+  }
   y.swap(yn);
   f0_.swap(fn);
   L0_ = Ln;
-  ++res_.n_steps;
+  return false;
 }
 
 // Stops checked after a rejected step (the state, still at t, is unchanged). True when stopping.

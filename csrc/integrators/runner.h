@@ -168,6 +168,7 @@ class Runner {
   // their images A x_j (= b_j - final residual) seed the next solve (see stage_solve).
   std::vector<Vec> st_x_, st_ax_;
   Vec rho_u_;  // the stabilized method's power-iteration vector (one run's, kept across phases)
+  std::unique_ptr<EventTracker> events_;  // null without events
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -178,7 +179,7 @@ class Runner {
   void record(size_t j, const Vec& y, double L);
   void record_upto(double t, const Vec& y);
   bool check_stop(double t);
-  void accept(Vec& y, Vec& yn, Vec& fn, double Ln);
+  bool accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln);
   bool stop_after_rejection(double t);
   double next_target(double t) const;
   double err_norm(const Vec& err, const Vec& y, const Vec& yn) const;

@@ -72,8 +72,9 @@ Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* 
       if (!std::isfinite(Ln) || !all_finite(fn)) en = 1e10;
     }
     if (en <= 1.0) {
-      t = clamp ? tt : t + hs;
-      accept(y, yn, fn, Ln);
+      const double t1 = clamp ? tt : t + hs;
+      if (accept(t, t1, y, yn, fn, Ln)) return {};
+      t = t1;
       ++since;
       const double fac = std::min(last_rejected ? 1.0 : 5.0,
                                   std::max(0.2, 0.9 * std::pow(std::max(en, 1e-10), -0.22) *
