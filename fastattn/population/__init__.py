@@ -1,9 +1,15 @@
-"""Exact population loss, gradients, Hessian and gradient-flow integrators of the zero-block models.
+"""Exact objectives and their gradient flows.
 
-See fastattn.population.api for shapes and docs/theory.md for the closed form.
+- objectives: `Objective` (the core's interface; subclass it in Python), `LinearAttentionObjective`
+  (the zero-block linear attention models' closed form, docs/theory.md §1–3), and the registry
+  `objective_for(task, model)` / `register_objective` / `registered_objectives`;
+- flows: `integrate(objective, params0, FlowOptions(...))` → `IntegrationResult` (docs/theory.md §4);
+- the linear attention models by family name: `loss_and_grad`, `hessian`, `hvp`, `make_evaluator`,
+  `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
 """
 
 from fastattn.population.api import (
+    EventHit,
     IntegrationResult,
     conserved_quantities,
     gamma,
@@ -15,10 +21,21 @@ from fastattn.population.api import (
     n_params,
 )
 from fastattn.population.moments import Moments
+from fastattn.population.objectives import FAMILIES, LinearAttentionObjective, Objective
+from fastattn.population.options import METHODS, CoordinateEvent, FlowOptions, LossEvent
+from fastattn.population.registry import objective_for, register_objective, registered_objectives
 
 __all__ = [
+    "FAMILIES",
+    "METHODS",
+    "CoordinateEvent",
+    "EventHit",
+    "FlowOptions",
     "IntegrationResult",
+    "LinearAttentionObjective",
+    "LossEvent",
     "Moments",
+    "Objective",
     "conserved_quantities",
     "gamma",
     "hessian",
@@ -27,4 +44,7 @@ __all__ = [
     "loss_and_grad",
     "make_evaluator",
     "n_params",
+    "objective_for",
+    "register_objective",
+    "registered_objectives",
 ]

@@ -1,18 +1,13 @@
-"""Exact population loss, gradient, Hessian and gradient-flow integrators (public face).
+"""Gradient flows of exact objectives, and the linear attention models' population loss (public face).
 
-Families and flat float64 layouts (docs/conventions.md), dims = (D, H, R) (R is ignored by merged):
-
-- ``"merged"`` (ATTN_M): ``v [H]``, ``U [H, D, D]``, Γ = Σ_i v_i U_i, P = H(1 + D²).
-- ``"cubic_mlp"``: ``w2 [H]``, ``W1 [H, D·D]``; same layout and Γ as merged.
-- ``"separate"`` (ATTN_S, rank R): ``v [H]``, ``K [H, R, D]``, ``Q [H, R, D]``, Γ = Σ_i v_i K_iᵀ Q_i,
-  P = H(1 + 2RD).
-
-Time: gradient flow dθ/dt = −½ ∂L/∂θ; one GD step with learning rate η advances t by 2η.
+`integrate(objective, params0, options)` follows dθ/dt = −½ ∂L/∂θ (one GD step with learning rate η
+advances t by 2η) for any `Objective`: a `LinearAttentionObjective`, one from `objective_for(task,
+model)`, or a Python subclass of `Objective`. The family-name functions (`loss_and_grad(family, ...)`,
+`integrate(family, params0, dims, moments, ...)`, …) are conveniences over `LinearAttentionObjective`.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,9 +18,22 @@ from fastattn._core_loader import core, has_cpp
 from fastattn.models import layout
 from fastattn.population import reference
 from fastattn.population.moments import Moments
+from fastattn.population.objectives import (
+    LinearAttentionObjective,
+    family_dims,
+    layout_family,
+    moment_arrays,
+)
+from fastattn.population.options import FlowOptions, flow_options
 
-FAMILY_CODE = {"merged": 0, "cubic_mlp": 0, "separate": 1}
-METHODS = ("euler", "rk4", "rk45", "stiff", "stiff_krylov", "stabilized", "auto")
+
+@dataclass(frozen=True, eq=False)
+class EventHit:
+    """An event's crossing: `event` indexes FlowOptions.events; `params` `[P]` (caller's basis) at time t."""
+
+    event: int
+    t: float
+    params: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,15 +46,17 @@ class IntegrationResult:
             batch the full grid, with NaN losses where a model had stopped.
         loss: `[T]` (single model) or `[K, T]`.
         params: `[T, P]` or `[K, T, P]` recorded parameters (only with record_params=True), else None.
-        final_params: `[P]` or `[K, P]`, the last finite state.
-        status: per model, one of "t_end", "target_loss", "converged", "max_evals", "max_steps",
-            "max_seconds", "diverged", "step_too_small", "interrupted" (a str for a single model,
-            else a list).
+        final_params: `[P]` or `[K, P]`, the last finite state (at a terminal event: the state there).
+        status: per model, one of "t_end", "target_loss", "converged", "event", "max_evals",
+            "max_steps", "max_seconds", "diverged", "step_too_small", "interrupted" (a str for a
+            single model, else a list).
         n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: dense
             Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps); n_rejected:
             rejected steps of the adaptive methods.
         t_final: time of the final state (float or `[K]`).
         wall_time: seconds for the whole call.
+        events: the crossings of FlowOptions.events in time order (a list of EventHit; for a batch,
+            one list per model).
     """
 
     times: np.ndarray
@@ -61,66 +71,22 @@ class IntegrationResult:
     wall_time: float
     n_hvp: int | np.ndarray = 0
     n_rejected: int | np.ndarray = 0
+    events: list[EventHit] | list[list[EventHit]] = ()
 
 
 # ---------------------------------------------------------------- validation helpers
-def _dims(family: str, dims) -> tuple[int, int, int]:
-    if family not in FAMILY_CODE:
-        raise ValueError(f"family={family!r} is unknown; use one of {sorted(FAMILY_CODE)}")
-    try:
-        t = tuple(int(x) for x in dims)
-    except TypeError as exc:
-        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints") from exc
-    if len(t) == 2 and FAMILY_CODE[family] == 0:
-        t = (*t, 1)
-    if len(t) != 3 or min(t) < 1:
-        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints")
-    D, H, R = t
-    return (D, H, 1) if FAMILY_CODE[family] == 0 else (D, H, R)
-
-
-def _layout_family(family: str) -> str:
-    """cubic_mlp shares the merged flat layout (w2 ≡ v, W1[h] ≡ vec U_h)."""
-    return "merged" if FAMILY_CODE[family] == 0 else "separate"
-
-
-def n_params(family: str, dims) -> int:
-    """Flat parameter count P of a family at dims (D, H, R)."""
-    return layout.n_params(family, _dims(family, dims))
-
-
-def _params(name: str, params, family: str, dims) -> np.ndarray:
+def _params(name: str, params, P: int, what: str) -> np.ndarray:
     p = np.ascontiguousarray(np.asarray(params, dtype=np.float64))
-    P = n_params(family, dims)
     if p.ndim not in (1, 2) or p.shape[-1] != P:
-        raise ValueError(
-            f"{name} has shape {p.shape}, but family={family!r} with dims={tuple(dims)} needs "
-            f"[P] or [K, P] with P={P}; check the family/dims or the flat layout"
-        )
+        raise ValueError(f"{name} has shape {p.shape}, but {what} needs [P] or [K, P] with P={P}; "
+                         "check the objective or the flat layout")
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{name} contains non-finite weights (NaN/inf); pass finite parameters")
     return p
 
 
-def _moments(moments, D: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    ms = [moments] if isinstance(moments, Moments) else list(moments)
-    if not ms or not all(isinstance(m, Moments) for m in ms):
-        raise ValueError("moments must be a Moments or a sequence of K Moments")
-    if len(ms) not in (1, K):
-        raise ValueError(f"moments: got {len(ms)} sets for K={K} models; pass 1 shared set or K")
-    cov = np.stack([np.asarray(m.cov, dtype=np.float64) for m in ms])
-    ws = np.stack([np.asarray(m.w_second, dtype=np.float64) for m in ms])
-    if cov.shape[1:] != (D, D) or ws.shape[1:] != (D, D):
-        raise ValueError(
-            f"moments: cov/w_second have shape {cov.shape[1:]}/{ws.shape[1:]}, but dims give D={D}; "
-            "build the Moments for the same token dimension"
-        )
-    noise = np.array([float(m.noise) for m in ms])
-    inv_n = np.array([float(m.inv_n) for m in ms])
-    if not (np.all(np.isfinite(cov)) and np.all(np.isfinite(ws)) and np.all(np.isfinite(noise))
-            and np.all(np.isfinite(inv_n))):
-        raise ValueError("moments contain non-finite entries")
-    return cov, ws, noise, inv_n
+def _family_params(name: str, params, family: str, dims) -> np.ndarray:
+    return _params(name, params, n_params(family, dims), f"family={family!r} with dims={tuple(dims)}")
 
 
 def _backend(backend: str) -> str:
@@ -136,11 +102,25 @@ def _moment_list(moments, K: int) -> list[Moments]:
     return ms * K if len(ms) == 1 else ms
 
 
-# ---------------------------------------------------------------- public functions
+def _objectives(objective) -> list:
+    objs = list(objective) if isinstance(objective, Sequence) else [objective]
+    if not objs or core is None or not all(isinstance(o, core.Objective) for o in objs):
+        raise ValueError("objective must be an Objective (a LinearAttentionObjective, objective_for(task, "
+                         "model), or a Python subclass of fastattn.population.Objective) or a sequence "
+                         "of K of them")
+    return objs
+
+
+# ---------------------------------------------------------------- the linear attention models
+def n_params(family: str, dims) -> int:
+    """Flat parameter count P of a family at dims (D, H, R)."""
+    return layout.n_params(family, family_dims(family, dims))
+
+
 def gamma(family: str, params, dims) -> np.ndarray:
     """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
-    b = layout.unflatten(_layout_family(family), _params("params", params, family, dims),
-                         _dims(family, dims))
+    b = layout.unflatten(layout_family(family), _family_params("params", params, family, dims),
+                         family_dims(family, dims))
     if "U" in b:
         return np.einsum("...i,...iab->...ab", b["v"], b["U"])
     return np.einsum("...i,...ira,...irb->...ab", b["v"], b["K"], b["Q"])
@@ -155,26 +135,21 @@ def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
     Returns:
         (loss, grad): a float and `[P]` for params `[P]`; `[K]` and `[K, P]` for `[K, P]`.
     """
-    D, H, R = _dims(family, dims)
-    p = _params("params", params, family, dims)
+    D, H, R = family_dims(family, dims)
+    p = _family_params("params", params, family, dims)
     K = 1 if p.ndim == 1 else p.shape[0]
-    cov, ws, noise, inv_n = _moments(moments, D, K)
+    moment_arrays(moments, D, K)
+    ms = _moment_list(moments, K)
+    pk = p.reshape(K, -1)
     if _backend(backend) == "cpp":
-        objs = [core.LinearAttention(family, D, H, R, cov[m], ws[m], noise[m], inv_n[m])
-                for m in range(cov.shape[0])]
-        pk = p.reshape(K, -1)
-        if len(objs) == 1:
-            loss, grad = objs[0].loss_grad(pk)
+        if isinstance(moments, Moments):
+            loss, grad = LinearAttentionObjective(family, dims, moments).loss_grad(pk)
         else:
-            out = [objs[k].loss_grad(pk[k]) for k in range(K)]
-            loss = np.array([o[0] for o in out])
-            grad = np.stack([o[1] for o in out])
+            out = [LinearAttentionObjective(family, dims, ms[k]).loss_grad(pk[k]) for k in range(K)]
+            loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
     else:
-        ms = _moment_list(moments, K)
-        pk = p.reshape(K, -1)
         out = [reference.loss_and_grad(family, pk[k], (D, H, R), ms[k]) for k in range(K)]
-        loss = np.array([o[0] for o in out])
-        grad = np.stack([o[1] for o in out])
+        loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
     if p.ndim == 1:
         return float(loss[0]), grad[0]
     return loss, grad
@@ -182,11 +157,11 @@ def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
 
 def hessian(family: str, params, dims, moments: Moments, backend: str = "auto") -> np.ndarray:
     """Dense Hessian ∂²L/∂θ² `[P, P]` of one model (params `[P]`)."""
-    D, H, R = _dims(family, dims)
-    p = _params("params", params, family, dims)
+    D, H, R = family_dims(family, dims)
+    p = _family_params("params", params, family, dims)
     if p.ndim != 1:
         raise ValueError("params must be one model [P] for hessian")
-    _moments(moments, D, 1)
+    moment_arrays(moments, D, 1)
     if _backend(backend) == "cpp":
         return make_evaluator(family, dims, moments).hessian(p)
     return reference.hessian(family, p, (D, H, R), moments)
@@ -194,120 +169,81 @@ def hessian(family: str, params, dims, moments: Moments, backend: str = "auto") 
 
 def hvp(family: str, params, u, dims, moments: Moments) -> np.ndarray:
     """Hessian-vector product `[P]` (C++ core)."""
-    p = _params("params", params, family, dims)
+    p = _family_params("params", params, family, dims)
     uu = np.ascontiguousarray(np.asarray(u, dtype=np.float64))
     if p.ndim != 1 or uu.shape != p.shape:
         raise ValueError(f"u must have the shape of params {p.shape}, got {uu.shape}")
     return make_evaluator(family, dims, moments).hvp(p, uu)
 
 
-def make_evaluator(family: str, dims, moments: Moments):
-    """A prepared C++ evaluator for repeated calls with fixed moments.
-
-    Methods: ``loss_grad(params [P]|[K,P], eigen=False)``, ``hessian(params [P])``,
-    ``hessian_diag(params [P])``, ``hvp(params, u)``, ``stage_preconditioner(params, c, r)`` (the
-    Hessian-free Rodas4's preconditioner (I + c·Hb)⁻¹ r, Hb the Hessian's Gauss–Newton blocks of each
-    head; docs/theory.md), ``to_eigen(params)``/``from_eigen(params)``
-    (rotate to Λ's eigenbasis, where the integrators work), ``eigvecs()``.
-    """
+def make_evaluator(family: str, dims, moments: Moments) -> LinearAttentionObjective:
+    """The C++ objective of a linear attention family with fixed moments (for repeated calls); see
+    LinearAttentionObjective for its methods."""
     if not has_cpp():
         raise ValueError("make_evaluator needs the compiled core; rebuild fastattn")
-    D, H, R = _dims(family, dims)
-    cov, ws, noise, inv_n = _moments(moments, D, 1)
-    return core.LinearAttention(family, D, H, R, cov[0], ws[0], noise[0], inv_n[0])
+    return LinearAttentionObjective(family, dims, moments)
 
 
-def integrate(
-    family: str,
-    params0,
-    dims,
-    moments,
-    method: str = "rk45",
-    t_end: float = 1.0,
-    *,
-    lr: float | None = None,
-    dt: float | None = None,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
-    h0: float | None = None,
-    record_times: Sequence[float] | np.ndarray | None = None,
-    record_params: bool = False,
-    target_loss: float | None = None,
-    grad_tol: float | None = None,
-    max_evals: int | None = None,
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
-) -> IntegrationResult:
+# ---------------------------------------------------------------- integrate
+def integrate(objective, params0, options: FlowOptions | None = None, *legacy,
+              **overrides) -> IntegrationResult:
     """Integrate the gradient flow dθ/dt = −½ ∂L/∂θ from params0 to t_end (or an early stop).
 
+    Forms:
+        integrate(objective, params0, options=None, **option_overrides)
+        integrate(family, params0, dims, moments, method="rk45", t_end=1.0, **option_overrides)
+
     Args:
-        params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step).
-        moments: one Moments (shared) or K Moments.
-        method: "euler" (GD with learning rate ``lr``, t = 2·lr·k), "rk4" (fixed step ``dt``),
-            "rk45" (Dormand–Prince 5(4), rtol/atol), "stiff" (Rodas4, an L-stable order-4(3)
-            Rosenbrock method with the analytic Jacobian −½·Hessian, one Cholesky/LU per step),
-            "stiff_krylov" (the same Rodas4 Hessian-free: each stage system solved by MINRES on
-            Hessian-vector products, to a residual well below the error tolerance),
-            "stabilized" (an order-4 stabilized explicit Runge–Kutta method: s evaluations a
-            step, stable for h·ρ(J) ≤ ≈0.35·s², so its steps are set by accuracy; no Hessian),
-            "auto" (P ≤ 2000: rk45, switching to Rodas4 while the flow is stiff for the explicit
-            method, e.g. after convergence; P > 2000: "stabilized", with Hessian-free Rodas4
-            episodes where the flow has settled and they cost less). See docs/theory.md §4.
-        record_times: increasing times in [0, t_end] at which the loss (and params) are recorded;
-            adaptive methods and rk4 land on them exactly. Default: 0 and t_end.
-        target_loss / grad_tol: stop when L ≤ target_loss / when ‖∂L/∂θ‖ < grad_tol.
-        max_evals / max_steps: caps on gradient evaluations plus Hessian-vector products /
-            accepted steps.
-        max_seconds: stop a model after this many seconds of wall time (status "max_seconds"); unlike
-            the other stops it depends on the machine, so such a run is not reproducible bit for bit.
+        objective: an `Objective` shared by the K models, or a sequence of K (one each).
+        params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step), in the
+            caller's basis.
+        options: a FlowOptions; keyword overrides replace its fields (or build one: t_end is required).
+        family, dims, moments: a linear attention family ("merged", "cubic_mlp", "separate"), its
+            dims (D, H, R) and one Moments (shared) or K: the objective(s) are built for you.
+    Returns:
+        IntegrationResult (with the events' crossings). See FlowOptions for the methods and stops,
+        and docs/theory.md §4.
     """
-    D, H, R = _dims(family, dims)
-    p = _params("params0", params0, family, dims)
+    if isinstance(objective, str):
+        return _integrate_family(objective, params0, options, *legacy, **overrides)
+    if legacy:
+        raise ValueError("integrate(objective, params0, options, **overrides) takes no further positional "
+                         "arguments; pass options by name")
+    opts = flow_options(options, overrides)
+    objs = _objectives(objective)
+    p = _params("params0", params0, objs[0].size(), f"objective {objs[0].name()}")
+    return _run(objs, p, opts)
+
+
+def _integrate_family(family: str, params0, dims=None, moments=None, method: str = "rk45",
+                      t_end: float = 1.0, **overrides) -> IntegrationResult:
+    """integrate(family, params0, dims, moments, method, t_end, **overrides): the objective(s) built
+    from a family name (the older call form)."""
+    family_dims(family, (1, 1, 1))
+    if dims is None or moments is None:
+        raise ValueError("integrate(family, params0, dims, moments, ...) needs dims and moments")
+    D, H, R = family_dims(family, dims)
+    p = _family_params("params0", params0, family, dims)
     K = 1 if p.ndim == 1 else p.shape[0]
-    cov, ws, noise, inv_n = _moments(moments, D, K)
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is unknown; use one of {sorted(METHODS)}")
-    t_end = float(t_end)
-    if not math.isfinite(t_end) or t_end <= 0:
-        raise ValueError(f"t_end={t_end} must be a positive finite time")
-    if method == "euler":
-        if lr is None or not math.isfinite(lr) or lr <= 0:
-            raise ValueError(f"lr={lr} must be a positive learning rate for method='euler'")
-    if method == "rk4":
-        if dt is None or not math.isfinite(dt) or dt <= 0:
-            raise ValueError(f"dt={dt} must be a positive step for method='rk4'")
-    adaptive = ("rk45", "stiff", "stiff_krylov", "auto", "stabilized")
-    if method in adaptive and not (rtol > 0 and atol >= 0 and rtol + atol > 0):
-        raise ValueError(f"rtol={rtol}, atol={atol}: need rtol > 0 and atol >= 0")
-    rec = np.array([0.0, t_end] if record_times is None else record_times, dtype=np.float64).ravel()
-    if rec.size == 0 or not np.all(np.isfinite(rec)) or np.any(np.diff(rec) < 0):
-        raise ValueError("record_times must be a non-empty increasing sequence of finite times")
-    if rec[0] < 0 or rec[-1] > t_end * (1 + 1e-12):
-        raise ValueError(f"record_times must lie in [0, t_end={t_end}]")
-    if max_seconds is not None and not (math.isfinite(max_seconds) and max_seconds > 0):
-        raise ValueError(f"max_seconds={max_seconds} must be a positive number of seconds (or None)")
+    moment_arrays(moments, D, K)
+    opts = flow_options(None, {"method": method, "t_end": t_end, **overrides})
     if not has_cpp():
-        return _integrate_python(family, p, (D, H, R), moments, method, t_end, lr, rec,
-                                 record_params, target_loss, grad_tol, max_steps, max_seconds)
+        return _integrate_python(family, p, (D, H, R), moments, opts)
+    ms = [moments] if isinstance(moments, Moments) else list(moments)
+    return _run([LinearAttentionObjective(family, dims, m) for m in ms], p, opts)
+
+
+def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> IntegrationResult:
     t0 = time.perf_counter()
-    objs = [core.LinearAttention(family, D, H, R, cov[m], ws[m], noise[m], inv_n[m])
-            for m in range(cov.shape[0])]
-    opts = core.Options(
-        method=core.Method.__members__[method], t_end=t_end, lr=float(lr or 0.0), dt=float(dt or 0.0),
-        rtol=float(rtol), atol=float(atol), h0=float(h0 or 0.0), record_times=rec,
-        record_params=bool(record_params),
-        target_loss=math.nan if target_loss is None else float(target_loss),
-        grad_tol=math.nan if grad_tol is None else float(grad_tol), max_evals=int(max_evals or 0),
-        max_steps=int(max_steps or 0), max_seconds=float(max_seconds or 0.0),
-    )
-    out = core.integrate(objs, p, opts)
+    out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core())
     wall = time.perf_counter() - t0
-    times = rec
-    if method == "euler":
-        n_total = round(t_end / (2 * lr))
-        times = 2 * lr * np.minimum(np.rint(rec / (2 * lr)), n_total)
+    times = opts.record_grid()
+    if opts.method == "euler":
+        n_total = round(opts.t_end / (2 * opts.lr))
+        times = 2 * opts.lr * np.minimum(np.rint(times / (2 * opts.lr)), n_total)
     loss, fin, prm = out["loss"], out["final_params"], out["params"]
     ints = [out[k].astype(np.int64) for k in ("n_evals", "n_steps", "n_jac", "n_hvp", "n_rejected")]
+    events = [[EventHit(int(e), float(t), s) for e, t, s in hits] for hits in out["events"]]
     if p.ndim == 1:
         reached = ~np.isnan(loss[0])
         n_rec = int(np.argmin(reached)) if not reached.all() else reached.size
@@ -316,23 +252,24 @@ def integrate(
             params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
             status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
             n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
-            n_hvp=int(ints[3][0]), n_rejected=int(ints[4][0]),
+            n_hvp=int(ints[3][0]), n_rejected=int(ints[4][0]), events=events[0],
         )
     return IntegrationResult(
         times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
-        n_hvp=ints[3], n_rejected=ints[4],
+        n_hvp=ints[3], n_rejected=ints[4], events=events,
     )
 
 
-def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_params,
-                      target_loss, grad_tol, max_steps, max_seconds) -> IntegrationResult:
+def _integrate_python(family, p, dims, moments, opts: FlowOptions) -> IntegrationResult:
     """Fallback without the C++ core: GD (method='euler') on the torch reference only."""
-    if method != "euler" or p.ndim != 1:
-        raise ValueError(f"method={method!r}: without the C++ core only single-model 'euler' runs")
+    if opts.method != "euler" or p.ndim != 1 or opts.events:
+        raise ValueError(f"method={opts.method!r}: without the C++ core only single-model 'euler' runs "
+                         "(without events)")
+    lr, t_end = opts.lr, opts.t_end
     t0 = time.perf_counter()
     n_total = round(t_end / (2 * lr))
-    ks = np.minimum(np.rint(rec / (2 * lr)).astype(np.int64), n_total)
+    ks = np.minimum(np.rint(opts.record_grid() / (2 * lr)).astype(np.int64), n_total)
     th = p.copy()
     losses, params = [], []
     status, k, n_evals = "t_end", 0, 0
@@ -344,16 +281,16 @@ def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_p
             losses.append(L)
             params.append(th.copy())
             j += 1
-        if target_loss is not None and target_loss >= L:
+        if opts.target_loss is not None and opts.target_loss >= L:
             status = "target_loss"
             break
-        if grad_tol is not None and np.linalg.norm(g) < grad_tol:
+        if opts.grad_tol is not None and np.linalg.norm(g) < opts.grad_tol:
             status = "converged"
             break
-        if k >= n_total or (max_steps and k >= max_steps):
+        if k >= n_total or (opts.max_steps and k >= opts.max_steps):
             status = "t_end" if k >= n_total else "max_steps"
             break
-        if max_seconds and time.perf_counter() - t0 >= max_seconds:
+        if opts.max_seconds and time.perf_counter() - t0 >= opts.max_seconds:
             status = "max_seconds"
             break
         new = th - lr * g
@@ -366,7 +303,7 @@ def _integrate_python(family, p, dims, moments, method, t_end, lr, rec, record_p
     n = len(losses)
     return IntegrationResult(
         times=2 * lr * ks[:n].astype(np.float64), loss=np.array(losses),
-        params=np.array(params) if record_params else None, final_params=th, status=status,
+        params=np.array(params) if opts.record_params else None, final_params=th, status=status,
         n_evals=n_evals, n_steps=k, n_jac=0, t_final=2 * lr * k,
         wall_time=time.perf_counter() - t0,
     )
@@ -382,7 +319,7 @@ def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.nd
         separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
                    "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
     """
-    b = layout.unflatten(_layout_family(family), params_over_time, _dims(family, dims))
+    b = layout.unflatten(layout_family(family), params_over_time, family_dims(family, dims))
     if "U" in b:
         v, W1 = b["v"], b["U"].reshape(*b["U"].shape[:-2], -1)      # W1 [..., H, D²]
         return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]

@@ -9,7 +9,14 @@ from scipy.optimize import brentq
 
 from fastattn._core_loader import core, has_cpp
 from fastattn.experiments.zhang2025 import fig3_setting
-from fastattn.population import loss_and_grad, make_evaluator
+from fastattn.population import (
+    CoordinateEvent,
+    FlowOptions,
+    LossEvent,
+    integrate,
+    loss_and_grad,
+    make_evaluator,
+)
 
 from .analytic import QuadraticWithHessian, StiffDiagonal
 
@@ -111,3 +118,19 @@ def test_events_are_validated():
         run(obj, th, method="rk45", events=[core.Event(index=4, level=0.0)])
     with pytest.raises(ValueError, match="direction"):
         core.Options(events=[core.Event(level=0.0, direction=2)])
+
+
+def test_the_python_face_returns_event_hits():
+    """FlowOptions' CoordinateEvent / LossEvent through fastattn.population.integrate: EventHit per
+    crossing (a list per model for a batch)."""
+    obj, h, th = _diagonal_quadratic()
+    t_coord = -2 * np.log(0.5 / 2.0) / h[0]
+    opts = FlowOptions(t_end=20.0, rtol=1e-9, atol=1e-12,
+                       events=(CoordinateEvent(0, 0.5, direction=-1, terminal=True), LossEvent(1e-3)))
+    r = integrate(obj, th, opts)
+    assert r.status == "event" and r.t_final == pytest.approx(t_coord, rel=1e-7)
+    (hit,) = r.events
+    assert hit.event == 0 and hit.t == r.t_final and hit.params[0] == pytest.approx(0.5, rel=1e-7)
+    b = integrate(obj, np.stack([th, 0.1 * th]), opts)
+    assert b.status == ["event", "t_end"] and len(b.events[0]) == 1
+    assert [e.event for e in b.events[1]] == [1]      # 0.1·θ₀ starts below 0.5; its loss falls through 1e-3

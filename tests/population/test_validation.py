@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn.population import Moments, hessian, integrate, loss_and_grad
+from fastattn.population import (
+    CoordinateEvent,
+    FlowOptions,
+    Moments,
+    hessian,
+    integrate,
+    loss_and_grad,
+    make_evaluator,
+)
 
 from .conftest import random_moments, random_params
 
@@ -77,3 +85,28 @@ def test_moments_mismatch(setup, rng):
     bad = Moments(cov=np.full((3, 3), np.nan), w_second=np.eye(3), noise=0.0, inv_n=0.1)
     with pytest.raises(ValueError, match="moments"):
         integrate("separate", th, dims, bad)
+
+
+def test_flow_options_and_objective_forms(setup):
+    dims, m, th = setup
+    obj = make_evaluator("separate", dims, m)
+    with pytest.raises(ValueError, match="t_end is required"):
+        integrate(obj, th)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['tend'\]"):
+        integrate(obj, th, tend=1.0)
+    with pytest.raises(ValueError, match="params0 has shape"):
+        integrate(obj, th[:-1], t_end=1.0)
+    with pytest.raises(ValueError, match="family='not a family' is unknown"):
+        integrate("not a family", th, FlowOptions(t_end=1.0))
+    with pytest.raises(ValueError, match="objective must be an Objective"):
+        integrate([obj, "x"], np.stack([th, th]), t_end=1.0)
+    with pytest.raises(ValueError, match="needs a coordinate index >= 0"):
+        FlowOptions(t_end=1.0, events=(CoordinateEvent(-1, 0.0),))
+    with pytest.raises(ValueError, match="max_evals="):
+        FlowOptions(t_end=1.0, max_evals=0)
+    opts = FlowOptions(t_end=1.0, method="rk45")
+    assert opts.replace(t_end=2.0).t_end == 2.0 and opts.t_end == 1.0
+    with pytest.raises(ValueError, match="lr="):
+        opts.replace(method="euler")
+    r = integrate(obj, th, opts, rtol=1e-8)        # overrides on top of options
+    assert r.status == "t_end" and r.t_final == 1.0
