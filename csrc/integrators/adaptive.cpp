@@ -154,10 +154,10 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
       if (accept(t, t1, y, yn, *fnew, Ln)) return {};
       t = t1;
       have_jac = false;
-      // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5). At the stability limit, where
+      // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5): at the stability limit, where
       // the late phase of a large-D flow runs, the I controller alternates growth and rejection
-      // (20% rejected); the PI term removes nearly all of those. Rosenbrock keeps the I
-      // controller: "auto" judges a Rosenbrock trial by how fast its steps grow.
+      // (docs/theory.md section 4). Rosenbrock keeps the I controller: "auto" judges a Rosenbrock
+      // trial by how fast its steps grow.
       const double beta = ros ? 0.0 : 0.04;
       double fac = 0.9 * std::pow(std::max(en, 1e-10), -(q - 0.75 * beta)) * std::pow(err_old, beta);
       if (!ros) err_old = std::max(en, 1e-4);

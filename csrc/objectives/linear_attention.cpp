@@ -517,9 +517,10 @@ std::unique_ptr<StagePreconditioner> LinearAttention::stage_preconditioner() con
   return std::make_unique<LinearAttentionPreconditioner>(dims_, eigen_);
 }
 
-// Flop models (deterministic): an evaluation ~ the products of Gamma, K M and Q M^T; an HVP (with
-// MINRES's vector work) ~ 3x that (measured ratio 1.9-2.5 for separate); a dense Rodas4 step ~ the
-// Hessian (2 P^2 D^2), its Cholesky (P^3 / 3) and the solves. See docs/theory.md section 4.
+// Flop models (deterministic, so batch and single runs switch alike): an evaluation ~ the products
+// of Gamma, K M and Q M^T; an HVP (with MINRES's vector work) ~ 2x more; a dense Rodas4 step ~ the
+// Hessian (2 P^2 D^2), its Cholesky (P^3 / 3) and the solves. Measured ratios: docs/theory.md
+// section 4.
 CostHint LinearAttention::cost_hint() const {
   const double P = double(dims_.P), D = dims_.D, HR = double(dims_.H) * dims_.R;
   const double dense = eigen_.b_diag ? 0.0 : 2.0 * D * D * D;

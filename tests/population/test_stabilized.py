@@ -1,14 +1,19 @@
 """The order-4 stabilized explicit method: its shipped coefficient tables (order conditions, stability
-interval, bounded stages and error estimate), the generator that made them, and the C++ step
+interval, bounded stages and error estimate), each stage of the generator that made them
+(tools/stabilized_tables.py, imported by path: it is not part of the package), and the C++ step
 against the numpy reference step."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from fastattn._core_loader import core, has_cpp
+from fastattn._core_loader import has_cpp
 from fastattn.population import hessian, integrate, loss_and_grad, stabilized
+from fastattn.population.stabilized import shipped
 
 from .conftest import random_moments, random_params
 
@@ -17,9 +22,15 @@ pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 STAGES = range(stabilized.S_MIN, stabilized.S_MAX + 1)
 
 
-def shipped(s: int) -> stabilized.Table:
-    d = core.stabilized_table(s)
-    return stabilized.Table(s, d["ell"], d["mu"], d["nu"], d["kappa"], d["a"], d["b"], d["a5"], d["bh"])
+def _generator():
+    path = Path(__file__).resolve().parents[2] / "tools" / "stabilized_tables.py"
+    spec = importlib.util.spec_from_file_location("stabilized_tables", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generator = _generator()
 
 
 def test_elementary_weights_detect_order():
@@ -63,7 +74,7 @@ def test_shipped_table_is_stable_on_its_interval(s):
 
 def test_recurrence_reproduces_the_node_polynomial(rng):
     nodes = -np.sort(rng.uniform(1.0, 50.0, 7))
-    mu, nu, kappa = stabilized.recurrence(nodes, rng.uniform(0.5, 2.0, 7))
+    mu, nu, kappa = generator.recurrence(nodes, rng.uniform(0.5, 2.0, 7))
     z = np.linspace(-60.0, 0.0, 101)
     prev, cur = np.zeros_like(z), np.ones_like(z)
     for j in range(7):
@@ -71,12 +82,25 @@ def test_recurrence_reproduces_the_node_polynomial(rng):
     np.testing.assert_allclose(cur, np.prod([1 - z / r for r in nodes], axis=0), rtol=1e-10, atol=1e-12)
 
 
-def test_generator_reproduces_a_shipped_table():
-    """The shipped header is what the generator makes (same LP, recurrence and finishing solve)."""
-    t, ref = stabilized.build(6), shipped(6)
-    assert t.ell == pytest.approx(ref.ell, rel=1e-6)
-    for name in ("mu", "nu", "kappa", "a", "b", "a5", "bh"):
-        np.testing.assert_allclose(getattr(t, name), getattr(ref, name), rtol=1e-5, atol=1e-8)
+def test_generator_stages_reproduce_a_shipped_table():
+    """Each stage of the generator on the shipped table (cheap: one LP, not the bisection; two
+    starts of the finishing solve, not forty): ℓ_s is the longest feasible interval, the recurrence of
+    its polynomial and the embedded weights of its finishing coefficients are the shipped ones, and
+    the finishing solve finds coefficients of order 4."""
+    s = 13
+    ref = shipped(s)
+    worst, c = generator.stability_polynomial(s, ref.ell)
+    assert worst <= generator.DAMPING + 1e-9
+    assert generator.stability_polynomial(s, 1.002 * ref.ell)[0] > generator.DAMPING
+    mu, nu, kappa = generator.stage_recurrence(s, ref.ell, c)
+    for name, got in (("mu", mu), ("nu", nu), ("kappa", kappa)):
+        np.testing.assert_allclose(got, getattr(ref, name), rtol=1e-5, atol=1e-8, err_msg=name)
+    a5, bh = generator.embedded(ref.mu, ref.nu, ref.kappa, ref.a, ref.b)
+    np.testing.assert_allclose(a5, ref.a5, rtol=1e-10)
+    np.testing.assert_allclose(bh, ref.bh, rtol=1e-8, atol=1e-12)
+    a, b = generator.finishing(ref.mu, ref.nu, ref.kappa, starts=2)
+    A, w = stabilized.tableau(ref.mu, ref.nu, ref.kappa, a, b)
+    np.testing.assert_allclose(stabilized.elementary_weights(A, w), 1 / stabilized.GAMMA, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("family", "dims"), [("separate", (4, 5, 1)), ("separate", (3, 2, 3)),
