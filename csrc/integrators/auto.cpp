@@ -163,7 +163,7 @@ class StabilizedPhase : public StabilizedPolicy {
     const double w0 = runner_.work_done();
     const long long n0 = runner_.result().n_steps;
     WhileCheaper policy(rate, w0, s.t);
-    const Handover back = runner_.run_adaptive(y, {true, true, s.t, s.h, &policy});
+    const Handover back = runner_.run_adaptive(y, {/*rosenbrock=*/true, /*krylov=*/true, s.t, s.h, &policy});
     if (runner_.result().status != "running") return true;
     const double w1 = runner_.work_done();
     wait_mult_ = runner_.result().n_steps - n0 < 10 ? 2 * wait_mult_ : 4;
@@ -197,7 +197,7 @@ void run_large(Runner& runner, Vec& y) {
       at = runner.run_stabilized(y, at.t, at.h, &policy);
     } else {
       UntilStiff policy;
-      at = runner.run_adaptive(y, {false, false, at.t, at.h, &policy});
+      at = runner.run_adaptive(y, {/*rosenbrock=*/false, /*krylov=*/false, at.t, at.h, &policy});
     }
     if (runner.result().status != "running") return;
   }
@@ -209,7 +209,7 @@ void run_auto(Runner& runner, Vec& y) {
   const Objective& obj = runner.objective();
   if (obj.has_hessian() && runner.size() <= kAutoMaxDenseP) {
     AutoDense policy(runner.cost().dense_step);
-    runner.run_adaptive(y, {false, false, 0, 0, &policy});
+    runner.run_adaptive(y, {/*rosenbrock=*/false, /*krylov=*/false, 0, 0, &policy});
   } else {
     run_large(runner, y);
   }

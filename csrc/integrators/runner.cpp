@@ -70,8 +70,8 @@ Result Runner::run(Vec& y) {
       case Method::euler: run_euler(y); break;
       case Method::rk4: run_fixed_rk4(y); break;
       case Method::rk45: run_adaptive(y, {}); break;
-      case Method::stiff: run_adaptive(y, {true}); break;
-      case Method::stiff_krylov: run_adaptive(y, {true, true}); break;
+      case Method::stiff: run_adaptive(y, {/*rosenbrock=*/true}); break;
+      case Method::stiff_krylov: run_adaptive(y, {/*rosenbrock=*/true, /*krylov=*/true}); break;
       case Method::stabilized: run_stabilized(y, 0, 0, nullptr); break;
       case Method::automatic: run_auto(*this, y); break;
     }

@@ -171,3 +171,22 @@ def test_registry_names_the_missing_pair():
         objective_for(task, StandInModel("softmax", (2, 1, 1)))
     with pytest.raises(ValueError, match=r"has no \.kind"):
         objective_for(object(), StandInModel("merged", (2, 1, 1)))
+
+
+def test_generic_evaluations_in_the_callers_basis(rng):
+    """The core's generic evaluations (any C++ objective: rotate in, evaluate in the working basis,
+    rotate out) equal linear attention's own, which evaluate in the caller's basis directly."""
+    from fastattn._core import Objective
+
+    m, _, _ = random_moments(rng, 3)
+    obj = LinearAttentionObjective("separate", (3, 2, 2), m)
+    th = random_params(rng, "separate", (3, 2, 2))
+    u = rng.standard_normal(th.size)
+    batch = np.stack([th, -th])
+    for got, want in ((Objective.loss_grad(obj, th), obj.loss_grad(th)),
+                      (Objective.loss_grad(obj, batch), obj.loss_grad(batch))):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-12 * _scale(want[1]))
+    Hm = obj.hessian(th)
+    np.testing.assert_allclose(Objective.hessian(obj, th), Hm, rtol=0, atol=1e-12 * _scale(Hm))
+    np.testing.assert_allclose(Objective.hvp(obj, th, u), Hm @ u, rtol=0, atol=1e-11 * _scale(Hm))
