@@ -110,7 +110,8 @@ def test_cpp_step_equals_numpy_reference_step(rng, family, dims, s):
     """One step of size h near a minimum (where long stabilized steps are taken): the C++ integrator
     equals the numpy reference step with the stage count its power iteration for ρ(J) picks. h puts
     1.2·h·ρ(J) at 0.99·ℓ_s (s = 5: 0.5·ℓ_5): an estimate a little below ρ picks s; one that
-    stopped far below (clustered top eigenvalues) picks s − 1 or s − 2."""
+    stopped far below (clustered top eigenvalues) picks fewer stages (seen: s = 10 for 13, the step
+    then unstable), so every stage count up to s is a candidate."""
     m, _, _ = random_moments(rng, dims[0])
     th = random_params(rng, family, dims, scale=0.6)
     th = integrate(family, th, dims, m, "stiff", t_end=1e4).final_params
@@ -125,5 +126,5 @@ def test_cpp_step_equals_numpy_reference_step(rng, family, dims, s):
 
     # rounding (the C++ works in Λ's eigenbasis) is ≲ 1e-11; a different s differs by ≳ 1e-6
     diffs = {c: np.abs(r.final_params - stabilized.step(f, th, h, shipped(c))[0]).max()
-             for c in range(s, max(stabilized.S_MIN, s - 2) - 1, -1)}
+             for c in range(s, stabilized.S_MIN - 1, -1)}
     assert min(diffs.values()) < 1e-10 * np.abs(r.final_params).max(), diffs
