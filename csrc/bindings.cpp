@@ -396,10 +396,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("native_build") = bool(FASTATTN_NATIVE_BUILD);
 
   py::class_<CostHint>(m, "CostHint", "Costs in gradient-evaluation units, for 'auto'.")
-      .def(py::init([](double hvp, double dense_step) { return CostHint{hvp, dense_step}; }),
-           py::arg("hvp") = 2.0, py::arg("dense_step") = kNaN)
-      .def_readwrite("hvp", &CostHint::hvp)
-      .def_readwrite("dense_step", &CostHint::dense_step);
+      .def(py::init([](double hvp) { return CostHint{hvp}; }), py::arg("hvp") = 2.0)
+      .def_readwrite("hvp", &CostHint::hvp);
 
   py::class_<Objective, PyObjective>(m, "Objective", R"doc(
 An exact objective L(params) whose gradient flow the integrators follow.

@@ -45,9 +45,6 @@ class StagePreconditioner {
 // so that a batch run switches exactly as the single runs do).
 struct CostHint {
   double hvp = 2.0;  // one Hessian-vector product (with the Krylov solver's vector work)
-  // one Rodas4 step's dense Hessian + factorisation + 6 solves, beyond its 6 evaluations;
-  // NaN: P (the price of a Hessian by differences of gradients)
-  double dense_step = kNaN;
 };
 
 class Objective {

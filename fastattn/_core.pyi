@@ -16,12 +16,10 @@ native_build: bool
 F64 = NDArray[np.float64]
 
 class CostHint:
-    """Costs in gradient-evaluation units, for "auto": one Hessian-vector product, and one dense
-    Rodas4 step's Hessian + factorisation beyond its 6 evaluations (NaN: P)."""
+    """Costs in gradient-evaluation units, for "auto": one Hessian-vector product."""
 
     hvp: float
-    dense_step: float
-    def __init__(self, hvp: float = 2.0, dense_step: float = ...) -> None: ...
+    def __init__(self, hvp: float = 2.0) -> None: ...
 
 class Objective:
     """An exact objective L(params) whose gradient flow the integrators follow. Subclass it in Python

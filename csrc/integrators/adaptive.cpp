@@ -27,7 +27,7 @@ struct WSolver {
 // Dormand-Prince 5(4) ("rk45") and Rodas4 ("stiff"; with how.krylov its stage systems are solved by
 // MINRES on Hessian-vector products instead of a dense Hessian + factorisation: "stiff_krylov") share
 // one loop: step clamping to the record grid, accept/reject, step-size control, records and stops.
-// A policy (how.policy: "auto") may switch between the two after each step or hand the run back.
+// A policy (how.policy: "auto") may hand the run back after each step.
 Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
   // Dormand-Prince 5(4)
   static const double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
@@ -37,7 +37,11 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
                       a64 = 49.0 / 176, a65 = -5103.0 / 18656, b1 = 35.0 / 384,
                       b3 = 500.0 / 1113, b4 = 125.0 / 192, b5 = -2187.0 / 6784, b6 = 11.0 / 84,
                       e1 = 71.0 / 57600, e3 = -71.0 / 16695, e4 = 71.0 / 1920,
-                      e5 = -17253.0 / 339200, e6 = 22.0 / 525, e7 = -1.0 / 40;
+                      e5 = -17253.0 / 339200, e6 = 22.0 / 525, e7 = -1.0 / 40,
+                      // dense output (Hairer's DOPRI5, CONTD5)
+                      dd1 = -12715105075.0 / 11282082432.0, dd3 = 87487479700.0 / 32700410799.0,
+                      dd4 = -10690763975.0 / 1880347072.0, dd5 = 701980252875.0 / 199316789632.0,
+                      dd6 = -1453857185.0 / 822651844.0, dd7 = 69997945.0 / 29380423.0;
   // Rodas4 (Hairer & Wanner, rodas.f METH=1), in the form
   //   (I/(h g) - J) k_i = f(y + sum_j A_ij k_j) + sum_j (C_ij / h) k_j,
   //   y6 = y + A5. k + k5, y1 = y6 + k6, error estimate k6 (stiffly accurate, L-stable).
@@ -67,7 +71,7 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
   record_upto(t, y);
   if (check_stop(t)) return {};
   h = how.h0 > 0 ? how.h0 : initial_step(y);
-  Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_);
+  Vec k2(P_), k3(P_), k4(P_), k5(P_), k6(P_), k7(P_), yt(P_), yn(P_), err(P_), rhs(P_), corr(P_);
   Vec& kr1 = k7;  // Rosenbrock stage vectors reuse the RK buffers
   RMat Hs;
   Mat W;
@@ -75,7 +79,9 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
   bool last_rejected = false;
   double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
   for (;;) {
-    const double tt = next_target(t);
+    // Rodas4 steps land on the records (a cubic through a stiff step overshoots)
+    const bool dense = how.interpolate_records && !ros;
+    const double tt = next_target(t, dense);
     hs = h;
     bool clamp = false;
     if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
@@ -106,7 +112,6 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
           Hs.resize(P_, P_);
           obj_.hessian(y.data(), Hs.data());
           ++res_.n_jac;
-          if (policy) policy->hessian_ready(Hs);
         }
         have_jac = true;
       }
@@ -151,13 +156,14 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
     const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
     if (en <= 1.0) {
       const double t1 = clamp ? tt : t + hs;
-      if (accept(t, t1, y, yn, *fnew, Ln)) return {};
+      if (dense) corr = hs * (dd1 * f0_ + dd3 * k3 + dd4 * k4 + dd5 * k5 + dd6 * k6 + dd7 * k7);
+      if (accept(t, t1, y, yn, *fnew, Ln, {dense, &corr})) return {};
       t = t1;
       have_jac = false;
       // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5): at the stability limit, where
       // the late phase of a large-D flow runs, the I controller alternates growth and rejection
-      // (docs/theory.md section 4). Rosenbrock keeps the I controller: "auto" judges a Rosenbrock
-      // trial by how fast its steps grow.
+      // (docs/theory.md section 4). Rosenbrock keeps the I controller (with the PI term, "auto"'s
+      // former Rosenbrock trials, judged by how fast their steps grew, failed at D = 128).
       const double beta = ros ? 0.0 : 0.04;
       double fac = 0.9 * std::pow(std::max(en, 1e-10), -(q - 0.75 * beta)) * std::pow(err_old, beta);
       if (!ros) err_old = std::max(en, 1e-4);
@@ -178,11 +184,9 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
       ++res_.n_rejected;
       h = hs * std::max(0.1, 0.9 * std::pow(en, -q));
       last_rejected = true;
-      if (policy) policy->rejected(s);
       if (stop_after_rejection(t)) return {};
     }
     if (h < 1e-14 * std::max(1.0, t)) {
-      if (policy && policy->rescue(s)) continue;
       finish_small_step(t);
       return {};
     }

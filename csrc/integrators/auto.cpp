@@ -1,10 +1,8 @@
 // "auto": the policy that picks the method as the flow goes, measured in gradient-evaluation units
-// (evaluations + the objective's cost hint per HVP / dense Rodas4 step: a fixed model, so a batch run
-// switches exactly as its single runs do). See docs/theory.md section 4.
-//   - dense path (the objective has a dense Hessian and P <= kAutoMaxDenseP): Dormand-Prince,
-//     switching to Rodas4 while the flow is stiff for the explicit method (AutoDense);
-//   - large path (otherwise): Dormand-Prince and the stabilized method alternate, with Hessian-free
-//     Rodas4 episodes where the flow has settled (when the objective has a Hessian operator).
+// (evaluations + the objective's cost hint per HVP: a fixed model, so a batch run switches exactly
+// as its single runs do): Dormand-Prince and the stabilized method alternate, with Hessian-free
+// Rodas4 episodes where the flow has settled (when the objective has a Hessian operator). Records
+// are interpolated inside the explicit steps. See docs/theory.md section 4.
 #include <algorithm>
 #include <cmath>
 
@@ -14,107 +12,14 @@ namespace fastattn {
 
 namespace {
 
-// Largest P for which "auto" uses the dense-Hessian Rosenbrock method (LU cost ~P^3).
-constexpr Index kAutoMaxDenseP = 2000;
 // A stabilized step with this many stages or more (h rho >~ 300) counts as "settled".
 constexpr int kStabHandOverS = 30;
+// Records are interpolated inside stabilized steps only while h rho(J) <= this (else the steps land
+// on them): at D = 4 (separate, H = D, N = 64), Hermite through steps with h rho in the hundreds put
+// records 1e-3 off the trajectory, 50x the methods' global error.
+constexpr double kInterpHRho = 10.0;
 
-// Largest |eigenvalue| of the symmetric Hs by warm-started power iteration.
-double spectral_radius(const RMat& Hs, Vec& u, int iters) {
-  const Index P = Hs.rows();
-  if (u.size() != P || u.norm() == 0) {
-    u.resize(P);
-    for (Index i = 0; i < P; ++i) u(i) = 1.0 + 0.1 * std::sin(double(i) + 1.0);
-  }
-  u.normalize();
-  double rho = 0;
-  Vec z(P);
-  for (int it = 0; it < iters; ++it) {
-    z.noalias() = Hs * u;
-    rho = z.norm();
-    if (!(rho > 0) || !std::isfinite(rho)) return 0.0;
-    u = z / rho;
-  }
-  return rho;
-}
-
-// LSODA-like switching between Dormand-Prince and dense Rodas4. RK45 -> Rodas4 once Hairer's
-// stiffness test has held for 15 steps and the explicit method has spent the back-off budget since
-// the last try; a Rodas4 episode starts with a trial of enough steps for h to outgrow the cost
-// ratio, and goes back when its cost per unit time stays above Dormand-Prince's at its stability
-// bound 3.3 / rho(J).
-class AutoDense : public AdaptivePolicy {
- public:
-  // cj: a Rosenbrock step's cost beyond its 6 evaluations (the Hessian and its factorisation)
-  explicit AutoDense(double cj) : cj_(cj), trial_(trial_len()), backoff_(4.0 * trial_ * (6.0 + cj)) {}
-
-  void hessian_ready(const RMat& hessian) override { rho_j_ = 0.5 * spectral_radius(hessian, pu_, 6); }
-
-  bool accepted(AdaptiveState& s) override {
-    const double step_cost = s.rosenbrock ? 6.0 + cj_ : 6.0;
-    if (!s.rosenbrock) {
-      rk_spent_ += step_cost;
-      if (s.stiff_count >= 15 && rk_spent_ >= backoff_) {
-        s.rosenbrock = true;
-        s.have_hessian = false;
-        ros_steps_ = ros_worse_ = 0;
-        trial_ = trial_len();
-        ros_spent_ = 0;
-      }
-      return false;
-    }
-    ros_spent_ += step_cost;
-    ++ros_steps_;
-    // Dormand-Prince would step min(h, 3.3 / rho(J)) at 6 evaluations (stability bound on the
-    // negative real axis); compare costs per unit time.
-    const double h_rk = rho_j_ > 0 ? std::min(s.h, 3.3 / rho_j_) : s.h;
-    const bool worse = step_cost / s.h > 6.0 / h_rk;
-    ros_worse_ = worse ? ros_worse_ + 1 : 0;
-    // during the trial the step must keep growing (x1.5 per step) while still worse
-    const bool stalled = ros_steps_ <= trial_ && worse && s.h < 1.5 * s.hs;
-    if (stalled || (ros_steps_ == trial_ && worse) || (ros_steps_ > trial_ && ros_worse_ >= 3))
-      switch_to_rk(s, ros_steps_ <= trial_ + 3);
-    return false;
-  }
-
-  void rejected(const AdaptiveState& s) override {
-    (s.rosenbrock ? ros_spent_ : rk_spent_) += s.rosenbrock ? 6.0 + cj_ : 6.0;
-  }
-
-  // a stiff method in trouble near a saddle: let the explicit method take over
-  bool rescue(AdaptiveState& s) override {
-    if (!s.rosenbrock) return false;
-    switch_to_rk(s, true);
-    s.h = std::max(s.h, 1e-6 * std::max(1.0, s.t));
-    return true;
-  }
-
- private:
-  const double cj_;
-  int trial_;
-  // The first trial only after the explicit method has spent 4x a trial's cost (so a failed
-  // trial costs at most ~25% on a short run); a failed trial multiplies the wait by 4, 8, ...
-  double backoff_, backoff_next_ = 4.0, rk_spent_ = 0, ros_spent_ = 0, rho_j_ = 0;
-  int ros_steps_ = 0, ros_worse_ = 0;
-  Vec pu_;  // power-iteration vector
-
-  // trial: enough Rosenbrock steps for h to outgrow the cost ratio growing x2 per step
-  int trial_len() const {
-    return 2 + int(std::ceil(std::log(std::max(1.0, (6.0 + cj_) / 6.0)) / std::log(2.0)));
-  }
-  void switch_to_rk(AdaptiveState& s, bool failed) {
-    s.rosenbrock = false;
-    s.have_hessian = false;
-    // a failed trial: retry only after the explicit method has spent 4x (8x, ...) its cost
-    if (failed) { backoff_ = backoff_next_ * std::max(ros_spent_, 6.0 * 50); backoff_next_ *= 2; }
-    else { backoff_ = 0; backoff_next_ = 4.0; }
-    rk_spent_ = 0;
-    s.stiff_count = s.nonstiff_count = 0;
-    if (rho_j_ > 0) s.h = std::min(s.h, 3.0 / rho_j_);
-  }
-};
-
-// A Dormand-Prince phase of the large path: hands back once stability-limited (15 steps).
+// A Dormand-Prince phase: hands back once stability-limited (15 steps).
 class UntilStiff : public AdaptivePolicy {
  public:
   bool accepted(AdaptiveState& s) override { return !s.rosenbrock && s.stiff_count >= 15; }
@@ -136,7 +41,7 @@ class WhileCheaper : public AdaptivePolicy {
   int steps_ = 0;
 };
 
-// The stabilized phases of the large path add two hand-overs:
+// The stabilized phases add two hand-overs:
 //  - back to Dormand-Prince after 10 steps in a row within its stability interval, h rho < 3.3:
 //    there it steps as far for 6 evaluations, and its order 5 usually farther;
 //  - a Hessian-free Rodas4 episode after 10 steps in a row with kStabHandOverS stages or more
@@ -149,6 +54,7 @@ class StabilizedPhase : public StabilizedPolicy {
   StabilizedPhase(Runner& runner, bool episodes) : runner_(runner), episodes_(episodes) {}
 
   void started(double work, double t) override { recent_ = WorkRate(10, work, t); }
+  double interpolation_h_rho() const override { return kInterpHRho; }
 
   bool accepted(Vec& y, StabilizedState& s) override {
     recent_.add(runner_.work_done(), s.t);
@@ -184,11 +90,14 @@ class StabilizedPhase : public StabilizedPolicy {
   double wait_until_ = 0, wait_mult_ = 4;
 };
 
-// The large path: Dormand-Prince and the stabilized method (with its Rodas4 episodes) alternate,
-// each handing the run to the other (Dormand-Prince once stability-limited; stabilized after 10
-// steps within Dormand-Prince's stability interval), each phase starting from the previous one's
-// t and h. See docs/theory.md for why there is no back-off between them.
-void run_large(Runner& runner, Vec& y) {
+}  // namespace
+
+// Dormand-Prince and the stabilized method (with its Rodas4 episodes) alternate, each handing the
+// run to the other (Dormand-Prince once stability-limited; stabilized after 10 steps within
+// Dormand-Prince's stability interval), each phase starting from the previous one's t and h. See
+// docs/theory.md for why there is no back-off between them. The explicit steps are not shortened to
+// land on the record times: the records inside them are interpolated.
+void run_auto(Runner& runner, Vec& y) {
   const bool episodes = runner.objective().hessian_operator() != nullptr;
   Handover at;
   for (bool stab = false;; stab = !stab) {
@@ -197,21 +106,10 @@ void run_large(Runner& runner, Vec& y) {
       at = runner.run_stabilized(y, at.t, at.h, &policy);
     } else {
       UntilStiff policy;
-      at = runner.run_adaptive(y, {/*rosenbrock=*/false, /*krylov=*/false, at.t, at.h, &policy});
+      at = runner.run_adaptive(y, {/*rosenbrock=*/false, /*krylov=*/false, at.t, at.h, &policy,
+                                   /*interpolate_records=*/true});
     }
     if (runner.result().status != "running") return;
-  }
-}
-
-}  // namespace
-
-void run_auto(Runner& runner, Vec& y) {
-  const Objective& obj = runner.objective();
-  if (obj.has_hessian() && runner.size() <= kAutoMaxDenseP) {
-    AutoDense policy(runner.cost().dense_step);
-    runner.run_adaptive(y, {/*rosenbrock=*/false, /*krylov=*/false, 0, 0, &policy});
-  } else {
-    run_large(runner, y);
   }
 }
 

@@ -64,6 +64,15 @@ class WorkRate {
   std::deque<std::pair<double, double>> marks_;  // (work done, t)
 };
 
+// How an accepted step records the grid times strictly inside it (Runner::accept). Off: the step
+// was shortened to end on the next one. On: at the cubic Hermite interpolant of the step's ends plus
+// corr * s^2 (1 - s)^2, s the fraction of the step (Dormand-Prince's order-4 dense output; null:
+// plain Hermite), with the loss evaluated there (counted in n_evals).
+struct RecordInterp {
+  bool on = false;
+  const Vec* corr = nullptr;
+};
+
 // Where a phase of "auto" gave the run back (status still "running"): its time and next step.
 struct Handover {
   double t = 0, h = 0;
@@ -85,13 +94,8 @@ struct AdaptiveState {
 class AdaptivePolicy {
  public:
   virtual ~AdaptivePolicy() = default;
-  // A dense Hessian [P, P] was computed at the step's base point.
-  virtual void hessian_ready(const RMat& /*hessian*/) {}
   // After an accepted step, its records and stop tests. True: hand the run back to the caller.
   virtual bool accepted(AdaptiveState& s) = 0;
-  virtual void rejected(const AdaptiveState& /*s*/) {}
-  // The step collapsed (below 1e-14 max(1, t)). True: the policy changed course (method, h).
-  virtual bool rescue(AdaptiveState& /*s*/) { return false; }
 };
 
 // How the adaptive loop runs: alone (a plain method) or as a phase of "auto".
@@ -100,6 +104,9 @@ struct AdaptiveRun {
   bool krylov = false;      // Rodas4's stage systems by MINRES on Hessian-vector products
   double t0 = 0, h0 = 0;    // start time and first step (0: Options::h0 or a step from the state)
   AdaptivePolicy* policy = nullptr;
+  // Dormand-Prince steps are not shortened to land on record times: the records inside a step are
+  // interpolated by its order-4 dense output ("auto"; Rodas4 steps always land on them)
+  bool interpolate_records = false;
 };
 
 // The stabilized loop's state after an accepted step, for its supervising policy.
@@ -115,6 +122,9 @@ class StabilizedPolicy {
   virtual ~StabilizedPolicy() = default;
   // The loop starts at time t, with work_done() == work.
   virtual void started(double /*work*/, double /*t*/) {}
+  // Steps with h rho(J) <= this are not shortened to land on record times: the records inside them
+  // are interpolated (cubic Hermite). 0: never.
+  virtual double interpolation_h_rho() const { return 0; }
   // After an accepted step, its records and stop tests; may run another method on y from s.t,
   // and then set s.t, s.h. True: hand the run back (or stop, when the status is no longer
   // "running").
@@ -141,8 +151,6 @@ class Runner {
   Index size() const { return P_; }
   // Work so far in gradient-evaluation units (deterministic: "auto" compares methods by it).
   double work_done() const { return double(res_.n_evals) + cost_.hvp * double(res_.n_hvp); }
-  // The objective's cost hint, dense_step filled in (NaN there: P).
-  const CostHint& cost() const { return cost_; }
 
  private:
   const Objective& obj_;
@@ -169,6 +177,7 @@ class Runner {
   std::vector<Vec> st_x_, st_ax_;
   Vec rho_u_;  // the stabilized method's power-iteration vector (one run's, kept across phases)
   std::unique_ptr<EventTracker> events_;  // null without events
+  Vec rec_y_, rec_f_, ev_y0_;  // an interpolated record's state and field; a step's start (events)
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -179,9 +188,11 @@ class Runner {
   void record(size_t j, const Vec& y, double L);
   void record_upto(double t, const Vec& y);
   bool check_stop(double t);
-  bool accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln);
+  bool accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln, const RecordInterp& interp = {});
+  void record_inside(double t0, const Vec& y0, const Vec& f0, double t1, const Vec& y1, const Vec& f1,
+                     const Vec* corr, double t_until);
   bool stop_after_rejection(double t);
-  double next_target(double t) const;
+  double next_target(double t, bool interpolating = false) const;
   double err_norm(const Vec& err, const Vec& y, const Vec& yn) const;
   double initial_step(const Vec& y) const;
   void finish_small_step(double t);

@@ -32,7 +32,11 @@ Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* 
   if (policy) policy->started(work_done(), t);
   for (;;) {
     if (since >= 25) { rho = flow_radius(y, rho_u_, 12); since = 0; }
-    const double tt = next_target(t);
+    // records are interpolated only in steps with small h rho (the policy's limit): with f's stiff
+    // components (~ rho * the error) the cubic overshoots by up to ~0.15 h rho * the error
+    const double interp_limit = policy ? policy->interpolation_h_rho() : 0;
+    const bool interpolate = interp_limit > 0 && h * rho <= interp_limit;
+    const double tt = next_target(t, interpolate);
     double hs = h;
     bool clamp = false;
     if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
@@ -73,7 +77,7 @@ Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* 
     }
     if (en <= 1.0) {
       const double t1 = clamp ? tt : t + hs;
-      if (accept(t, t1, y, yn, fn, Ln)) return {};
+      if (accept(t, t1, y, yn, fn, Ln, {interpolate, nullptr})) return {};
       t = t1;
       ++since;
       const double fac = std::min(last_rejected ? 1.0 : 5.0,

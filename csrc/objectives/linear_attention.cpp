@@ -517,19 +517,16 @@ std::unique_ptr<StagePreconditioner> LinearAttention::stage_preconditioner() con
   return std::make_unique<LinearAttentionPreconditioner>(dims_, eigen_);
 }
 
-// Flop models (deterministic, so batch and single runs switch alike): an evaluation ~ the products
-// of Gamma, K M and Q M^T; an HVP (with MINRES's vector work) ~ 2x more; a dense Rodas4 step ~ the
-// Hessian (2 P^2 D^2), its Cholesky (P^3 / 3) and the solves. Measured ratios: docs/theory.md
-// section 4.
+// Flop model (deterministic, so batch and single runs switch alike): an evaluation ~ the products
+// of Gamma, K M and Q M^T; an HVP (with MINRES's vector work) ~ 2x more. Measured ratios:
+// docs/theory.md section 4.
 CostHint LinearAttention::cost_hint() const {
   const double P = double(dims_.P), D = dims_.D, HR = double(dims_.H) * dims_.R;
   const double dense = eigen_.b_diag ? 0.0 : 2.0 * D * D * D;
   const double eval = (dims_.fam == MERGED ? 4.0 * dims_.H * D * D : 6.0 * HR * D * D) + dense + 3000.0;
   const double hv = (dims_.fam == MERGED ? 12.0 * dims_.H * D * D : 12.0 * HR * D * D) + dense +
                     3000.0 + 20.0 * P;
-  const double jac = 2.0 * P * P * D * D + P * (dense + 4.0 * D * D) + P * P * P / 3.0 +
-                     12.0 * P * P + 2.0 * P * P;
-  return {hv / eval, jac / eval};
+  return {hv / eval};
 }
 
 void LinearAttention::to_working(const double* in, double* out) const {

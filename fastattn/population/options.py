@@ -53,13 +53,17 @@ class FlowOptions:
         method: "euler" (GD with learning rate `lr`, t = 2·lr·k), "rk4" (fixed step `dt`), "rk45"
             (Dormand–Prince 5(4)), "stiff" (Rodas4, dense Hessian), "stiff_krylov" (Rodas4, stage
             systems by MINRES on Hessian-vector products), "stabilized" (order-4 stabilized explicit
-            Runge–Kutta), "auto" (switches among them as the flow goes).
+            Runge–Kutta), "auto" (rk45 while the flow is not stiff for it; "stabilized" where it is,
+            with Hessian-free Rodas4 episodes where the flow has settled and they cost less; no
+            dense Hessian).
         t_end: the end time (required).
         lr / dt: euler's learning rate / rk4's step (required by those methods).
         rtol, atol: the adaptive methods' error tolerances (RMS norm of err / (atol + rtol·|y|)).
         h0: the adaptive methods' first step (None: chosen from the state).
         record_times: increasing times in [0, t_end] at which the loss (and, with record_params, the
-            parameters) are recorded; adaptive methods and rk4 land on them exactly. None: (0, t_end).
+            parameters) are recorded; the adaptive methods and rk4 land on them exactly, except
+            "auto", which records inside its explicit steps by dense output (the loss evaluated at
+            the recorded state, counted in n_evals). None: (0, t_end).
         target_loss / grad_tol: stop once L ≤ target_loss / ‖∂L/∂θ‖ < grad_tol.
         max_evals / max_steps: caps on gradient evaluations plus Hessian-vector products / accepted steps.
         max_seconds: stop a model after this much wall time (status "max_seconds"; not reproducible

@@ -66,7 +66,7 @@ class StiffDiagonal(Objective):
         return self.lam * (1 + 3 * params**2) * u
 
     def cost_hint(self):
-        return CostHint(hvp=1.0, dense_step=2.0)
+        return CostHint(hvp=1.0)
 
     def flow(self, params0: np.ndarray, t: float) -> np.ndarray:
         """θ(t) `[P]`."""

@@ -8,7 +8,9 @@ Flows (separate rank-R linear attention, exact population loss, rtol 1e-6, atol 
 - d32:   D=H=32, R=1 (P = 2080 > 2000: "auto"'s large-P path), λ linear 1..0.3, N=64, init seed 3,
          t_end 3e3 (Euler and RK4 to t = 200).
 The values were recorded from the code before the objective refactor (commit 4298879); ode23s was
-removed afterwards and is not here.
+removed afterwards and is not here. "auto" at P <= 2000 changed afterwards (issue 12 item 7: the
+P > 2000 policy at every P, records interpolated in its explicit steps): fig3/auto was
+(7720, 1236, 0, 51, 71, 0.1359950715980247), rank4/auto (148723, 24758, 0, 29, 0, 0.5709372152026693).
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ GOLDEN = {
     "fig3/stiff": (3091, 500, 0, 18, 500, 0.13599507159802493),
     "fig3/stiff_krylov": (3096, 500, 7164, 19, 0, 0.13599507159802482),
     "fig3/stabilized": (5171, 585, 0, 22, 0, 0.13599507159821855),
-    "fig3/auto": (7720, 1236, 0, 51, 71, 0.1359950715980247),
+    "fig3/auto": (5021, 528, 0, 55, 0, 0.13599507159838875),
     "rank4/euler": (20001, 20000, 0, 0, 0, 0.5768111310596871),
     "rank4/rk4": (40001, 10000, 0, 0, 0, 0.6965533070902121),
     "rank4/rk45": (148723, 24758, 0, 29, 0, 0.5709372152026693),
     "rank4/stiff": (2566, 405, 0, 27, 405, 0.570937215190952),
     "rank4/stiff_krylov": (2577, 406, 8186, 28, 0, 0.5709372151909533),
     "rank4/stabilized": (9544, 559, 0, 20, 0, 0.5709372152234935),
-    "rank4/auto": (148723, 24758, 0, 29, 0, 0.5709372152026693),
+    "rank4/auto": (8608, 513, 348, 48, 0, 0.5709372151909533),
     "d32/euler": (201, 200, 0, 0, 0, 20.799999945353818),
     "d32/rk4": (401, 100, 0, 0, 0, 20.79999994528194),
     "d32/rk45": (12379, 1976, 0, 87, 0, 10.143889463553364),

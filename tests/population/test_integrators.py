@@ -103,7 +103,8 @@ def test_global_error_vs_white_merged_closed_form(method):
     r = integrate("merged", th, dims, m, method, t_end=20.0, rtol=1e-8, atol=1e-12,
                   record_times=t)
     assert r.status == "t_end"
-    assert np.abs(r.loss - exact).max() < 1e-7
+    # auto records inside its steps by Dormand-Prince's dense output (order 4), not by landing
+    assert np.abs(r.loss - exact).max() < (3e-7 if method == "auto" else 1e-7)
 
 
 @pytest.mark.parametrize(("method", "order"), [("stiff", 4), ("stabilized", 4)])
@@ -260,10 +261,36 @@ def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
                   record_times=np.geomspace(1, 1e8, 80))
     assert r.status == "t_end"
     assert abs(r.loss[-1] - lstar) < 1e-8
-    assert r.times.size == 80 and np.all(np.diff(r.loss) <= 1e-12)
+    # auto's records inside its steps are interpolated: on the trajectory to within the tolerance,
+    # so the recorded loss decreases only to ~1e-10 (measured up to 6.5e-11 over 12 seeds)
+    assert r.times.size == 80 and np.all(np.diff(r.loss) <= (1e-9 if method == "auto" else 1e-12))
     if method == "auto":
-        # explicit RK45 needs ~2e5 evaluations for only t ~ 2e5 here (stiff at the minimum)
-        assert r.n_evals <= 20_000 and r.n_jac > 0
+        # explicit RK45 needs ~2e5 evaluations for only t ~ 2e5 here (stiff at the minimum);
+        # auto's stiff phases are the stabilized method and Hessian-free Rodas4 (no dense Hessian)
+        assert r.n_evals <= 20_000 and r.n_jac == 0
+
+
+def test_auto_interpolates_records_inside_its_steps(rng):
+    """auto does not shorten its explicit steps to land on the record grid: a record inside a step
+    is the step's dense output (Dormand-Prince's order 4; cubic Hermite in stabilized steps with
+    h·ρ ≤ 10), its loss evaluated there. 300 records cost ~300 evaluations but few extra steps,
+    and the recorded states stay on the trajectory (tight Rodas4, landing on every record)."""
+    dims, m, th, _ = fig3_setting(rng, 1e-2)
+    rec = np.geomspace(1.0, 2e4, 300)
+    few = integrate("separate", th, dims, m, "auto", t_end=2e4)
+    u = integrate("separate", th, dims, m, "auto", t_end=2e4, record_times=rec, record_params=True)
+    ref = integrate("separate", th, dims, m, "stiff", t_end=2e4, rtol=1e-10, atol=1e-13,
+                    record_times=rec, record_params=True)
+    land = integrate("separate", th, dims, m, "rk45", t_end=2e4, record_times=rec)
+    assert u.status == ref.status == "t_end"
+    assert u.n_steps < few.n_steps + 150 < land.n_steps
+    # measured over 15 seeds: up to 1.5e-4 (params, relative to their scale) and 1.2e-4 (loss);
+    # rk45 or stabilized landing on the records: ~3e-5
+    scale = np.abs(ref.params).max()
+    assert np.abs(u.params - ref.params).max() < 1e-3 * scale
+    np.testing.assert_allclose(u.loss, ref.loss, rtol=5e-4)
+    own = [loss_and_grad("separate", p, dims, m)[0] for p in u.params]
+    np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 
 
 def test_auto_without_stiffness_is_rk45():
