@@ -3,9 +3,9 @@
 // An objective is a loss L(theta) of P float64 parameters with its gradient; the integrators follow
 // its gradient flow d theta/dt = -1/2 grad L. Everything beyond the gradient is optional, and each
 // integrator asks at its start for what it needs:
-//   - a dense Hessian ("stiff", and "auto" while P <= 2000),
+//   - a dense Hessian ("stiff"),
 //   - a Hessian operator: Hessian-vector products at a prepared point ("stiff_krylov", the
-//     Hessian-free Rodas4 episodes of "auto" above P = 2000),
+//     Hessian-free Rodas4 episodes of "auto"),
 //   - a stage preconditioner for the Rosenbrock stage systems (I + c H) x = b (else none),
 //   - a cost hint ("auto" weighs its methods by it),
 //   - a working basis: an orthogonal change of parameters in which evaluations are cheaper (the
