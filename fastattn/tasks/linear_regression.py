@@ -16,6 +16,7 @@ import torch
 
 from fastattn import _validate as check
 from fastattn.population.moments import Moments
+from fastattn.theory.gaussian import wishart_second_moment
 
 # Separate random streams, so that e.g. the fixed task vector never changes when the batch size does.
 _STREAM_BATCH, _STREAM_DATASET, _STREAM_FIXED_TASK, _STREAM_ROTATION = 0, 1, 2, 3
@@ -214,8 +215,7 @@ class LinearRegression:
 
     def expected_cov_hat_sq(self) -> np.ndarray:
         """E Λ̂² = Λ² + E(1/N) (Λ + tr Λ · I) Λ `[D, D]` (Eq. 30)."""
-        lam = self.cov_matrix
-        return lam @ lam + self.inv_context_mean() * (lam + np.trace(lam) * np.eye(self.dim)) @ lam
+        return wishart_second_moment(self.cov_matrix, np.eye(self.dim), self.inv_context_mean())
 
     def moments(self) -> Moments:
         """The moments the closed-form population loss needs (see fastattn.population)."""
