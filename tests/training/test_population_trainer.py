@@ -64,7 +64,7 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
         b = task.sample(200_000, 0)
         per_seq = (b.y_q - model(b.x, b.y, b.x_q, lengths=b.lengths)) ** 2
         mean, se = mc_mean_and_se(per_seq.detach().numpy())
-        loss, grad = population.loss_and_grad(model.FAMILY, model.to_flat(), model.dims,
+        loss, grad = population.loss_and_grad(model.kind, model.to_flat(), model.dims,
                                                task.moments())
         assert abs(mean - loss) < 4 * se
         # gradient: per-sequence autograd gradients via the mean over 32 independent chunks
@@ -79,9 +79,19 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
 
 
 def test_flow_rejects_models_without_a_closed_form():
-    from fastattn.models import SoftmaxMergedKQ
+    from fastattn.models import MergedKQFull, SoftmaxMergedKQ
 
-    with pytest.raises(ValueError, match="closed-form"):
+    with pytest.raises(ValueError, match=r"closed-form.*'linear_regression'.*'softmax_merged'"):
         train(SoftmaxMergedKQ(4, 2), TASK, method="flow", t_end=10.0)
-    with pytest.raises(ValueError, match="closed-form"):
-        train(MergedKQ(4, 2, full=True), TASK, method="gd", lr=0.1, steps=3)
+    with pytest.raises(ValueError, match=r"closed-form.*'merged_full'"):
+        train(MergedKQFull(4, 2), TASK, method="gd", lr=0.1, steps=3)
+
+
+def test_a_stop_between_records_ends_the_trajectory_at_the_final_state():
+    m = SeparateKQ(4, 5, init_scale=1e-2, init_seed=1)
+    traj = train(m, TASK, method="flow", t_end=1e6, target_loss=0.5, n_records=20)
+    assert traj.status == "target_loss" and traj.final_loss <= 0.5 < traj.loss[-2]
+    np.testing.assert_array_equal(traj.final_params, m.to_flat())
+    assert traj.time[-1] == traj.snapshot_time[-1] < 1e6
+    loss, _ = population.loss_and_grad("separate", m.to_flat(), m.dims, TASK.moments())
+    assert traj.final_loss == loss
