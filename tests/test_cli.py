@@ -13,6 +13,8 @@ def test_info_reports_the_core_and_backends(capsys):
     assert report["versions"]["torch"]
     assert report["backends"]["torch-reference"]["available"] is True
     assert set(report["backends"]) >= {"triton-cuda", "triton-interpreter", "torch-reference"}
+    assert "linear_regression" in report["registries"]["tasks"]
+    assert "separate" in report["registries"]["models"]
 
 
 def test_cpp_core_is_loaded():
