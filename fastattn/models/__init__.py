@@ -17,7 +17,6 @@ from fastattn.models.base import (
     register_model,
 )
 from fastattn.models.cubic_mlp import CubicMLP, CubicMLPConfig, cubic_feature
-from fastattn.models.legacy import ModelConfig
 from fastattn.models.linear_attention import (
     MergedConfig,
     MergedFullConfig,
@@ -35,7 +34,7 @@ from fastattn.models.softmax_attention import (
 )
 
 __all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
-           "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelConfig", "ModelFamily",
+           "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",
            "config_to_dict", "cubic_feature", "get_model", "register_model"]

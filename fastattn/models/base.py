@@ -178,8 +178,6 @@ def get_model(kind: str) -> ModelFamily:
 
 def build_model(config: BaseModelConfig) -> ICLModel:
     """The model a config describes: `MODELS[config.kind].model(config)`."""
-    if hasattr(config, "to_family"):          # the legacy all-families ModelConfig
-        config = config.to_family()
     if not isinstance(config, BaseModelConfig):
         raise TypeError(f"build_model takes a model config (e.g. SeparateConfig); got "
                         f"{type(config).__name__}: use config_from_dict for a record's dict")
