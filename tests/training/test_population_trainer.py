@@ -95,3 +95,21 @@ def test_a_stop_between_records_ends_the_trajectory_at_the_final_state():
     assert traj.time[-1] == traj.snapshot_time[-1] < 1e6
     loss, _ = population.loss_and_grad("separate", m.to_flat(), m.dims, TASK.moments())
     assert traj.final_loss == loss
+
+
+def test_one_batched_population_call_equals_single_runs():
+    """flow.population_runs (the path the sweeps batch through) gives each run's own trajectory."""
+    from fastattn.training import TrainConfig
+    from fastattn.training.flow import population_runs
+
+    tasks = [LinearRegression(3, context=n, spectrum=[0.5, 0.3, 0.2], rotate=True, rotation_seed=n)
+             for n in (4, 16)]
+    cfg = TrainConfig(method="flow", t_end=1e4, integrator="rk45", n_records=30, target_loss=0.45)
+    batched, res = population_runs([SeparateKQ(3, 3, init_seed=s) for s in (0, 1)], tasks, cfg)
+    assert len(batched) == 2 and len(res.status) == 2
+    for s, (task, traj) in enumerate(zip(tasks, batched, strict=True)):
+        single = train(SeparateKQ(3, 3, init_seed=s), task, cfg)
+        assert traj.status == single.status
+        np.testing.assert_array_equal(traj.time, single.time)
+        np.testing.assert_allclose(traj.loss, single.loss, rtol=1e-12)
+        np.testing.assert_allclose(traj.final_params, single.final_params, rtol=1e-12, atol=1e-15)
