@@ -102,7 +102,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
            "flow: auto (small P: RK45, Rodas4 while stiff; P > 2000: stabilized, Rodas4 once settled)"
-           " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4 | ode23s", "auto"),
+           " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4", "auto"),
     Option("--rtol", "train", "rtol", float, "flow: relative tolerance", 1e-8),
     Option("--atol", "train", "atol", float, "flow: absolute tolerance", 1e-12),
     Option("--dt", "train", "dt", float, "flow with rk4: fixed step"),

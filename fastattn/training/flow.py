@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastattn import population
 from fastattn.training.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -21,30 +22,23 @@ if TYPE_CHECKING:
     from fastattn.tasks.base import Task
     from fastattn.training.trainer import TrainConfig
 
-#: model kinds with a closed-form population loss on linear regression (until the objective
-#: registry of fastattn.population names them)
-_CLOSED_FORM = {"linear_regression": ("merged", "separate", "cubic_mlp")}
 
-
-def _family(task: Task, model: ICLModel, method: str) -> str:
-    """The population family of a (task, model) pair, or a ValueError naming the pair."""
-    if model.kind not in _CLOSED_FORM.get(task.kind, ()):
-        raise ValueError(f"method={method!r} needs a closed-form population objective; there is "
-                         f"none for task {task.kind!r} with model {model.kind!r}: use method='sgd' "
-                         "or 'adam'")
-    return model.kind
+def objectives(models: Sequence[ICLModel], tasks: Sequence[Task], method: str) -> list[Any]:
+    """The exact population objective of each (task, model) pair (`population.objective_for`), or
+    a ValueError naming the method and the pair that has none."""
+    try:
+        return [population.objective_for(t, m) for m, t in zip(models, tasks, strict=True)]
+    except ValueError as exc:
+        raise ValueError(f"method={method!r} trains the exact population objective: {exc}") from None
 
 
 def population_loss(task: Task, model: ICLModel) -> Callable[[np.ndarray], float] | None:
     """params `[P]` → the exact population loss of the pair, or None without a closed form."""
-    from fastattn import population
-
     try:
-        family = _family(task, model, "population")
+        objective = population.objective_for(task, model)
     except ValueError:
         return None
-    dims, moments = model.dims, task.moments()
-    return lambda params: float(population.loss_and_grad(family, params, dims, moments)[0])
+    return lambda params: float(objective.loss_grad(params)[0])
 
 
 def log_grid(stop: float, n: int, start: float | None = None) -> np.ndarray:
@@ -89,46 +83,37 @@ class RecordPlan:
         return np.union1d(self.times, self.snapshots) if self.record_params else self.times
 
 
-def integrator_options(cfg: TrainConfig) -> dict[str, Any]:
-    """The integrator's method and accuracy settings of a "flow" or "gd" config."""
+def flow_options(cfg: TrainConfig, plan: RecordPlan, **limits: Any) -> population.FlowOptions:
+    """The `FlowOptions` of a "flow" or "gd" config recording at `plan`; `limits` adds stops
+    (max_evals, max_seconds, ...)."""
     if cfg.method == "gd":
-        return {"method": "euler", "lr": cfg.lr, "t_end": 2 * cfg.lr * cfg.steps}
-    kw = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol}
-    if cfg.integrator == "rk4":
-        kw["dt"] = cfg.dt
-    return kw
+        method = {"method": "euler", "lr": cfg.lr, "t_end": 2 * cfg.lr * cfg.steps}
+    else:
+        method = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol,
+                  "dt": cfg.dt}
+    return population.FlowOptions(**method, record_times=tuple(plan.record_times),
+                                  record_params=plan.record_params, target_loss=cfg.target_loss,
+                                  grad_tol=cfg.grad_tol, events=cfg.events, **limits)
 
 
 def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig, *,
                     n_records: int | None = None, max_evals: int | None = None,
                     max_seconds: float | None = None, max_recorded_floats: int | None = None
-                    ) -> tuple[list[Trajectory], Any]:
-    """Integrate K runs of one family (`models[k]` on `tasks[k]`, one config) in one call.
+                    ) -> tuple[list[Trajectory], population.IntegrationResult]:
+    """Integrate K runs (`models[k]` on `tasks[k]`, one config, one flat size P) in one call.
 
     Each model is left holding its final state. Returns the K trajectories (wall_time is the
     call's share; config and meta are the caller's) and the integration result (counts per run).
     """
-    from fastattn import population
-
-    families = {_family(t, m, cfg.method) for m, t in zip(models, tasks, strict=True)}
-    dims = {m.dims for m in models}
-    if len(families) != 1 or len(dims) != 1:
-        raise ValueError(f"one population call needs one family and one (D, H, R); got "
-                         f"{sorted(families)} at {sorted(dims)}")
-    family, shape = families.pop(), dims.pop()
+    objs = objectives(models, tasks, cfg.method)
     p0 = np.stack([m.to_flat() for m in models])
     plan = RecordPlan.of(cfg, n_records, p0.size, max_recorded_floats)
+    options = flow_options(cfg, plan, max_evals=max_evals, max_seconds=max_seconds)
     single = len(models) == 1
-    moments = [t.moments() for t in tasks]
-    res = population.integrate(family, p0[0] if single else p0, shape,
-                               moments[0] if single else moments,
-                               record_times=plan.record_times, record_params=plan.record_params,
-                               target_loss=cfg.target_loss, grad_tol=cfg.grad_tol,
-                               max_evals=max_evals, max_seconds=max_seconds,
-                               **integrator_options(cfg))
+    res = population.integrate(objs[0] if single else objs, p0[0] if single else p0, options)
     trajs = []
-    for k, (model, task) in enumerate(zip(models, tasks, strict=True)):
-        traj = to_trajectory(res, plan, p0[k], population_loss(task, model),
+    for k, (model, objective) in enumerate(zip(models, objs, strict=True)):
+        traj = to_trajectory(res, plan, p0[k], lambda p, o=objective: float(o.loss_grad(p)[0]),
                              index=None if single else k)
         traj.wall_time = res.wall_time / len(models)
         model.load_flat(traj.final_params)
@@ -142,13 +127,15 @@ def to_trajectory(res: Any, plan: RecordPlan, params0: np.ndarray,
 
     Args:
         res: the integration result (times `[T]`; loss, params, final_params, status, n_evals,
-            t_final per run). plan: the records it was asked for. params0: the initial state `[P]`.
+            t_final, events per run). plan: the records it was asked for. params0: the initial
+            state `[P]`.
         loss: params `[P]` → population loss, for a final state reached between two records.
     """
     times = np.asarray(res.times)
     if index is None:
         t, values, prm = times, np.asarray(res.loss), res.params
         final, status, n_evals, t_final = res.final_params, res.status, res.n_evals, res.t_final
+        events = res.events
     else:
         reached = ~np.isnan(res.loss[index])
         n = int(np.argmin(reached)) if not reached.all() else reached.size
@@ -156,6 +143,7 @@ def to_trajectory(res: Any, plan: RecordPlan, params0: np.ndarray,
         prm = None if res.params is None else res.params[index, :n]
         final, status = res.final_params[index], res.status[index]
         n_evals, t_final = res.n_evals[index], res.t_final[index]
+        events = res.events[index]
     final = np.asarray(final)
     if t.size == 0 or float(t_final) > t[-1]:      # stopped between records: add the final state
         t, values = np.append(t, float(t_final)), np.append(values, loss(final))
@@ -171,4 +159,5 @@ def to_trajectory(res: Any, plan: RecordPlan, params0: np.ndarray,
         s_time, params = np.array([0.0, t[-1]]), np.stack([params0, final])
     step = np.round(t / (2 * plan.lr)).astype(int) if plan.lr else np.full(t.size, -1)
     return Trajectory(time=t[keep], step=step[keep], loss=values[keep], snapshot_time=s_time,
-                      params=params, status=str(status), n_evals=int(n_evals))
+                      params=params, events=list(events), status=str(status),
+                      n_evals=int(n_evals))

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from fastattn import _validate as check
+from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
 from fastattn.training import flow
@@ -29,7 +30,7 @@ from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam")
-INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4", "ode23s")
+INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
 SAMPLERS = ("tokens", "stats")
 
 
@@ -43,7 +44,7 @@ class TrainConfig:
         integrator: flow: "auto" (default: RK45, switching to the implicit Rodas4 with the analytic
             Hessian while the flow is stiff; above 2000 parameters the order-4 stabilized explicit
             method with Hessian-free Rodas4 episodes), "stiff" (Rodas4 throughout), "stiff_krylov",
-            "stabilized", "rk45", "rk4", "ode23s" (fastattn.population.integrate).
+            "stabilized", "rk45", "rk4" (fastattn.population.FlowOptions).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
@@ -59,6 +60,8 @@ class TrainConfig:
         n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
         target_loss: stop once the training loss is at or below it.
         grad_tol: flow/gd: stop once the gradient norm is below it.
+        events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
+            one stops the run, status "event"); the trajectory's `events` holds the crossings.
         test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
         eval_seed: seed of the test sets; must differ from the task's data_seed.
         progress: show a progress bar (default: when attached to a terminal).
@@ -88,6 +91,7 @@ class TrainConfig:
     eval_seed: int = 1
     progress: bool | None = None
     threads: int | None = None
+    events: tuple[population.CoordinateEvent | population.LossEvent, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -127,6 +131,16 @@ class TrainConfig:
             check.positive_int("test_size", self.test_size)
         if self.threads is not None:
             check.positive_int("threads", self.threads)
+        if self.events and self.method not in ("flow", "gd"):
+            raise ValueError(f"events are located on exact flows; method={self.method!r} takes none")
+        object.__setattr__(self, "events", tuple(_event(e) for e in self.events))
+
+
+def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
+    """An event, or its record's dict (a coordinate event has an "index")."""
+    if isinstance(e, Mapping):
+        return population.CoordinateEvent(**e) if "index" in e else population.LossEvent(**e)
+    return e
 
 
 def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwargs: Any

@@ -81,9 +81,11 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
 def test_flow_rejects_models_without_a_closed_form():
     from fastattn.models import MergedKQFull, SoftmaxMergedKQ
 
-    with pytest.raises(ValueError, match=r"closed-form.*'linear_regression'.*'softmax_merged'"):
+    with pytest.raises(ValueError, match=r"method='flow' .* no exact population objective for "
+                                         r"task kind 'linear_regression' with model kind "
+                                         r"'softmax_merged'"):
         train(SoftmaxMergedKQ(4, 2), TASK, method="flow", t_end=10.0)
-    with pytest.raises(ValueError, match=r"closed-form.*'merged_full'"):
+    with pytest.raises(ValueError, match=r"method='gd' .*model kind 'merged_full'"):
         train(MergedKQFull(4, 2), TASK, method="gd", lr=0.1, steps=3)
 
 
@@ -113,3 +115,22 @@ def test_one_batched_population_call_equals_single_runs():
         np.testing.assert_array_equal(traj.time, single.time)
         np.testing.assert_allclose(traj.loss, single.loss, rtol=1e-12)
         np.testing.assert_allclose(traj.final_params, single.final_params, rtol=1e-12, atol=1e-15)
+
+
+def test_events_reach_the_trajectory_and_its_record(tmp_path):
+    from fastattn.population import LossEvent
+    from fastattn.training import Trajectory, rebuild_run
+
+    m = SeparateKQ(4, 5, init_scale=1e-2, init_seed=1)
+    traj = train(m, TASK, method="flow", t_end=1e6, n_records=50,
+                 events=(LossEvent(0.8), LossEvent(0.5, terminal=True)))
+    assert traj.status == "event" and [e.event for e in traj.events] == [0, 1]
+    hit = traj.events[1]
+    np.testing.assert_array_equal(hit.params, traj.final_params)
+    assert hit.t == traj.time[-1] and abs(traj.final_loss - 0.5) < 1e-6
+    back = Trajectory.load(traj.save(tmp_path / "run"))
+    assert [(e.event, e.t) for e in back.events] == [(e.event, e.t) for e in traj.events]
+    _, _, cfg = rebuild_run(back.config)
+    assert cfg.events == (LossEvent(0.8), LossEvent(0.5, terminal=True))
+    with pytest.raises(ValueError, match="events are located on exact flows"):
+        train(m, TASK, method="sgd", lr=0.1, steps=2, events=(LossEvent(0.5),))
