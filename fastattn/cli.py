@@ -47,8 +47,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     record = traj.save(out / args.name)
     fig, ax = plots.plt.subplots(figsize=(6, 4))
     plots.loss_axes(ax, log_time=True)
-    plots.plot_loss(ax, traj, label=f"{model.config.name} ({config.method})")
-    ax.set_title(f"D={task.dim}, N={task.context}, H={model.config.heads}, R={model.config.rank}")
+    plots.plot_loss(ax, traj, label=f"{model.kind} ({config.method})")
+    d, h, r = model.dims
+    ax.set_title(f"{task.kind}: D={d}; {model.kind}: H={h}, R={r}")
     ax.legend()
     png = plots.save(fig, out / f"{args.name}.png")
     print(f"{config.method}: status={traj.status}, final loss={traj.final_loss:.6g}, "
@@ -66,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("train", help="train one model on one task; writes a run record and a plot",
-                       description="Train one model. Every task, model and trainer option is "
-                       "below; e.g. fastattn train --model separate --dim 4 --heads 5 --rank 1 "
+                       description="Train one model on one task. Every task, model and trainer "
+                       "option is below, under the family it applies to; e.g. fastattn train "
+                       "--task linear_regression --model separate --dim 4 --heads 5 --rank 1 "
                        "--context 31 --spectrum 0.4,0.3,0.2,0.1 --init 1e-2 --method flow "
                        "--time 2000 --out DIR")
     add_options(p)

@@ -1,16 +1,21 @@
 """The task, model and trainer options of the command line, declared once for `train` and `sweep`.
 
-Each option names the config it fills (task, model or train), its field and how to parse it; the
-CLI help comes from the same table, so `fastattn train --help` explains every option.
+Each option names the config it fills (task, model or train), its field, how to parse it and the
+families it applies to (task kinds or model kinds; empty: every family). The CLI help comes from
+the same table, one heading per family, so `fastattn train --help` explains every option. Task and
+model families come from the registries (`fastattn.tasks.TASKS`, `fastattn.models.MODELS`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fastattn.models import MODELS, get_model
+from fastattn.tasks import TASKS, get_task, spectrum
 from fastattn.tasks.spectra import SPECTRA
 
 
@@ -38,49 +43,66 @@ def boolean(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Option:
+    """One command-line option. target: the config it fills ("task", "model" or "train"); families:
+    the task kinds (target "task") or model kinds (target "model") it applies to, () for all."""
+
     flag: str
-    target: str            # "task", "model", "train" or "cli"
+    target: str
     field: str
     parse: Callable[[str], Any]
     help: str
     default: Any = None
+    families: tuple[str, ...] = ()
 
+    @property
+    def name(self) -> str:
+        """The argparse destination: the flag without dashes, e.g. "init_seed"."""
+        return self.flag[2:].replace("-", "_")
+
+
+LR = ("linear_regression",)
+SEPARATE = ("separate", "softmax_separate")
+SOFTMAX = ("softmax_merged", "softmax_separate")
 
 OPTIONS: tuple[Option, ...] = (
     # task
+    Option("--task", "task", "kind", str, f"task family: {' | '.join(TASKS)}", "linear_regression"),
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
-           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31),
+           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31,
+           LR),
     Option("--spectrum", "task", "spectrum", str,
-           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear"),
+           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
     Option("--rotate", "task", "rotate", boolean,
-           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True),
-    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0),
-    Option("--w-mean", "task", "w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)"),
-    Option("--noise", "task", "noise", float, "label-noise variance σ²", 0.0),
+           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True, LR),
+    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0, LR),
+    Option("--w-mean", "task", "w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)",
+           None, LR),
+    Option("--noise", "task", "noise", float, "label-noise variance σ²", 0.0, LR),
     Option("--fixed-task-fraction", "task", "fixed_task_fraction", float,
-           "fraction of sequences with one fixed task vector (in-weight learning)", 0.0),
-    Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0),
+           "fraction of sequences with one fixed task vector (in-weight learning)", 0.0, LR),
+    Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0,
+           LR),
     Option("--data-seed", "task", "data_seed", int, "seed of the training data stream", 0),
     # model
-    Option("--model", "model", "name", str,
-           "merged | separate | cubic_mlp | softmax_merged | softmax_separate", "separate"),
+    Option("--model", "model", "kind", str, f"model family: {' | '.join(MODELS)}", "separate"),
     Option("--heads", "model", "heads", int, "number of heads H (MLP: hidden width)", 5),
-    Option("--rank", "model", "rank", int, "key/query rank R (separate models)", 1),
     Option("--init", "model", "init_scale", float, "initialisation scale w_init (App. C.2)", 1e-2),
     Option("--init-seed", "model", "init_seed", int, "seed of the initialisation", 0),
     Option("--init-scheme", "model", "init_scheme", str, "paper (App. C.2) | code (public code)",
            "paper"),
-    Option("--full", "model", "full", boolean, "merged: keep every block of W^V, W^KQ (Eq. 91)",
-           False),
-    Option("--scale", "model", "scale", float, "softmax models: score scale 1/ρ", 1.0),
     Option("--dtype", "model", "dtype", str, "float64 | float32 (sampled training)", "float64"),
+    Option("--rank", "model", "rank", int, "key/query rank R", 1, SEPARATE),
+    Option("--full", "model", "full", boolean,
+           "keep every block of W^V, W^KQ (Eq. 91): the same as --model merged_full", False,
+           ("merged",)),
+    Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
            "flow: auto (small P: RK45, Rodas4 while stiff; P > 2000: stabilized, Rodas4 once settled)"
-           " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4 | ode23s", "auto"),
+           " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4", "auto"),
     Option("--rtol", "train", "rtol", float, "flow: relative tolerance", 1e-8),
     Option("--atol", "train", "atol", float, "flow: absolute tolerance", 1e-12),
     Option("--dt", "train", "dt", float, "flow with rk4: fixed step"),
@@ -92,60 +114,106 @@ OPTIONS: tuple[Option, ...] = (
     Option("--whiten", "train", "whiten", boolean, "whiten the fixed data set's tasks (code)", False),
     Option("--sampler", "train", "sampler", str,
            "sgd/adam online: tokens (full token tensors) | stats (fused (β, x_q, y_q) sampler)", "tokens"),
-    Option("--loss", "train", "loss", str, "query | next_token (sgd/adam)", "query"),
+    Option("--loss", "train", "loss", str,
+           "sgd/adam: which of the task's losses (default: its first; linear_regression: query | "
+           "next_token)"),
     Option("--records", "train", "n_records", int, "log-spaced loss records", 400),
     Option("--snapshots", "train", "n_snapshots", int, "log-spaced parameter snapshots", 40),
     Option("--target-loss", "train", "target_loss", float, "stop at this training loss"),
     Option("--grad-tol", "train", "grad_tol", float, "flow/gd: stop below this gradient norm"),
-    Option("--test-size", "train", "test_size", int, "sgd/adam: held-out ICL/IWL test-set size", 0),
+    Option("--test-size", "train", "test_size", int, "sgd/adam: held-out test-set size", 0),
     Option("--eval-seed", "train", "eval_seed", int, "seed of the test sets", 1),
     Option("--threads", "train", "threads", int, "sgd/adam: torch threads (default: 1 for small batches)"),
 )
 
+_TITLES = {"task": "task options", "model": "model options", "train": "trainer options"}
+
+
+def _heading(opt: Option) -> str:
+    families = ", ".join(opt.families) if opt.families else "every family"
+    return f"{_TITLES[opt.target]} ({families})" if opt.target != "train" else _TITLES["train"]
+
 
 def add_options(parser: argparse.ArgumentParser, parse: Callable[[Option], Callable] | None = None
                 ) -> None:
-    """Add every option to `parser`; `parse` may wrap each option's parser (sweeps take lists)."""
-    groups = {t: parser.add_argument_group(t) for t in ("task", "model", "train")}
+    """Add every option to `parser`, one argument group per (target, families); `parse` may wrap
+    each option's parser (sweeps take lists)."""
+    groups: dict[str, Any] = {}
     for opt in OPTIONS:
+        heading = _heading(opt)
+        if heading not in groups:
+            groups[heading] = parser.add_argument_group(heading)
         default = f" (default: {opt.default})" if opt.default is not None else ""
-        groups[opt.target].add_argument(opt.flag, dest=opt.flag[2:].replace("-", "_"),
-                                        type=parse(opt) if parse else opt.parse,
-                                        default=None, help=opt.help + default)
+        groups[heading].add_argument(opt.flag, dest=opt.name,
+                                     type=parse(opt) if parse else opt.parse,
+                                     default=None, help=opt.help + default)
 
 
 def collect(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """{"task": {...}, "model": {...}, "train": {...}}: given values, else the defaults."""
+    """{"task": {...}, "model": {...}, "train": {...}}: given values, else the defaults.
+
+    An option given explicitly that does not apply to the chosen task or model family is an error.
+    """
     out: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
+    given = {opt.name for opt in OPTIONS if getattr(args, opt.name) is not None}
     for opt in OPTIONS:
-        value = getattr(args, opt.flag[2:].replace("-", "_"))
+        value = getattr(args, opt.name)
         if value is None:
             value = opt.default
         if value is not None:
             out[opt.target][opt.field] = value
+    chosen = {"task": out["task"]["kind"], "model": out["model"]["kind"]}
+    for opt in OPTIONS:
+        if opt.name in given and opt.families and chosen.get(opt.target) not in opt.families:
+            which = "--task" if opt.target == "task" else "--model"
+            raise ValueError(f"{opt.flag} applies to {opt.target} {', '.join(opt.families)}; "
+                             f"not to {which} {chosen[opt.target]}")
     return out
 
 
-def build_task(task_options: dict[str, Any]):
-    """The `LinearRegression` of a dict of task option values (named spectra resolved)."""
-    from fastattn.tasks import LinearRegression, spectrum
-
-    task_kw = dict(task_options)
-    if isinstance(task_kw.get("spectrum"), str):
-        task_kw["spectrum"] = tuple(spectrum(task_kw["spectrum"], int(task_kw["dim"])))
-    if isinstance(task_kw.get("context"), list):
-        task_kw["context"] = tuple(task_kw["context"])
-    return LinearRegression(**task_kw)
+def _linear_regression_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Named spectra resolved at the task's dim; lists of context lengths as tuples."""
+    if isinstance(fields.get("spectrum"), str):
+        fields["spectrum"] = tuple(spectrum(fields["spectrum"], int(fields["dim"])))
+    if isinstance(fields.get("context"), list):
+        fields["context"] = tuple(fields["context"])
+    return fields
 
 
-def build_run(spec: dict[str, dict[str, Any]]):
+#: task kind → how its option values become the task's fields (when they differ)
+TASK_FIELDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "linear_regression": _linear_regression_fields,
+}
+
+
+def build_task(task_options: Mapping[str, Any]):
+    """The task of a dict of task option values ("kind" defaults to linear_regression); options of
+    other task families are ignored."""
+    fields = dict(task_options)
+    kind = fields.pop("kind", "linear_regression")
+    cls = get_task(kind)
+    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {k: v for k, v in fields.items() if k in names}
+    return cls(**TASK_FIELDS.get(kind, dict)(fields))
+
+
+def model_config(model_options: Mapping[str, Any], dim: int):
+    """The model config of a dict of model option values at token dimension `dim`; options of other
+    model families are ignored, and merged with full=True is merged_full (Eq. 91)."""
+    fields = dict(model_options)
+    kind = fields.pop("kind", "separate")
+    if kind == "merged" and fields.get("full"):
+        kind = "merged_full"
+    config = get_model(kind).config
+    names = {f.name for f in dataclasses.fields(config)} - {"dim"}
+    return config(dim=dim, **{k: v for k, v in fields.items() if k in names})
+
+
+def build_run(spec: Mapping[str, Mapping[str, Any]]):
     """(task, model, TrainConfig) from a {"task", "model", "train"} dict of option values."""
-    from fastattn.models import ModelConfig, build_model
+    from fastattn.models import build_model
     from fastattn.training import TrainConfig
 
     task = build_task(spec["task"])
-    model_kw = dict(spec["model"])
-    if model_kw.get("name") in ("merged", "cubic_mlp", "softmax_merged"):
-        model_kw["rank"] = 1
-    model = build_model(ModelConfig(dim=task.dim, **model_kw))
+    model = build_model(model_config(spec["model"], task.dim))
     return task, model, TrainConfig(**spec["train"])

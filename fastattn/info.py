@@ -20,10 +20,13 @@ def info() -> dict:
     """A plain dict describing the installation; ``fastattn info`` prints it.
 
     Keys: versions (fastattn, python, numpy, torch, triton), core (loaded + error), backends (name ->
-    available + why not), devices (cpu, cuda list).
+    available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
     """
     import numpy
     import torch
+
+    from fastattn.models import MODELS
+    from fastattn.tasks import TASKS
 
     triton_version = _version("triton")
     cuda = torch.cuda.is_available()
@@ -58,6 +61,7 @@ def info() -> dict:
         },
         "backends": backends,
         "ops": _op_backends(),
+        "registries": {"tasks": sorted(TASKS), "models": sorted(MODELS)},
         "devices": {
             "cpu": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
@@ -92,6 +96,8 @@ def format_info(report: dict) -> str:
     for op, backends in report["ops"].items():
         ok = [name for name, b in backends.items() if b["available"]]
         lines.append(f"  {op:<24} {', '.join(ok) or 'none'}")
+    r = report["registries"]
+    lines.append(f"tasks: {', '.join(r['tasks'])}; models: {', '.join(r['models'])}")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

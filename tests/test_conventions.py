@@ -59,12 +59,11 @@ def test_eigenvalues_are_descending_and_eigvecs_are_columns():
 
 def test_every_model_matches_the_one_flat_layout():
     """models.layout is the single definition of the flat order that the C++ core reads."""
-    from fastattn.models import MODELS, build_model, layout
-    from fastattn.models.base import ModelConfig
+    from fastattn.models import MODELS, layout
 
     d, h, r = 3, 2, 2
-    for name in MODELS:
-        m = build_model(ModelConfig(name, d, h, r if "separate" in name else 1))
+    for name, family in MODELS.items():
+        m = family.model(d, h, r) if "separate" in name else family.model(d, h)
         dims = m.dims
         shapes = layout.param_shapes(name, dims)
         assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes)

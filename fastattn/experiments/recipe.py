@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastattn.models import ModelConfig
+from fastattn.models import BaseModelConfig
 from fastattn.tasks import LinearRegression
 from fastattn.training import TrainConfig, Trajectory
 
@@ -22,7 +22,7 @@ class RunSpec:
 
     label: str
     task: LinearRegression
-    model: ModelConfig
+    model: BaseModelConfig
     train: TrainConfig
     group: dict[str, Any] = field(default_factory=dict)
     init: tuple[float, ...] | None = None

@@ -1,33 +1,40 @@
-"""Model families for in-context regression. `MODELS` maps registry names to classes."""
+"""Model families for in-context regression, each taking its own frozen config.
 
-from fastattn.models.base import ICLModel, ModelConfig
-from fastattn.models.cubic_mlp import CubicMLP, cubic_feature
-from fastattn.models.linear_attention import MergedKQ, SeparateKQ, beta
-from fastattn.models.softmax_attention import SoftmaxMergedKQ, SoftmaxSeparateKQ
+`MODELS` maps each family's kind to its (model class, config class); `build_model(config)` builds
+any of them and `config_from_dict` reads a run record's {"kind": ..., **fields}. Importing this
+package registers every family (one module each).
+"""
 
-MODELS: dict[str, type[ICLModel]] = {
-    "merged": MergedKQ,
-    "separate": SeparateKQ,
-    "cubic_mlp": CubicMLP,
-    "softmax_merged": SoftmaxMergedKQ,
-    "softmax_separate": SoftmaxSeparateKQ,
-}
+from fastattn.models.base import (
+    MODELS,
+    BaseModelConfig,
+    ICLModel,
+    ModelFamily,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+    get_model,
+    register_model,
+)
+from fastattn.models.cubic_mlp import CubicMLP, CubicMLPConfig, cubic_feature
+from fastattn.models.linear_attention import (
+    MergedConfig,
+    MergedFullConfig,
+    MergedKQ,
+    MergedKQFull,
+    SeparateConfig,
+    SeparateKQ,
+    beta,
+)
+from fastattn.models.softmax_attention import (
+    SoftmaxMergedConfig,
+    SoftmaxMergedKQ,
+    SoftmaxSeparateConfig,
+    SoftmaxSeparateKQ,
+)
 
-
-def build_model(config: ModelConfig) -> ICLModel:
-    """The model a `ModelConfig` describes (what a run record stores)."""
-    if config.name not in MODELS:
-        raise ValueError(f"unknown model {config.name!r}; choose one of {sorted(MODELS)}")
-    kw = {"init_scale": config.init_scale, "init_seed": config.init_seed,
-          "init_scheme": config.init_scheme, "dtype": config.dtype}
-    if config.name in ("separate", "softmax_separate"):
-        kw["rank"] = config.rank
-    if config.name.startswith("softmax"):
-        kw["scale"] = config.scale
-    if config.name == "merged":
-        kw["full"] = config.full
-    return MODELS[config.name](config.dim, config.heads, **kw)
-
-
-__all__ = ["MODELS", "CubicMLP", "ICLModel", "MergedKQ", "ModelConfig", "SeparateKQ",
-           "SoftmaxMergedKQ", "SoftmaxSeparateKQ", "beta", "build_model", "cubic_feature"]
+__all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
+           "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
+           "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
+           "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",
+           "config_to_dict", "cubic_feature", "get_model", "register_model"]

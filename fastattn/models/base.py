@@ -1,12 +1,23 @@
-"""What every model family shares: its config, the flat float64 parameter layout, initialisation.
+"""What every model family shares: its config dataclass, the flat float64 parameter layout, seeded
+initialisation, and the model registry.
 
-A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major); the
-population evaluator and the integrators read that vector (docs/conventions.md, "Parameters").
+A model takes its family's frozen config (nanoGPT's `GPT(config)`): `SeparateKQ(SeparateConfig(4, 5,
+rank=1))`, or the config's fields directly, `SeparateKQ(dim=4, heads=5, rank=1, init_seed=0)`. The
+config's `kind` names the family in the registry (`MODELS`), in run records
+(`{"kind": ..., **asdict(config)}`, see `config_to_dict`) and in the objective registry.
+
+A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major,
+fastattn.models.layout); the population objectives and the integrators read that vector
+(docs/conventions.md, "Parameters").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -15,45 +26,39 @@ from torch import nn
 from fastattn import _validate as check
 
 INIT_SCHEMES = ("paper", "code")
+DTYPES = ("float64", "float32")
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    """Plain-data description of a model; `build_model(config)` rebuilds it exactly.
+class BaseModelConfig:
+    """Fields every model family has. Subclasses set `kind` and add their own fields.
 
     Attributes:
-        name: registry name ("merged", "separate", "cubic_mlp", "softmax_merged", "softmax_separate").
-        dim: token dimension D. heads: number of heads H (hidden width for the MLP).
-        rank: key/query rank R of the separate models (1 for the others).
+        dim: token dimension D. heads: number of heads H (the MLP's hidden width).
         init_scale: w_init of Zhang et al. App. C.2. init_seed: seed of the initialisation.
         init_scheme: "paper" (App. C.2: layer norms O(w_init)) or "code" (the public code's
             per-entry N(0, w_init²); see docs/conventions.md).
-        full: merged model only: keep every block of W^V and W^KQ (Eq. 91) instead of (v, U).
-        scale: softmax models only: scores are scale · x_mᵀ W x_q (the paper's 1/ρ; code: 1).
-        dtype: "float64" or "float32".
+        dtype: "float64" or "float32" (sampled training; the population flow is float64).
     """
 
-    name: str
+    kind: ClassVar[str] = ""
+
     dim: int
     heads: int
-    rank: int = 1
+    _: KW_ONLY
     init_scale: float = 1e-2
     init_seed: int = 0
     init_scheme: str = "paper"
-    full: bool = False
-    scale: float = 1.0
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
         check.positive_int("dim", self.dim)
         check.positive_int("heads", self.heads)
-        check.positive_int("rank", self.rank)
         check.nonnegative_float("init_scale", self.init_scale)
-        check.positive_float("scale", self.scale)
         if self.init_scheme not in INIT_SCHEMES:
             raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}; got {self.init_scheme!r}")
-        if self.dtype not in ("float64", "float32"):
-            raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}; got {self.dtype!r}")
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -63,24 +68,50 @@ class ModelConfig:
 class ICLModel(nn.Module):
     """Base of the in-context regression models: config, flat parameters and seeded init.
 
-    Subclasses set `FAMILY` (the population evaluator's family name, or None when there is no
-    closed form), `PARAM_ORDER` (names of the parameters in flat order), and implement `forward`.
+    Subclasses set `config_class` (their family's config; its `kind` is the model's), `PARAM_ORDER`
+    (names of the parameters in flat order), and implement `_init_parameters` and `forward`.
     """
 
-    FAMILY: str | None = None
-    PARAM_ORDER: tuple[str, ...] = ()
+    config_class: ClassVar[type[BaseModelConfig]] = BaseModelConfig
+    PARAM_ORDER: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """`Model(config)` with the family's config, or `Model(dim, heads, ..., **fields)` with the
+        config's fields (see the config class for their order and meaning)."""
         super().__init__()
-        self.config = config
+        self.config = self._make_config(args, kwargs)
+        self._init_parameters(torch.Generator().manual_seed(int(self.config.init_seed)))
+
+    @classmethod
+    def _make_config(cls, args: tuple, kwargs: dict) -> BaseModelConfig:
+        want = cls.config_class
+        if len(args) == 1 and not kwargs and isinstance(args[0], BaseModelConfig):
+            if type(args[0]) is not want:
+                raise TypeError(f"{cls.__name__} takes a {want.__name__}; got a "
+                                f"{type(args[0]).__name__} (build any model from its config with "
+                                "fastattn.models.build_model(config))")
+            return args[0]
+        try:
+            inspect.signature(want).bind(*args, **kwargs)
+        except TypeError as exc:
+            fields = ", ".join(f.name for f in dataclasses.fields(want))
+            raise TypeError(f"{cls.__name__}: {exc}; its config {want.__name__} has the fields "
+                            f"{fields}") from None
+        return want(*args, **kwargs)
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        """Draw the parameters from `g` (seeded by `config.init_seed`)."""
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        """The family's registry name (the config's `kind`)."""
+        return self.config.kind
 
     @property
     def dims(self) -> tuple[int, int, int]:
-        """(D, H, R) as the population evaluator takes them."""
-        return self.config.dim, self.config.heads, self.config.rank
-
-    def _generator(self) -> torch.Generator:
-        return torch.Generator().manual_seed(int(self.config.init_seed))
+        """(D, H, R) as the population objectives take them (R = 1 without a key/query rank)."""
+        return self.config.dim, self.config.heads, 1
 
     def _normal(self, g: torch.Generator, shape: tuple[int, ...], var: float) -> nn.Parameter:
         t = torch.randn(shape, generator=g, dtype=torch.float64) * float(np.sqrt(var))
@@ -112,5 +143,62 @@ class ICLModel(nn.Module):
         return sum(getattr(self, n).numel() for n in self.PARAM_ORDER)
 
     def extra_repr(self) -> str:
-        c = self.config
-        return f"dim={c.dim}, heads={c.heads}, rank={c.rank}, init_scale={c.init_scale}"
+        return ", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(self.config).items())
+
+
+# -------------------------------------------------------------------------------- registry
+class ModelFamily(NamedTuple):
+    """A registered model family: its model class and its config class."""
+
+    model: type[ICLModel]
+    config: type[BaseModelConfig]
+
+
+#: kind → (model class, config class). Filled by `register_model`; read by the CLI, sweeps, recipes.
+MODELS: dict[str, ModelFamily] = {}
+
+
+def register_model(cls: type[ICLModel]) -> type[ICLModel]:
+    """Class decorator: add a model family to `MODELS` under its config's `kind`."""
+    kind = cls.config_class.kind
+    if not kind:
+        raise TypeError(f"{cls.__name__}.config_class must set a kind")
+    if kind in MODELS and MODELS[kind].model is not cls:
+        raise ValueError(f"model kind {kind!r} is already registered by {MODELS[kind].model.__name__}")
+    MODELS[kind] = ModelFamily(cls, cls.config_class)
+    return cls
+
+
+def get_model(kind: str) -> ModelFamily:
+    """The (model class, config class) registered under `kind`."""
+    if kind not in MODELS:
+        raise ValueError(f"model={kind!r} is unknown; choose one of {sorted(MODELS)}")
+    return MODELS[kind]
+
+
+def build_model(config: BaseModelConfig) -> ICLModel:
+    """The model a config describes: `MODELS[config.kind].model(config)`."""
+    if not isinstance(config, BaseModelConfig):
+        raise TypeError(f"build_model takes a model config (e.g. SeparateConfig); got "
+                        f"{type(config).__name__}: use config_from_dict for a record's dict")
+    return get_model(config.kind).model(config)
+
+
+def config_to_dict(config: BaseModelConfig) -> dict[str, Any]:
+    """{"kind": ..., **asdict(config)}: what a run record stores."""
+    return {"kind": config.kind, **dataclasses.asdict(config)}
+
+
+def config_from_dict(record: Mapping[str, Any]) -> BaseModelConfig:
+    """The config a {"kind": ..., **fields} dict describes (the inverse of `config_to_dict`)."""
+    fields = dict(record)
+    if "kind" not in fields:
+        raise ValueError(f"a model record needs its 'kind' (one of {sorted(MODELS)}); got keys "
+                         f"{sorted(fields)}")
+    family = get_model(fields.pop("kind"))
+    names = {f.name for f in dataclasses.fields(family.config)}
+    unknown = sorted(set(fields) - names)
+    if unknown:
+        raise ValueError(f"{family.config.__name__} has no field(s) {unknown}; it has "
+                         f"{sorted(names)}")
+    return family.config(**fields)

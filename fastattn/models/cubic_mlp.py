@@ -6,11 +6,13 @@ model's U_h and w2 its v: the two models compute the same function of the same f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from fastattn import ops
-from fastattn.models.base import ModelConfig
-from fastattn.models.linear_attention import _BilinearReadout, beta
+from fastattn.models.base import BaseModelConfig, register_model
+from fastattn.models.linear_attention import _BilinearReadout, _merged_variances, beta
 
 
 def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
@@ -18,19 +20,26 @@ def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
     return (b[:, :, None] * x_q[:, None, :]).flatten(1)
 
 
-class CubicMLP(_BilinearReadout):
-    """ŷ_q = w2ᵀ W1 z with w2 `[H]`, W1 `[H, D²]`; initialised like ATTN_M (App. C.2, Eq. 34)."""
+@dataclass(frozen=True)
+class CubicMLPConfig(BaseModelConfig):
+    """The two-layer linear MLP on z (Eq. 7): `heads` is its hidden width H."""
 
-    FAMILY = "cubic_mlp"
+    kind = "cubic_mlp"
+
+
+@register_model
+class CubicMLP(_BilinearReadout):
+    """ŷ_q = w2ᵀ W1 z with w2 `[H]`, W1 `[H, D²]`; initialised like ATTN_M (App. C.2, Eq. 34).
+
+    `CubicMLP(CubicMLPConfig(dim, hidden, ...))` or `CubicMLP(dim, hidden, ...)`.
+    """
+
+    config_class = CubicMLPConfig
     PARAM_ORDER = ("w2", "W1")
 
-    def __init__(self, dim: int, hidden: int, *, init_scale: float = 1e-2, init_seed: int = 0,
-                 init_scheme: str = "paper", dtype: str = "float64") -> None:
-        super().__init__(ModelConfig("cubic_mlp", dim, hidden, 1, init_scale, init_seed,
-                                     init_scheme, False, 1.0, dtype))
-        d, h, s2 = dim, hidden, init_scale ** 2
-        g = self._generator()
-        var_2, var_1 = (s2 / h, s2 / (h * d * d)) if init_scheme == "paper" else (s2, s2)
+    def _init_parameters(self, g: torch.Generator) -> None:
+        d, h = self.config.dim, self.config.heads
+        var_2, var_1 = _merged_variances(self.config)
         self.w2 = self._normal(g, (h,), var_2)          # [H]
         self.W1 = self._normal(g, (h, d * d), var_1)    # [H, D²]
 

@@ -21,11 +21,15 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return (("w2", (h,)), ("W1", (h, d * d)))
     if family in ("separate", "softmax_separate"):
         return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
-    raise ValueError(f"unknown family {family!r}; choose merged, cubic_mlp or separate")
+    if family == "merged_full":
+        return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
+    raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
+                     "softmax_merged or softmax_separate")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:
-    """Flat parameter count P: H(1 + D²) for merged/cubic_mlp, H(1 + 2RD) for separate."""
+    """Flat parameter count P: H(1 + D²) for merged/cubic_mlp, H(1 + 2RD) for separate,
+    2H(D + 1)² for merged_full."""
     return sum(math.prod(shape) for _, shape in param_shapes(family, dims))
 
 

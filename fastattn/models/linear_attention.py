@@ -4,14 +4,20 @@ Both models are evaluated in the fast β-form: with zero blocks, the query read-
 ATTN(X) = X + Σ_i (1/N) W^V_i X Xᵀ W^KQ_i X is ŷ_q = βᵀ Γ x_q, β = (1/N) Σ_n y_n x_n, so a forward
 pass costs O(B N D + B D²) however many heads there are. The literal formula lives in
 `fastattn.models.reference` and the tests check the two agree.
+
+Families (config → model, kind): `MergedConfig` → `MergedKQ` ("merged"), `MergedFullConfig` →
+`MergedKQFull` ("merged_full", every block of Eq. 91), `SeparateConfig` → `SeparateKQ` ("separate").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from fastattn import _validate as check
 from fastattn import ops
-from fastattn.models.base import ICLModel, ModelConfig
+from fastattn.models.base import BaseModelConfig, ICLModel, register_model
 
 
 def context_mean(values: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
@@ -66,29 +72,83 @@ class _BilinearReadout(ICLModel):
         return ops.icl_readout_next_token(x, y, self.head_gammas()).sum(-1)
 
 
+@dataclass(frozen=True)
+class MergedConfig(BaseModelConfig):
+    """ATTN_M with zero blocks (Eq. 6 (M)): fields of `BaseModelConfig` only."""
+
+    kind = "merged"
+
+
+@dataclass(frozen=True)
+class MergedFullConfig(BaseModelConfig):
+    """ATTN_M keeping every block of W^V and W^KQ (Eq. 91): fields of `BaseModelConfig` only."""
+
+    kind = "merged_full"
+
+
+@dataclass(frozen=True)
+class SeparateConfig(BaseModelConfig):
+    """ATTN_S (Eq. 12, 84). rank: key/query rank R >= 1 (positional after heads)."""
+
+    kind = "separate"
+    rank: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("rank", self.rank)
+
+
+def _merged_variances(c: BaseModelConfig) -> tuple[float, float]:
+    """(var v_i, var of each U_i entry): App. C.2 Eq. 34 ("paper") or N(0, w_init²) ("code")."""
+    d, h, s2 = c.dim, c.heads, c.init_scale ** 2
+    return (s2 / h, s2 / (h * d * d)) if c.init_scheme == "paper" else (s2, s2)
+
+
+@register_model
 class MergedKQ(_BilinearReadout):
     """ATTN_M: H heads with merged key-query matrices (Eq. 6 (M)); parameters v `[H]`, U `[H, D, D]`.
 
-    Γ = Σ_i v_i U_i. With `config.full=True` the model instead keeps every block of
-    W^V_i and W^KQ_i `[H, D+1, D+1]` and evaluates the general read-out of Eq. 91 (needed when the
-    zero blocks v⃗_i = W^V_i[D, :D] and u_i = W^KQ_i[D, :D] are not zero, e.g. in-weight learning).
+    Γ = Σ_i v_i U_i. `MergedKQ(MergedConfig(dim, heads, ...))` or `MergedKQ(dim, heads, ...)`.
     """
 
-    FAMILY = "merged"
+    config_class = MergedConfig
     PARAM_ORDER = ("v", "U")
 
-    def __init__(self, dim: int, heads: int, *, init_scale: float = 1e-2, init_seed: int = 0,
-                 init_scheme: str = "paper", full: bool = False, dtype: str = "float64") -> None:
-        super().__init__(ModelConfig("merged", dim, heads, 1, init_scale, init_seed, init_scheme,
-                                     full, 1.0, dtype))
-        d, h, s2 = dim, heads, init_scale ** 2
-        g = self._generator()
-        var_v, var_u = (s2 / h, s2 / (h * d * d)) if init_scheme == "paper" else (s2, s2)
-        if not full:
-            self.v = self._normal(g, (h,), var_v)                 # [H]
-            self.U = self._normal(g, (h, d, d), var_u)            # [H, D, D]
-            return
-        self.FAMILY, self.PARAM_ORDER = None, ("value", "kq")
+    def _init_parameters(self, g: torch.Generator) -> None:
+        d, h = self.config.dim, self.config.heads
+        var_v, var_u = _merged_variances(self.config)
+        self.v = self._normal(g, (h,), var_v)                 # [H]
+        self.U = self._normal(g, (h, d, d), var_u)            # [H, D, D]
+
+    def head_gammas(self) -> torch.Tensor:
+        return self.v[:, None, None] * self.U
+
+    def full_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W^V `[H, D+1, D+1]`, W^KQ `[H, D+1, D+1]`) of the literal formula, zero-filled `*`
+        blocks."""
+        h, d = self.config.heads, self.config.dim
+        wv = self.v.new_zeros(h, d + 1, d + 1)
+        wkq = self.v.new_zeros(h, d + 1, d + 1)
+        wv[:, d, d] = self.v
+        wkq[:, :d, :d] = self.U
+        return wv, wkq
+
+
+@register_model
+class MergedKQFull(_BilinearReadout):
+    """ATTN_M keeping every block of W^V_i and W^KQ_i `[H, D+1, D+1]` (parameters `value`, `kq`):
+    the general read-out of Eq. 91, needed when the zero blocks v⃗_i = W^V_i[D, :D] and
+    u_i = W^KQ_i[D, :D] are not zero (e.g. in-weight learning). Initialised with those blocks zero,
+    v_i = W^V_i[D, D] and U_i = W^KQ_i[:D, :D] distributed as in `MergedKQ`. No closed-form
+    population loss.
+    """
+
+    config_class = MergedFullConfig
+    PARAM_ORDER = ("value", "kq")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        d, h = self.config.dim, self.config.heads
+        var_v, var_u = _merged_variances(self.config)
         value = self._normal(g, (h, d + 1, d + 1), var_u)         # [H, D+1, D+1]
         kq = self._normal(g, (h, d + 1, d + 1), var_u)            # [H, D+1, D+1]
         with torch.no_grad():
@@ -97,13 +157,7 @@ class MergedKQ(_BilinearReadout):
             kq[:, d, :d] = 0                                      # u_i: zero block
         self.value, self.kq = value, kq
 
-    @property
-    def full(self) -> bool:
-        return self.config.full
-
     def head_gammas(self) -> torch.Tensor:
-        if not self.full:
-            return self.v[:, None, None] * self.U
         d = self.config.dim
         v, U = self.value[:, d, d], self.kq[:, :d, :d]
         v_vec, u = self.value[:, d, :d], self.kq[:, d, :d]
@@ -112,8 +166,6 @@ class MergedKQ(_BilinearReadout):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
-        if not self.full:
-            return super().forward(x, y, x_q, lengths, per_head)
         # Eq. 91: ŷ_q = Σ_i W^V_i[D, :] S W^KQ_i[:, :D] x_q, S = (1/N) X Xᵀ with the query column.
         z = torch.cat([x, y[..., None]], -1)                                     # [B, N, D+1]
         z_q = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], -1)                 # [B, D+1]
@@ -124,9 +176,11 @@ class MergedKQ(_BilinearReadout):
         out = torch.einsum("hi,bij,hjk,bk->bh", self.value[:, d, :], s, self.kq[:, :, :d], x_q)
         return out if per_head else out.sum(-1)
 
+    def forward_stats(self, b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        raise ValueError("merged_full reads Λ̂ and Σ y_n², not only (β, x_q): train it with "
+                         "sampler='tokens'")
+
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if not self.full:
-            return super().predict_next_token(x, y)
         z = torch.cat([x, y[..., None]], -1)                                     # [B, T, D+1]
         zx = torch.cat([x, torch.zeros_like(y[..., None])], -1)                  # [B, T, D+1]
         outer = torch.cumsum(z[..., :, None] * z[..., None, :], 1)[:, :-1]      # [B, T-1, D+1, D+1]
@@ -137,40 +191,39 @@ class MergedKQ(_BilinearReadout):
                             self.kq[:, :, :d], x[:, 1:])
 
     def full_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(W^V `[H, D+1, D+1]`, W^KQ `[H, D+1, D+1]`) of the literal formula; zero-filled `*` blocks
-        for the reduced form."""
-        if self.full:
-            return self.value, self.kq
-        h, d = self.config.heads, self.config.dim
-        wv = self.v.new_zeros(h, d + 1, d + 1)
-        wkq = self.v.new_zeros(h, d + 1, d + 1)
-        wv[:, d, d] = self.v
-        wkq[:, :d, :d] = self.U
-        return wv, wkq
+        """(W^V `[H, D+1, D+1]`, W^KQ `[H, D+1, D+1]`) of the literal formula."""
+        return self.value, self.kq
 
 
+def _separate_variances(c: SeparateConfig) -> tuple[float, float]:
+    """(var v_i, var of each K/Q entry): App. C.2 Eq. 36 ("paper") or the Feb-May 2025 public code
+    (spec §3.8, "code")."""
+    d, h, r, s2 = c.dim, c.heads, c.rank, c.init_scale ** 2
+    return (s2 / h, s2 / (h * r * d)) if c.init_scheme == "paper" else (s2, s2 / (r * (d + 1)))
+
+
+@register_model
 class SeparateKQ(_BilinearReadout):
     """ATTN_S: H heads with separate rank-R keys and queries (Eq. 12, 84).
 
     Parameters v `[H]`, K `[H, R, D]` (rows k_{i,r}), Q `[H, R, D]` (rows q_{i,r});
-    Γ = Σ_i v_i K_iᵀ Q_i.
+    Γ = Σ_i v_i K_iᵀ Q_i. `SeparateKQ(SeparateConfig(dim, heads, rank, ...))` or
+    `SeparateKQ(dim=4, heads=5, rank=1, init_scale=1e-2, init_seed=0)`.
     """
 
-    FAMILY = "separate"
+    config_class = SeparateConfig
     PARAM_ORDER = ("v", "K", "Q")
 
-    def __init__(self, dim: int, heads: int, rank: int = 1, *, init_scale: float = 1e-2,
-                 init_seed: int = 0, init_scheme: str = "paper", dtype: str = "float64") -> None:
-        super().__init__(ModelConfig("separate", dim, heads, rank, init_scale, init_seed,
-                                     init_scheme, False, 1.0, dtype))
-        d, h, r, s2 = dim, heads, rank, init_scale ** 2
-        g = self._generator()
-        # paper: App. C.2 Eq. 36; code: the Feb-May 2025 public code (spec §3.8).
-        var_v, var_kq = (s2 / h, s2 / (h * r * d)) if init_scheme == "paper" else \
-            (s2, s2 / (r * (d + 1)))
+    def _init_parameters(self, g: torch.Generator) -> None:
+        d, h, r = self.config.dim, self.config.heads, self.config.rank
+        var_v, var_kq = _separate_variances(self.config)
         self.v = self._normal(g, (h,), var_v)          # [H]
         self.K = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
         self.Q = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        return self.config.dim, self.config.heads, self.config.rank
 
     def head_gammas(self) -> torch.Tensor:
         return self.v[:, None, None] * torch.einsum("hrd,hre->hde", self.K, self.Q)

@@ -8,11 +8,41 @@ is no closed-form population loss for these models.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from fastattn import _validate as check
 from fastattn import ops
-from fastattn.models.base import ICLModel, ModelConfig
+from fastattn.models.base import BaseModelConfig, ICLModel, register_model
 from fastattn.models.linear_attention import MergedKQ, SeparateKQ
+
+
+@dataclass(frozen=True)
+class SoftmaxMergedConfig(BaseModelConfig):
+    """Softmax ATTN_M. scale: scores are scale · x_mᵀ W x_q (the paper's 1/ρ; code: 1)."""
+
+    kind = "softmax_merged"
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_float("scale", self.scale)
+
+
+@dataclass(frozen=True)
+class SoftmaxSeparateConfig(BaseModelConfig):
+    """Softmax ATTN_S. rank: key/query rank R (positional after heads); scale as
+    `SoftmaxMergedConfig`."""
+
+    kind = "softmax_separate"
+    rank: int = 1
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("rank", self.rank)
+        check.positive_float("scale", self.scale)
 
 
 def _attend(qvec: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
@@ -25,8 +55,6 @@ def _attend(qvec: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: 
 
 
 class _SoftmaxReadout(ICLModel):
-    FAMILY = None
-
     def query_weights(self) -> torch.Tensor:
         """W_h `[H, D, D]`: head h scores token m by x_mᵀ W_h x_q."""
         raise NotImplementedError
@@ -63,36 +91,26 @@ class _SoftmaxReadout(ICLModel):
         return torch.einsum("h,bht->bt", self.v, out)[:, 1:]
 
 
+@register_model
 class SoftmaxMergedKQ(_SoftmaxReadout):
-    """Softmax ATTN_M: parameters v `[H]`, U `[H, D, D]`, initialised as `MergedKQ`."""
+    """Softmax ATTN_M: parameters v `[H]`, U `[H, D, D]`, initialised as `MergedKQ` (the same draws)."""
 
+    config_class = SoftmaxMergedConfig
     PARAM_ORDER = ("v", "U")
-
-    def __init__(self, dim: int, heads: int, *, scale: float = 1.0, init_scale: float = 1e-2,
-                 init_seed: int = 0, init_scheme: str = "paper", dtype: str = "float64") -> None:
-        super().__init__(ModelConfig("softmax_merged", dim, heads, 1, init_scale, init_seed,
-                                     init_scheme, False, scale, dtype))
-        twin = MergedKQ(dim, heads, init_scale=init_scale, init_seed=init_seed,
-                        init_scheme=init_scheme, dtype=dtype)
-        self.v, self.U = twin.v, twin.U
+    _init_parameters = MergedKQ._init_parameters
 
     def query_weights(self) -> torch.Tensor:
         return self.U
 
 
+@register_model
 class SoftmaxSeparateKQ(_SoftmaxReadout):
     """Softmax ATTN_S: parameters v `[H]`, K, Q `[H, R, D]`, initialised as `SeparateKQ`."""
 
+    config_class = SoftmaxSeparateConfig
     PARAM_ORDER = ("v", "K", "Q")
-
-    def __init__(self, dim: int, heads: int, rank: int = 1, *, scale: float = 1.0,
-                 init_scale: float = 1e-2, init_seed: int = 0, init_scheme: str = "paper",
-                 dtype: str = "float64") -> None:
-        super().__init__(ModelConfig("softmax_separate", dim, heads, rank, init_scale, init_seed,
-                                     init_scheme, False, scale, dtype))
-        twin = SeparateKQ(dim, heads, rank, init_scale=init_scale, init_seed=init_seed,
-                          init_scheme=init_scheme, dtype=dtype)
-        self.v, self.K, self.Q = twin.v, twin.K, twin.Q
+    _init_parameters = SeparateKQ._init_parameters
+    dims = SeparateKQ.dims
 
     def query_weights(self) -> torch.Tensor:
         return torch.einsum("hrd,hre->hde", self.K, self.Q)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fastattn.theory.gaussian import beta_second_moment
+
 
 @dataclass(frozen=True, eq=False)
 class Moments:
@@ -29,3 +31,7 @@ class Moments:
     @property
     def dim(self) -> int:
         return int(self.cov.shape[0])
+
+    def beta_second_moment(self) -> np.ndarray:
+        """B = E ββᵀ `[D, D]` of β = (1/N) Σ_n y_n x_n (fastattn.theory.gaussian.beta_second_moment)."""
+        return beta_second_moment(self.cov, self.w_second, self.noise, self.inv_n)

@@ -31,15 +31,15 @@ def gamma_torch(family: str, theta: torch.Tensor, D: int, H: int, R: int = 1) ->
 
 
 def loss_torch(family: str, theta: torch.Tensor, dims, m: Moments) -> torch.Tensor:
-    """L(θ) = tr(ΛS) + σ² − 2 tr(Γ ΛSΛ) + tr(Γᵀ B Γ Λ) with B = E[ββᵀ] (scalar tensor)."""
+    """L(θ) = tr(ΛS) + σ² − 2 tr(Γ ΛSΛ) + tr(Γᵀ B Γ Λ) with B = E[ββᵀ] (Moments.beta_second_moment)
+    (scalar tensor)."""
     D, H, R = dims
     lam = torch.as_tensor(np.asarray(m.cov), dtype=torch.float64)
     S = torch.as_tensor(np.asarray(m.w_second), dtype=torch.float64)
-    c, s2 = float(m.inv_n), float(m.noise)
     A = lam @ S @ lam
-    B = A + c * (A + torch.trace(S @ lam) * lam) + s2 * c * lam
+    B = torch.as_tensor(m.beta_second_moment(), dtype=torch.float64)
     G = gamma_torch(family, theta, D, H, R)
-    return torch.trace(lam @ S) + s2 - 2 * torch.trace(G @ A) + torch.trace(G.T @ B @ G @ lam)
+    return torch.trace(lam @ S) + float(m.noise) - 2 * torch.trace(G @ A) + torch.trace(G.T @ B @ G @ lam)
 
 
 def loss_and_grad(family: str, params: np.ndarray, dims, moments: Moments) -> tuple[float, np.ndarray]:

@@ -52,7 +52,7 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
         tr = it.spec["train"]
         if tr.get("method", "flow") == "flow" and "_plan_error" not in tr:
             m = it.spec["model"]
-            it.batch_key = canonical({"family": m["name"], "dim": it.spec["task"]["dim"],
+            it.batch_key = canonical({"family": m["kind"], "dim": it.spec["task"]["dim"],
                                       "heads": m["heads"], "rank": m.get("rank", 1),
                                       "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
     return items

@@ -74,7 +74,7 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
             rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
         else:
             task, model, cfg = build(item)
-            p0 = model.to_flat() if model.FAMILY else None
+            p0 = model.to_flat()
             traj = train(model, task, cfg)
             rows.append(_finish(item, traj, p0, task, {"batch_size": 1}, out_dir, horizon))
     except Exception as exc:

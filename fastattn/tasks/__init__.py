@@ -1,8 +1,13 @@
-"""Data distributions. Each task samples batches and knows the exact moments of its distribution."""
+"""Data distributions behind the `Task` protocol, registered by kind in `TASKS`.
 
-from fastattn.tasks.linear_regression import Batch, LinearRegression, split_tokens
+Each task samples batches as pure functions of (data_seed, step), gives a model's sampled loss on a
+batch, and knows the exact moments of its distribution. Importing this package registers every
+family (one module each).
+"""
+
+from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
+from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
 
-TASKS = {"linear_regression": LinearRegression}
-
-__all__ = ["TASKS", "Batch", "LinearRegression", "spectrum", "split_tokens"]
+__all__ = ["TASKS", "Batch", "LinearRegression", "Stats", "Task", "build_task", "get_task",
+           "register_task", "spectrum", "split_tokens"]

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import torch
 
 from fastattn import _validate as check
 from fastattn.population.moments import Moments
+from fastattn.tasks.base import register_task
+from fastattn.theory.gaussian import wishart_second_moment
 
 # Separate random streams, so that e.g. the fixed task vector never changes when the batch size does.
 _STREAM_BATCH, _STREAM_DATASET, _STREAM_FIXED_TASK, _STREAM_ROTATION = 0, 1, 2, 3
@@ -65,9 +68,19 @@ class Batch:
         return int(self.x.shape[0])
 
 
+class Stats(NamedTuple):
+    """The statistics a linear model's query prediction needs, drawn without the tokens
+    (`LinearRegression.sample_stats`): β `[B, D]`, x_q `[B, D]`, y_q `[B]`."""
+
+    beta: torch.Tensor
+    x_q: torch.Tensor
+    y_q: torch.Tensor
+
+
+@register_task
 @dataclass(frozen=True)
 class LinearRegression:
-    """In-context linear regression task.
+    """In-context linear regression task (kind "linear_regression").
 
     Args:
         dim: token dimension D >= 1.
@@ -84,7 +97,13 @@ class LinearRegression:
             `fixed_task_seed`, as in the paper's code.
         noise: label-noise variance σ² (on context labels and on y_q).
         data_seed: seed of the training batches; batch k is a pure function of (data_seed, k).
+
+    Sampled losses (`loss`): "query" (the squared error at the query: the last-token loss) and
+    "next_token" (Eq. 23: the mean over positions 2..N+1 of each prediction from the tokens before).
     """
+
+    kind: ClassVar[str] = "linear_regression"
+    losses: ClassVar[tuple[str, ...]] = ("query", "next_token")
 
     dim: int
     context: int | Sequence[int] = 31
@@ -150,6 +169,11 @@ class LinearRegression:
     def max_context(self) -> int:
         return int(self.context_lengths.max())
 
+    @property
+    def sequence_size(self) -> int:
+        """Numbers in one sampled sequence's tokens: (N_max + 1)(D + 1)."""
+        return (self.max_context + 1) * (self.dim + 1)
+
     @cached_property
     def eigvals(self) -> np.ndarray:
         """Eigenvalues λ_d of Λ, descending `[D]`."""
@@ -214,8 +238,7 @@ class LinearRegression:
 
     def expected_cov_hat_sq(self) -> np.ndarray:
         """E Λ̂² = Λ² + E(1/N) (Λ + tr Λ · I) Λ `[D, D]` (Eq. 30)."""
-        lam = self.cov_matrix
-        return lam @ lam + self.inv_context_mean() * (lam + np.trace(lam) * np.eye(self.dim)) @ lam
+        return wishart_second_moment(self.cov_matrix, np.eye(self.dim), self.inv_context_mean())
 
     def moments(self) -> Moments:
         """The moments the closed-form population loss needs (see fastattn.population)."""
@@ -231,10 +254,9 @@ class LinearRegression:
                           dtype, device, exact_fraction=False)
 
     def sample_stats(self, batch_size: int, step: int = 0, *, dtype: torch.dtype = torch.float64,
-                     device: str | torch.device = "cpu", backend: str = "auto"
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(β `[B, D]`, x_q `[B, D]`, y_q `[B]`) of batch `step`, drawn by the fused sampler without
-        ever building the `[B, N, D]` tokens (`fastattn.ops.sample_icl_stats`).
+                     device: str | torch.device = "cpu", backend: str = "auto") -> Stats:
+        """`Stats` (β `[B, D]`, x_q `[B, D]`, y_q `[B]`) of batch `step`, drawn by the fused sampler
+        without ever building the `[B, N, D]` tokens (`fastattn.ops.sample_icl_stats`).
 
         Same distribution as `sample`, not the same bits; a pure function of (data_seed, step).
         Needs a fixed context length and no fixed-task fraction.
@@ -246,12 +268,36 @@ class LinearRegression:
                              "use sample() for this task")
         check.positive_int("batch_size", batch_size)
         to = {"dtype": dtype, "device": device}
-        return ops.sample_icl_stats(
+        return Stats(*ops.sample_icl_stats(
             self.data_seed, step, batch_size, self.max_context,
             torch.from_numpy(_factor(self.cov_matrix)).to(**to),
             torch.from_numpy(self.w_mean_vector).to(**to),
             torch.from_numpy(_factor(self.w_cov_matrix)).to(**to),
-            float(np.sqrt(self.noise)), dtype, backend=backend)
+            float(np.sqrt(self.noise)), dtype, backend=backend))
+
+    def loss(self, model: torch.nn.Module, batch: Batch | Stats, name: str = "query"
+             ) -> torch.Tensor:
+        """Mean squared error (no ½, docs/conventions.md) of `model` on `batch`, a scalar tensor.
+
+        Args:
+            model: predicts ŷ_q = model(x, y, x_q, lengths=...) and, for "next_token",
+                model.predict_next_token(x, y); for a `Stats` batch, model.forward_stats(β, x_q).
+            batch: a `Batch` (`sample`, `fixed_dataset`, `test_sets`) or `Stats` (`sample_stats`).
+            name: "query" (last token) or "next_token" (Eq. 23).
+        """
+        if name not in self.losses:
+            raise ValueError(f"loss={name!r} is unknown for {self.kind}; choose one of {self.losses}")
+        if isinstance(batch, Stats):
+            if name != "query":
+                raise ValueError("a Stats batch (sampler='stats') has no tokens: it gives the "
+                                 "query loss only; use sample() for loss='next_token'")
+            return ((batch.y_q - model.forward_stats(batch.beta, batch.x_q)) ** 2).mean()
+        if name == "query":
+            pred = model(batch.x, batch.y, batch.x_q, lengths=batch.lengths)
+            return ((batch.y_q - pred) ** 2).mean()
+        x = torch.cat([batch.x, batch.x_q[:, None]], 1)           # [B, N+1, D]
+        y = torch.cat([batch.y, batch.y_q[:, None]], 1)           # [B, N+1]
+        return ((y[:, 1:] - model.predict_next_token(x, y)) ** 2).mean()
 
     def fixed_dataset(self, size: int, seed: int, *, dtype: torch.dtype = torch.float64,
                       device: str | torch.device = "cpu", whiten: bool = False) -> Batch:
@@ -311,6 +357,16 @@ class LinearRegression:
         to = {"dtype": dtype, "device": device}
         return _assemble(x.to(**to), y.to(**to), x_q.to(**to), y_q.to(**to), w.to(**to),
                          lengths.to(device))
+
+    def test_sets(self, size: int, seed: int, *, dtype: torch.dtype = torch.float64,
+                  device: str | torch.device = "cpu") -> dict[str, Batch]:
+        """{"in_context": ...} and, with a fixed-task fraction, {"in_weight": ...}: held-out batches
+        of `size` sequences drawn from the evaluation `seed`."""
+        kw = {"dtype": dtype, "device": device}
+        out = {"in_context": self.in_context_test_set(size, seed, **kw)}
+        if self.fixed_task_fraction > 0:
+            out["in_weight"] = self.in_weight_test_set(size, seed, **kw)
+        return out
 
     def in_context_test_set(self, size: int, seed: int, **kw) -> Batch:
         """Held-out sequences with fresh random task vectors only (no fixed task): measures ICL."""

@@ -26,6 +26,8 @@ from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
+from fastattn.theory.gaussian import cov_hat_sq_eigenvalues
+
 __all__ = [
     "b_eigenvalues",
     "conspicuous_plateau_ms",
@@ -91,8 +93,7 @@ def b_eigenvalues(eigvals: ArrayLike, inv_n: float) -> np.ndarray:
     Returns:
         a `[D]` with a_d = λ_d² (1 + (1 + tr Λ/λ_d) inv_n).
     """
-    lam = _eigvals(eigvals)
-    return lam**2 * (1.0 + (1.0 + lam.sum() / lam) * inv_n)
+    return cov_hat_sq_eigenvalues(_eigvals(eigvals), inv_n)
 
 
 def drop_coefficient(lam: float, trace: float, inv_n: float) -> float:

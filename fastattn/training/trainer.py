@@ -1,10 +1,12 @@
-"""`train(model, task, method=...)`: exact gradient flow, population GD, and sampled SGD / Adam.
+"""`train(model, task, method=...)`: exact gradient flow, population GD, and sampled SGD / Adam,
+for any registered (task, model) pair.
 
-- "flow": the exact population gradient flow τ dθ/dt = −½ ∂L/∂θ (τ = 1), integrated in the C++ core.
+- "flow": the exact population gradient flow τ dθ/dt = −½ ∂L/∂θ (τ = 1) of the pair's closed-form
+  objective, integrated in the C++ core (fastattn.training.flow).
 - "gd": population gradient descent with a fixed learning rate (explicit Euler of the flow with
   Δt = 2η), what the papers' figures call training, minus the sampling noise.
-- "sgd" / "adam": torch training on fresh batches every step (online) or on one fixed data set
-  (`dataset_size`, full batch, as the papers' code does).
+- "sgd" / "adam": torch training of `task.loss(model, batch)` on fresh batches every step (online)
+  or on one fixed data set (`dataset_size`, full batch, as the papers' code does).
 """
 
 from __future__ import annotations
@@ -12,20 +14,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from fastattn import _validate as check
-from fastattn.models.base import ICLModel
-from fastattn.tasks.linear_regression import Batch, LinearRegression
+from fastattn import population
+from fastattn.models.base import ICLModel, config_to_dict
+from fastattn.tasks.base import Task
+from fastattn.training import flow
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam")
-INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4", "ode23s")
-LOSSES = ("query", "next_token")
+INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
 SAMPLERS = ("tokens", "stats")
 
 
@@ -39,20 +44,24 @@ class TrainConfig:
         integrator: flow: "auto" (default: RK45, switching to the implicit Rodas4 with the analytic
             Hessian while the flow is stiff; above 2000 parameters the order-4 stabilized explicit
             method with Hessian-free Rodas4 episodes), "stiff" (Rodas4 throughout), "stiff_krylov",
-            "stabilized", "rk45", "rk4", "ode23s" (fastattn.population.integrate).
+            "stabilized", "rk45", "rk4" (fastattn.population.FlowOptions).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
             sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
             that data set's task vectors as the Zhang et al. code does.
         sampler: sgd/adam online: "tokens" (`task.sample`, the full token tensors) or "stats" (the
-            fused sampler `task.sample_stats` draws only (β, x_q, y_q); linear models, query loss).
-        loss: "query" (last-token loss) or "next_token" (Eq. 23; sgd/adam only — for the population
-            use a task whose context is uniform on 1..N).
+            fused sampler `task.sample_stats` draws only (β, x_q, y_q); linear regression with a
+            linear model, query loss).
+        loss: sgd/adam: which of `task.losses` to train (default: the task's first; linear
+            regression: "query", the last-token loss, or "next_token", Eq. 23). Exact methods
+            train the pair's population objective and take no loss.
         n_records: number of log-spaced points at which the loss is recorded.
         n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
         target_loss: stop once the training loss is at or below it.
         grad_tol: flow/gd: stop once the gradient norm is below it.
+        events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
+            one stops the run, status "event"); the trajectory's `events` holds the crossings.
         test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
         eval_seed: seed of the test sets; must differ from the task's data_seed.
         progress: show a progress bar (default: when attached to a terminal).
@@ -73,7 +82,7 @@ class TrainConfig:
     dataset_size: int | None = None
     whiten: bool = False
     sampler: str = "tokens"
-    loss: str = "query"
+    loss: str | None = None
     n_records: int = 400
     n_snapshots: int = 40
     target_loss: float | None = None
@@ -82,6 +91,7 @@ class TrainConfig:
     eval_seed: int = 1
     progress: bool | None = None
     threads: int | None = None
+    events: tuple[population.CoordinateEvent | population.LossEvent, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -106,43 +116,59 @@ class TrainConfig:
             check.positive_int("dataset_size", self.dataset_size)
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.sampler == "stats" and (self.loss != "query" or self.dataset_size is not None):
+        if self.sampler == "stats" and (self.loss not in (None, "query")
+                                        or self.dataset_size is not None):
             raise ValueError("sampler='stats' is for online training on the query loss; "
-                             "use sampler='tokens' with dataset_size or loss='next_token'")
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
-        if self.loss == "next_token" and self.method in ("flow", "gd"):
-            raise ValueError("loss='next_token' is for sampled training; for the exact population "
-                             "next-token loss use a task with context=range(1, N+1) (Eq. 23-24)")
+                             "use sampler='tokens' with dataset_size or another loss")
+        if self.loss is not None and self.method in ("flow", "gd"):
+            raise ValueError(f"loss={self.loss!r} is for sampled training (sgd, adam); method="
+                             f"{self.method!r} trains the pair's population objective (for linear "
+                             "regression's exact next-token loss use context=range(1, N+1), "
+                             "Eq. 23-24)")
         check.positive_int("n_records", self.n_records)
         check.positive_int("n_snapshots", self.n_snapshots)
         if self.test_size:
             check.positive_int("test_size", self.test_size)
         if self.threads is not None:
             check.positive_int("threads", self.threads)
+        if self.events and self.method not in ("flow", "gd"):
+            raise ValueError(f"events are located on exact flows; method={self.method!r} takes none")
+        object.__setattr__(self, "events", tuple(_event(e) for e in self.events))
 
 
-def train(model: ICLModel, task: LinearRegression, config: TrainConfig | None = None,
-          **kwargs) -> Trajectory:
+def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
+    """An event, or its record's dict (a coordinate event has an "index")."""
+    if isinstance(e, Mapping):
+        return population.CoordinateEvent(**e) if "index" in e else population.LossEvent(**e)
+    return e
+
+
+def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwargs: Any
+          ) -> Trajectory:
     """Train `model` on `task` in place and return its `Trajectory`.
 
     Pass a `TrainConfig`, or its fields as keyword arguments:
-    `train(model, task, method="gd", lr=0.02, steps=10_000)`.
+    `train(model, task, method="gd", lr=0.02, steps=10_000)`. The trajectory's `config` holds
+    {"task": {"kind", ...fields}, "model": {"kind", ...asdict(config)}, "train": ...}, from which
+    `fastattn.training.rebuild_run` rebuilds the run.
     """
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
         cfg = dataclasses.replace(config, **kwargs)
     if model.config.dim != task.dim:
         raise ValueError(f"model dim={model.config.dim} does not match task dim={task.dim}")
+    if cfg.loss is not None and cfg.loss not in task.losses:
+        raise ValueError(f"loss={cfg.loss!r} is unknown for task {task.kind!r}; choose one of "
+                         f"{task.losses}")
     if cfg.test_size and cfg.eval_seed == task.data_seed:
         raise ValueError(f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: "
                          "test sets must be independent of the training data")
     _check_finite(model)
     start = time.perf_counter()
     if cfg.method in ("flow", "gd"):
-        traj = _train_population(model, task, cfg)
+        traj = flow.population_runs([model], [task], cfg)[0][0]
     else:
-        size = (cfg.dataset_size or cfg.batch_size) * (task.max_context + 1) * (task.dim + 1)
+        size = (cfg.dataset_size or cfg.batch_size) * task.sequence_size
         threads = cfg.threads or (1 if size < 2**20 else torch.get_num_threads())
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
@@ -151,10 +177,25 @@ def train(model: ICLModel, task: LinearRegression, config: TrainConfig | None = 
         finally:
             torch.set_num_threads(previous)
     traj.wall_time = time.perf_counter() - start
-    traj.config = {"task": to_jsonable(task), "model": to_jsonable(model.config),
-                   "train": to_jsonable(cfg)}
+    traj.config = run_config(task, model, cfg)
     traj.meta = environment()
     return traj
+
+
+def run_config(task: Task, model: ICLModel, cfg: TrainConfig) -> dict[str, Any]:
+    """The plain-data {"task", "model", "train"} of a run, as its record stores it."""
+    return {"task": {"kind": task.kind, **to_jsonable(task)},
+            "model": to_jsonable(config_to_dict(model.config)), "train": to_jsonable(cfg)}
+
+
+def rebuild_run(config: Mapping[str, Any]) -> tuple[Task, ICLModel, TrainConfig]:
+    """(task, model, TrainConfig) from a run record's `config` (the inverse of `run_config`); the
+    model is freshly initialised from its seed."""
+    from fastattn.models import build_model, config_from_dict
+    from fastattn.tasks import build_task
+
+    return (build_task(config["task"]), build_model(config_from_dict(config["model"])),
+            TrainConfig(**config["train"]))
 
 
 def _check_finite(model: ICLModel) -> None:
@@ -163,94 +204,40 @@ def _check_finite(model: ICLModel) -> None:
             raise ValueError(f"model parameter {name!r} contains NaN or inf; re-initialise the model")
 
 
-def log_grid(stop: float, n: int, start: float | None = None) -> np.ndarray:
-    """0 followed by n log-spaced points up to `stop` (the first at `start`, default stop·1e-6)."""
-    first = min(start if start is not None else stop * 1e-6, stop)
-    return np.unique(np.concatenate([[0.0], np.geomspace(first, stop, n)]))
-
-
-def record_steps(steps: int, n: int) -> np.ndarray:
-    """About n step indices in [0, steps], log-spaced, always including 0 and `steps`."""
-    return np.unique(np.concatenate([[0, steps], np.geomspace(1, steps, n).round()])).astype(int)
-
-
-# ------------------------------------------------------------------------------- population
-def _train_population(model: ICLModel, task: LinearRegression, cfg: TrainConfig) -> Trajectory:
-    from fastattn import population
-
-    if model.FAMILY is None:
-        raise ValueError(f"method={cfg.method!r} needs a model with a closed-form population loss "
-                         f"(merged, separate, cubic_mlp); {model.config.name} has none: "
-                         "use method='sgd' or 'adam'")
-    if cfg.method == "gd":
-        steps = record_steps(cfg.steps, cfg.n_records)
-        times = 2 * cfg.lr * steps
-        snaps = 2 * cfg.lr * record_steps(cfg.steps, cfg.n_snapshots)
-        kw = {"method": "euler", "lr": cfg.lr, "t_end": 2 * cfg.lr * cfg.steps}
-    else:
-        times = log_grid(cfg.t_end, cfg.n_records)
-        snaps = log_grid(cfg.t_end, cfg.n_snapshots)
-        kw = {"method": cfg.integrator, "t_end": cfg.t_end, "rtol": cfg.rtol, "atol": cfg.atol}
-        if cfg.integrator == "rk4":
-            kw["dt"] = cfg.dt
-    res = population.integrate(model.FAMILY, model.to_flat(), model.dims, task.moments(),
-                               record_times=np.union1d(times, snaps), record_params=True,
-                               target_loss=cfg.target_loss, grad_tol=cfg.grad_tol, **kw)
-    t = np.asarray(res.times)
-    keep = np.isin(t, times) | (t == t[-1])
-    snap = np.isin(t, snaps) | (t == t[-1])
-    model.load_flat(res.final_params)
-    step = np.round(t / (2 * cfg.lr)).astype(int) if cfg.method == "gd" else \
-        np.full(len(t), -1)
-    return Trajectory(time=t[keep], step=step[keep], loss=np.asarray(res.loss)[keep],
-                      snapshot_time=t[snap], params=np.asarray(res.params)[snap],
-                      status=res.status, n_evals=int(res.n_evals))
-
-
 # ---------------------------------------------------------------------------------- sampled
-def _loss(model: ICLModel, batch: Batch, kind: str) -> torch.Tensor:
-    if kind == "query":
-        return ((batch.y_q - model(batch.x, batch.y, batch.x_q, lengths=batch.lengths)) ** 2).mean()
-    x = torch.cat([batch.x, batch.x_q[:, None]], 1)           # [B, N+1, D]
-    y = torch.cat([batch.y, batch.y_q[:, None]], 1)           # [B, N+1]
-    return ((y[:, 1:] - model.predict_next_token(x, y)) ** 2).mean()
-
-
-def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) -> Trajectory:
+def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     from tqdm.auto import tqdm
 
     dtype = model.config.torch_dtype
+    loss_name = cfg.loss or task.losses[0]
     opt_cls = torch.optim.SGD if cfg.method == "sgd" else torch.optim.Adam
     opt = opt_cls(model.parameters(), lr=cfg.lr)
     data = None
     if cfg.dataset_size is not None:
         data = task.fixed_dataset(cfg.dataset_size, task.data_seed, dtype=dtype, whiten=cfg.whiten)
-    tests: dict[str, Batch] = {}
-    if cfg.test_size:
-        tests["in_context"] = task.in_context_test_set(cfg.test_size, cfg.eval_seed, dtype=dtype)
-        if task.fixed_task_fraction > 0:
-            tests["in_weight"] = task.in_weight_test_set(cfg.test_size, cfg.eval_seed, dtype=dtype)
-    exact = _population_loss_fn(model, task)
-    if cfg.sampler == "stats" and not hasattr(model, "forward_stats"):
-        raise ValueError(f"sampler='stats' needs a linear model (merged, separate, cubic_mlp); "
-                         f"{model.config.name} reads the tokens themselves: use sampler='tokens'")
+    tests = task.test_sets(cfg.test_size, cfg.eval_seed, dtype=dtype) if cfg.test_size else {}
+    exact = flow.population_loss(task, model)
+    if cfg.sampler == "stats" and not (hasattr(task, "sample_stats")
+                                       and hasattr(model, "forward_stats")):
+        raise ValueError(f"sampler='stats' needs a linear model (merged, separate, cubic_mlp) on a "
+                         f"task with sample_stats; {model.kind} on {task.kind} reads the tokens "
+                         "themselves: use sampler='tokens'")
 
-    rec = set(record_steps(cfg.steps, cfg.n_records).tolist())
-    snap = set(record_steps(cfg.steps, cfg.n_snapshots).tolist())
+    rec = set(flow.record_steps(cfg.steps, cfg.n_records).tolist())
+    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots).tolist())
     out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
     test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
     status, n_evals = "steps", 0
     previous = [p.detach().clone() for p in model.parameters()]
     progress = tqdm(total=cfg.steps, disable=not _show_progress(cfg), unit="step",
-                    desc=f"{cfg.method} {model.config.name}")
+                    desc=f"{cfg.method} {model.kind}")
     try:
         for k in range(cfg.steps + 1):
             if cfg.sampler == "stats":
-                b, x_q, y_q = task.sample_stats(cfg.batch_size, k, dtype=dtype)
-                loss = ((y_q - model.forward_stats(b, x_q)) ** 2).mean()
+                batch = task.sample_stats(cfg.batch_size, k, dtype=dtype)
             else:
                 batch = data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
-                loss = _loss(model, batch, cfg.loss)
+            loss = task.loss(model, batch, loss_name)
             n_evals += 1
             value = loss.item()
             if not math.isfinite(value):
@@ -264,9 +251,9 @@ def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) ->
                 out["loss"].append(value)
                 with torch.no_grad():
                     for name, test in tests.items():
-                        test_out[name].append(float(_loss(model, test, cfg.loss)))
+                        test_out[name].append(float(task.loss(model, test, loss_name)))
                 if exact:
-                    test_out["population"].append(exact())
+                    test_out["population"].append(exact(model.to_flat()))
             if k in snap:
                 out["snap_step"].append(k)
                 out["params"].append(model.to_flat())
@@ -294,17 +281,6 @@ def _train_sampled(model: ICLModel, task: LinearRegression, cfg: TrainConfig) ->
                       test_loss={k: np.asarray(v) for k, v in test_out.items()},
                       snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
                       params=np.stack(out["params"]), status=status, n_evals=n_evals)
-
-
-def _population_loss_fn(model: ICLModel, task: LinearRegression):
-    """A callable giving the model's exact population loss now, or None without a closed form."""
-    if model.FAMILY is None:
-        return None
-    from fastattn import population
-
-    moments = task.moments()
-    return lambda: float(population.loss_and_grad(model.FAMILY, model.to_flat(), model.dims,
-                                                  moments)[0])
 
 
 def _show_progress(cfg: TrainConfig) -> bool:

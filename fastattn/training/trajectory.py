@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn.population import EventHit
 from fastattn.training.records import read_record, write_record
 
 
@@ -25,8 +26,10 @@ class Trajectory:
             has a closed form), "in_context", "in_weight".
         snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
             (layout of docs/conventions.md).
-        status: why the run stopped: "t_end", "steps", "target_loss", "converged", "diverged",
-            "interrupted", "max_evals".
+        status: why the run stopped: "t_end", "steps", "target_loss", "converged", "event",
+            "diverged", "interrupted", "max_evals", "max_seconds".
+        events: exact flows: the crossings of the config's events (`EventHit`: event index, time,
+            parameters `[P]`), in time order.
         n_evals: gradient evaluations. wall_time: seconds.
         config: {"task", "model", "train"} plain-data configs that rebuild the run.
         meta: versions, git revision, host, creation time.
@@ -38,6 +41,7 @@ class Trajectory:
     test_loss: dict[str, np.ndarray] = field(default_factory=dict)
     snapshot_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     params: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    events: list[EventHit] = field(default_factory=list)
     status: str = "t_end"
     n_evals: int = 0
     wall_time: float = 0.0
@@ -58,6 +62,10 @@ class Trajectory:
         arrays = {"time": self.time, "step": self.step, "loss": self.loss,
                   "snapshot_time": self.snapshot_time, "params": self.params}
         arrays |= {f"test_loss/{k}": v for k, v in self.test_loss.items()}
+        if self.events:
+            arrays |= {"events/event": np.array([e.event for e in self.events]),
+                       "events/t": np.array([e.t for e in self.events]),
+                       "events/params": np.stack([e.params for e in self.events])}
         meta = {"kind": "fastattn.Trajectory", "status": self.status, "n_evals": self.n_evals,
                 "wall_time": self.wall_time, "final_loss": self.final_loss,
                 "config": self.config, "meta": self.meta}
@@ -67,7 +75,10 @@ class Trajectory:
     def load(cls, path: str | os.PathLike) -> Trajectory:
         meta, arrays = read_record(path)
         tests = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("test_loss/")}
+        events = [EventHit(int(e), float(t), p) for e, t, p in
+                  zip(*(arrays.get(f"events/{k}", ()) for k in ("event", "t", "params")),
+                      strict=True)]
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
-                   snapshot_time=arrays["snapshot_time"], params=arrays["params"],
+                   snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
                    wall_time=float(meta["wall_time"]), config=meta["config"], meta=meta["meta"])

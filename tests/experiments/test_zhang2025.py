@@ -14,7 +14,7 @@ from fastattn.experiments import registry
 from fastattn.experiments.recipe import Run, RunSpec
 from fastattn.experiments.zhang2025 import fig1, fig3, fig5, rank
 from fastattn.experiments.zhang2025.settings import D4, flow_config, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
 
@@ -23,7 +23,7 @@ def _fig3_run(seed: int) -> Run:
     # time, a plateau is then shorter than the detector's resolution and the Eq. 21 ansatz (one
     # head escaping at a time) does not apply to the overlapping pair.
     spec = RunSpec(f"seed{seed}", rotated_task(D4, seed=seed),
-                            ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=seed),
+                            SeparateConfig(4, 4, 1, init_scale=1e-2, init_seed=seed),
                             flow_config(1e5, snapshots=1000), {"seed": seed})
     return registry.run_specs([spec])[0]
 

@@ -7,6 +7,7 @@ import torch
 from fastattn.models import (
     CubicMLP,
     MergedKQ,
+    MergedKQFull,
     SeparateKQ,
     SoftmaxMergedKQ,
     SoftmaxSeparateKQ,
@@ -42,8 +43,8 @@ def _randomise(model, rng, scale=1.0):
 def test_merged_matches_literal_formula(rng, d, n, h):
     b = _batch(rng, d, n)
     X = ref.token_matrix(b.tokens)
-    for full in (False, True):
-        m = _randomise(MergedKQ(d, h, full=full), rng)
+    for model in (MergedKQ, MergedKQFull):
+        m = _randomise(model(d, h), rng)
         literal = ref.query_readout(ref.linear_attention(X, *m.full_weights(), n))
         assert _rel_err(m(b.x, b.y, b.x_q), literal) < 1e-12
         assert _rel_err(m(b.x, b.y, b.x_q, per_head=True).sum(-1), literal) < 1e-12
@@ -89,7 +90,7 @@ def _literal_prefix_predictions(model, x, y, literal_fn):
 def test_next_token_predictions_match_literal_formula_on_prefixes(rng, d, t, h):
     b = _batch(rng, d, t)
     x, y = b.x, b.y
-    for m in (_randomise(MergedKQ(d, h), rng), _randomise(MergedKQ(d, h, full=True), rng)):
+    for m in (_randomise(MergedKQ(d, h), rng), _randomise(MergedKQFull(d, h), rng)):
         w = m.full_weights()
         lit = _literal_prefix_predictions(
             m, x, y, lambda X, n, w=w: ref.query_readout(ref.linear_attention(X, *w, n)))

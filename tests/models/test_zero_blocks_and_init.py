@@ -3,7 +3,20 @@ import pytest
 import torch
 from scipy import stats
 
-from fastattn.models import CubicMLP, MergedKQ, SeparateKQ, SoftmaxMergedKQ, build_model
+from fastattn.models import (
+    MODELS,
+    CubicMLP,
+    MergedKQ,
+    MergedKQFull,
+    SeparateConfig,
+    SeparateKQ,
+    SoftmaxMergedKQ,
+    SoftmaxSeparateKQ,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+    get_model,
+)
 from fastattn.tasks import LinearRegression
 
 
@@ -24,7 +37,7 @@ def _zero_block_grads(model, x, y, x_q, y_q):
 def test_zero_blocks_get_zero_gradient_and_stay_zero_for_pure_icl():
     d = 3
     task = LinearRegression(d, context=5, spectrum=[0.5, 0.3, 0.2], rotate=True)
-    model = MergedKQ(d, 4, full=True, init_scale=1.0, init_seed=1)
+    model = MergedKQFull(d, 4, init_scale=1.0, init_seed=1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     for step in range(100):
         x, y, x_q, y_q = _antithetic(task.sample(32, step))
@@ -32,14 +45,14 @@ def test_zero_blocks_get_zero_gradient_and_stay_zero_for_pure_icl():
         assert g_vvec.abs().max() < 1e-13 and g_u.abs().max() < 1e-13
         opt.step()
     assert model.value[:, d, :d].abs().max() < 1e-13 and model.kq[:, d, :d].abs().max() < 1e-13
-    assert (model.value[:, d, d] - MergedKQ(d, 4, full=True, init_scale=1.0, init_seed=1)
+    assert (model.value[:, d, d] - MergedKQFull(d, 4, init_scale=1.0, init_seed=1)
             .value[:, d, d]).abs().max() > 1e-3
 
 
 def test_zero_blocks_learn_with_a_fixed_task_fraction():
     d = 3
     task = LinearRegression(d, context=5, fixed_task_fraction=0.5)
-    model = MergedKQ(d, 4, full=True, init_scale=1.0)
+    model = MergedKQFull(d, 4, init_scale=1.0)
     b = task.sample(512, 0)  # w* is not mirrored: the odd moments of w no longer vanish
     g_vvec, g_u = _zero_block_grads(model, b.x, b.y, b.x_q, b.y_q)
     assert g_vvec.abs().max() > 1e-3 and g_u.abs().max() > 1e-3
@@ -83,11 +96,52 @@ def test_init_is_seeded_and_schemes_differ():
 
 
 def test_config_round_trip_rebuilds_the_same_model():
-    for m in (MergedKQ(3, 2, init_seed=5, full=True), SeparateKQ(3, 2, 3, init_seed=2),
-              SoftmaxMergedKQ(3, 2, scale=0.5), CubicMLP(2, 3, dtype="float32")):
+    for m in (MergedKQFull(3, 2, init_seed=5), SeparateKQ(3, 2, 3, init_seed=2),
+              SoftmaxMergedKQ(3, 2, scale=0.5), CubicMLP(2, 3, dtype="float32"),
+              SoftmaxSeparateKQ(3, 2, 2, scale=2.0, init_scheme="code")):
         twin = build_model(m.config)
-        assert type(twin) is type(m) and twin.config == m.config
+        assert type(twin) is type(m) and twin.config == m.config and twin.kind == m.config.kind
         np.testing.assert_array_equal(twin.to_flat(), m.to_flat())
+        again = build_model(config_from_dict(config_to_dict(m.config)))
+        np.testing.assert_array_equal(again.to_flat(), m.to_flat())
+
+
+def test_a_model_takes_its_config_or_the_config_fields():
+    """`Model(config)` (nanoGPT's GPT(config)) equals the keyword form of README.md."""
+    config = SeparateConfig(4, 5, 1, init_scale=1e-2, init_seed=3)
+    a = SeparateKQ(config)
+    b = SeparateKQ(dim=4, heads=5, rank=1, init_scale=1e-2, init_seed=3)
+    c = SeparateKQ(4, 5, 1, init_scale=1e-2, init_seed=3)
+    assert a.config == b.config == c.config and a.config is config
+    np.testing.assert_array_equal(a.to_flat(), b.to_flat())
+    np.testing.assert_array_equal(a.to_flat(), c.to_flat())
+    assert (a.kind, a.dims) == ("separate", (4, 5, 1))
+
+
+def test_every_registered_kind_builds_its_own_class():
+    assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
+                           "softmax_separate"}
+    for kind, family in MODELS.items():
+        m = family.model(family.config(3, 2))
+        assert m.kind == kind and get_model(kind) == family
+    assert MergedKQ(3, 2).PARAM_ORDER != MergedKQFull(3, 2).PARAM_ORDER  # never set per instance
+
+
+def test_registry_and_config_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"model=.attention. is unknown.*separate"):
+        get_model("attention")
+    with pytest.raises(ValueError, match="model='x' is unknown"):
+        config_from_dict({"kind": "x", "dim": 3, "heads": 2})
+    with pytest.raises(ValueError, match="needs its 'kind'"):
+        config_from_dict({"dim": 3, "heads": 2})
+    with pytest.raises(ValueError, match=r"MergedConfig has no field\(s\) \['rank'\]"):
+        config_from_dict({"kind": "merged", "dim": 3, "heads": 2, "rank": 2})
+    with pytest.raises(TypeError, match=r"MergedKQ: .*.full.*fields dim, heads"):
+        MergedKQ(3, 2, full=True)
+    with pytest.raises(TypeError, match="MergedKQ takes a MergedConfig; got a SeparateConfig"):
+        MergedKQ(SeparateConfig(3, 2))
+    with pytest.raises(TypeError, match="model config"):
+        build_model({"kind": "merged", "dim": 3, "heads": 2})
 
 
 @pytest.mark.parametrize(

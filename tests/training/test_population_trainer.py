@@ -64,7 +64,7 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
         b = task.sample(200_000, 0)
         per_seq = (b.y_q - model(b.x, b.y, b.x_q, lengths=b.lengths)) ** 2
         mean, se = mc_mean_and_se(per_seq.detach().numpy())
-        loss, grad = population.loss_and_grad(model.FAMILY, model.to_flat(), model.dims,
+        loss, grad = population.loss_and_grad(model.kind, model.to_flat(), model.dims,
                                                task.moments())
         assert abs(mean - loss) < 4 * se
         # gradient: per-sequence autograd gradients via the mean over 32 independent chunks
@@ -79,9 +79,58 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
 
 
 def test_flow_rejects_models_without_a_closed_form():
-    from fastattn.models import SoftmaxMergedKQ
+    from fastattn.models import MergedKQFull, SoftmaxMergedKQ
 
-    with pytest.raises(ValueError, match="closed-form"):
+    with pytest.raises(ValueError, match=r"method='flow' .* no exact population objective for "
+                                         r"task kind 'linear_regression' with model kind "
+                                         r"'softmax_merged'"):
         train(SoftmaxMergedKQ(4, 2), TASK, method="flow", t_end=10.0)
-    with pytest.raises(ValueError, match="closed-form"):
-        train(MergedKQ(4, 2, full=True), TASK, method="gd", lr=0.1, steps=3)
+    with pytest.raises(ValueError, match=r"method='gd' .*model kind 'merged_full'"):
+        train(MergedKQFull(4, 2), TASK, method="gd", lr=0.1, steps=3)
+
+
+def test_a_stop_between_records_ends_the_trajectory_at_the_final_state():
+    m = SeparateKQ(4, 5, init_scale=1e-2, init_seed=1)
+    traj = train(m, TASK, method="flow", t_end=1e6, target_loss=0.5, n_records=20)
+    assert traj.status == "target_loss" and traj.final_loss <= 0.5 < traj.loss[-2]
+    np.testing.assert_array_equal(traj.final_params, m.to_flat())
+    assert traj.time[-1] == traj.snapshot_time[-1] < 1e6
+    loss, _ = population.loss_and_grad("separate", m.to_flat(), m.dims, TASK.moments())
+    assert traj.final_loss == loss
+
+
+def test_one_batched_population_call_equals_single_runs():
+    """flow.population_runs (the path the sweeps batch through) gives each run's own trajectory."""
+    from fastattn.training import TrainConfig
+    from fastattn.training.flow import population_runs
+
+    tasks = [LinearRegression(3, context=n, spectrum=[0.5, 0.3, 0.2], rotate=True, rotation_seed=n)
+             for n in (4, 16)]
+    cfg = TrainConfig(method="flow", t_end=1e4, integrator="rk45", n_records=30, target_loss=0.45)
+    batched, res = population_runs([SeparateKQ(3, 3, init_seed=s) for s in (0, 1)], tasks, cfg)
+    assert len(batched) == 2 and len(res.status) == 2
+    for s, (task, traj) in enumerate(zip(tasks, batched, strict=True)):
+        single = train(SeparateKQ(3, 3, init_seed=s), task, cfg)
+        assert traj.status == single.status
+        np.testing.assert_array_equal(traj.time, single.time)
+        np.testing.assert_allclose(traj.loss, single.loss, rtol=1e-12)
+        np.testing.assert_allclose(traj.final_params, single.final_params, rtol=1e-12, atol=1e-15)
+
+
+def test_events_reach_the_trajectory_and_its_record(tmp_path):
+    from fastattn.population import LossEvent
+    from fastattn.training import Trajectory, rebuild_run
+
+    m = SeparateKQ(4, 5, init_scale=1e-2, init_seed=1)
+    traj = train(m, TASK, method="flow", t_end=1e6, n_records=50,
+                 events=(LossEvent(0.8), LossEvent(0.5, terminal=True)))
+    assert traj.status == "event" and [e.event for e in traj.events] == [0, 1]
+    hit = traj.events[1]
+    np.testing.assert_array_equal(hit.params, traj.final_params)
+    assert hit.t == traj.time[-1] and abs(traj.final_loss - 0.5) < 1e-6
+    back = Trajectory.load(traj.save(tmp_path / "run"))
+    assert [(e.event, e.t) for e in back.events] == [(e.event, e.t) for e in traj.events]
+    _, _, cfg = rebuild_run(back.config)
+    assert cfg.events == (LossEvent(0.8), LossEvent(0.5, terminal=True))
+    with pytest.raises(ValueError, match="events are located on exact flows"):
+        train(m, TASK, method="sgd", lr=0.1, steps=2, events=(LossEvent(0.5),))

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn.models import MergedKQ, SeparateKQ, SoftmaxMergedKQ, build_model
-from fastattn.models.base import ModelConfig
+from fastattn.models import MergedKQ, SeparateKQ, SoftmaxMergedKQ
 from fastattn.tasks import LinearRegression
-from fastattn.training import TrainConfig, Trajectory, train
+from fastattn.training import TrainConfig, Trajectory, rebuild_run, train
 
 TASK = LinearRegression(3, context=7, spectrum=[0.5, 0.3, 0.2], rotate=True, data_seed=0)
 
@@ -68,6 +67,8 @@ def test_next_token_loss_trains():
     traj = train(MergedKQ(3, 2, init_scale=0.5), TASK, method="adam", lr=0.02, steps=60,
                  batch_size=64, loss="next_token")
     assert traj.loss[-1] < traj.loss[0]
+    with pytest.raises(ValueError, match=r"loss='last'.*linear_regression"):
+        train(MergedKQ(3, 2), TASK, method="sgd", lr=0.1, steps=2, loss="last")
 
 
 def test_run_record_round_trip_rebuilds_the_run(tmp_path):
@@ -75,15 +76,18 @@ def test_run_record_round_trip_rebuilds_the_run(tmp_path):
     traj = train(m, TASK, method="sgd", lr=0.05, steps=10, batch_size=8)
     path = traj.save(tmp_path / "run")
     meta = json.loads(path.read_text())
-    assert meta["config"]["model"]["init_seed"] == 4
+    assert meta["config"]["task"]["kind"] == "linear_regression"
+    assert meta["config"]["model"] == {"kind": "separate", "dim": 3, "heads": 2, "rank": 1,
+                                       "init_scale": 0.4, "init_seed": 4, "init_scheme": "paper",
+                                       "dtype": "float64"}
     assert meta["meta"]["versions"]["torch"] == torch.__version__
     assert "git_revision" in meta["meta"]
     back = Trajectory.load(path)
     np.testing.assert_array_equal(back.loss, traj.loss)
     np.testing.assert_array_equal(back.params, traj.params)
-    rebuilt_task = LinearRegression(**meta["config"]["task"])
-    rebuilt = build_model(ModelConfig(**meta["config"]["model"]))
-    again = train(rebuilt, rebuilt_task, TrainConfig(**meta["config"]["train"]))
+    rebuilt_task, rebuilt, cfg = rebuild_run(meta["config"])
+    assert rebuilt.config == m.config and rebuilt_task.kind == TASK.kind
+    again = train(rebuilt, rebuilt_task, cfg)
     np.testing.assert_array_equal(again.loss, traj.loss)
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -120,5 +124,5 @@ def test_stats_sampler_trains_linear_models_without_token_tensors():
     m = SeparateKQ(3, 3, init_scale=0.5, init_seed=1)
     traj = train(m, TASK, method="sgd", lr=0.1, steps=300, batch_size=256, sampler="stats")
     assert traj.test_loss["population"][-1] < 0.9 * traj.test_loss["population"][0]
-    with pytest.raises(ValueError, match="sampler='stats' needs a linear model"):
+    with pytest.raises(ValueError, match=r"sampler='stats' needs a linear model.*softmax_merged"):
         train(SoftmaxMergedKQ(3, 2), TASK, method="sgd", lr=0.1, steps=2, sampler="stats")

@@ -39,9 +39,8 @@ def by_label(runs: list[Run]) -> dict[str, Run]:
 
 def gamma_of(run: Run, params: np.ndarray) -> np.ndarray:
     """Γ `[D, D]` (the effective in-context weight) of a merged or separate run at `params`."""
-    cfg = run.spec.model
-    family = "separate" if cfg.name == "separate" else "merged"
-    return population.gamma(family, params, (cfg.dim, cfg.heads, cfg.rank))
+    family = "separate" if run.model.kind == "separate" else "merged"
+    return population.gamma(family, params, run.model.dims)
 
 
 def nearest_m(level: float, levels: np.ndarray) -> int:

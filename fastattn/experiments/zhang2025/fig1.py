@@ -11,7 +11,7 @@ from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import by_label
 from fastattn.experiments.zhang2025.settings import D4, SCHEMES, W_INIT_M, N, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import CubicMLPConfig, MergedConfig
 from fastattn.tasks import LinearRegression
 from fastattn.theory import zhang2025 as theory
 from fastattn.training import TrainConfig
@@ -28,8 +28,8 @@ def aligned_merged_init(dim: int, heads: int, s0: float) -> tuple[float, ...]:
 def runs(quick: bool, init: str = "text") -> list[RunSpec]:
     scheme = SCHEMES[init]
     task = rotated_task(D4)
-    merged = ModelConfig("merged", 4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
-    mlp = ModelConfig("cubic_mlp", 4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
+    merged = MergedConfig(4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
+    mlp = CubicMLPConfig(4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
     # explicit RK45 at tight tolerances: faster and more accurate than "stiff" for these smooth flows
     flow = TrainConfig(method="flow", t_end=1e3, integrator="rk45", n_records=600, n_snapshots=200,
                        rtol=1e-10, atol=1e-14)

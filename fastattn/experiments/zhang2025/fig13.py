@@ -10,14 +10,14 @@ from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.registry import plateau_table
 from fastattn.experiments.zhang2025._common import MIN_DECADES, loss_panel, nearest_m
 from fastattn.experiments.zhang2025.settings import eq19_levels, flow_config, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import SeparateConfig
 
 D4_REPEATED = (0.35, 0.35, 0.15, 0.15)
 
 
 def runs(quick: bool) -> list[RunSpec]:
     return [RunSpec(f"seed{s}", rotated_task(D4_REPEATED, seed=s),
-                    ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=s),
+                    SeparateConfig(4, 4, 1, init_scale=1e-2, init_seed=s),
                     flow_config(1e5 if quick else 3e5, snapshots=100, n_records=800), {"seed": s})
             for s in range(2 if quick else 6)]
 

@@ -10,7 +10,7 @@ import numpy as np
 from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025.settings import N
-from fastattn.models import ModelConfig
+from fastattn.models import MergedFullConfig
 from fastattn.tasks import LinearRegression, spectrum
 from fastattn.theory import zhang2025 as theory
 from fastattn.training import TrainConfig
@@ -22,7 +22,7 @@ def runs(quick: bool) -> list[RunSpec]:
                       n_records=60, n_snapshots=5, test_size=100 if quick else 1000, eval_seed=1)
     return [RunSpec(f"fixed{f:.1f}", LinearRegression(4, context=N, spectrum=tuple(spectrum("white", 4)),
                                                       fixed_task_fraction=f, data_seed=0),
-                    ModelConfig("merged", 4, 8, init_scale=1e-2, full=True), cfg, {"fixed_fraction": f})
+                    MergedFullConfig(4, 8, init_scale=1e-2), cfg, {"fixed_fraction": f})
             for f in fractions]
 
 

@@ -11,7 +11,7 @@ from fastattn import analysis, plots, population
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import level_summary, loss_panel
 from fastattn.experiments.zhang2025.settings import D4, eq19_levels, flow_config, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
 
@@ -19,7 +19,7 @@ def runs(quick: bool, heads: str = "text") -> list[RunSpec]:
     h = 4 if heads == "text" else 5
     seeds = range(2 if quick else 6)
     return [RunSpec(f"seed{s}", rotated_task(D4, seed=s),
-                    ModelConfig("separate", 4, h, 1, init_scale=1e-2, init_seed=s),
+                    SeparateConfig(4, h, 1, init_scale=1e-2, init_seed=s),
                     flow_config(3e5 if not quick else 1e5, snapshots=3000 if not quick else 1000),
                     {"seed": s}) for s in seeds]
 

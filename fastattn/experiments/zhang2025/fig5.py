@@ -8,7 +8,7 @@ from typing import Any
 from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025.settings import D4, eq19_levels, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import SoftmaxMergedConfig, SoftmaxSeparateConfig
 from fastattn.training import TrainConfig
 
 
@@ -20,9 +20,9 @@ def runs(quick: bool, optimizer: str = "sgd") -> list[RunSpec]:
     cfg = TrainConfig(method=optimizer, lr=lr, steps=400 if quick else 3000, batch_size=256,
                       n_records=200, n_snapshots=5, test_size=300 if quick else 2000, eval_seed=1)
     task = rotated_task(D4)
-    return [RunSpec("softmax_merged", task, ModelConfig("softmax_merged", 4, 8, init_scale=0.1), cfg,
+    return [RunSpec("softmax_merged", task, SoftmaxMergedConfig(4, 8, init_scale=0.1), cfg,
                     {"model": "softmax_merged"}),
-            RunSpec("softmax_separate", task, ModelConfig("softmax_separate", 4, 4, 1, init_scale=0.1), cfg,
+            RunSpec("softmax_separate", task, SoftmaxSeparateConfig(4, 4, 1, init_scale=0.1), cfg,
                     {"model": "softmax_separate"})]
 
 

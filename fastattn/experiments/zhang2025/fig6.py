@@ -11,14 +11,14 @@ from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import conspicuous, loss_panel
 from fastattn.experiments.zhang2025.settings import D4, eq19_levels, rk45_config, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
 
 def runs(quick: bool) -> list[RunSpec]:
     scales = (1e-2, 1e-1, 1.0) if quick else (1e-3, 1e-2, 1e-1, 0.3, 1.0)
     task = rotated_task(D4, seed=0)
-    return [RunSpec(f"init{w:g}", task, ModelConfig("separate", 4, 4, 1, init_scale=w, init_seed=0),
+    return [RunSpec(f"init{w:g}", task, SeparateConfig(4, 4, 1, init_scale=w, init_seed=0),
                     rk45_config(1e7, task, records=800, snapshots=40), {"init_scale": w}) for w in scales]
 
 

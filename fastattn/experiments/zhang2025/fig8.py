@@ -10,15 +10,15 @@ from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.registry import plateau_table
 from fastattn.experiments.zhang2025._common import by_label, loss_panel
 from fastattn.experiments.zhang2025.settings import D4, W_INIT_M, N, eq19_levels, rk45_config, rotated_task
-from fastattn.models import ModelConfig
+from fastattn.models import MergedConfig, SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
 
 def runs(quick: bool) -> list[RunSpec]:
     task = rotated_task(D4, seed=0, context=tuple(range(1, N + 1)))   # next-token loss: uniform N (Eq. 24)
-    return [RunSpec("merged", task, ModelConfig("merged", 4, 8, init_scale=W_INIT_M),
+    return [RunSpec("merged", task, MergedConfig(4, 8, init_scale=W_INIT_M),
                     rk45_config(1e4, task, snapshots=20), {"model": "merged"}),
-            RunSpec("separate", task, ModelConfig("separate", 4, 4, 1, init_scale=1e-2, init_seed=0),
+            RunSpec("separate", task, SeparateConfig(4, 4, 1, init_scale=1e-2, init_seed=0),
                     rk45_config(1e6, task, snapshots=20), {"model": "separate"})]
 
 

@@ -9,7 +9,7 @@ from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import MIN_DECADES, conspicuous, loss_panel
 from fastattn.experiments.zhang2025.settings import eq19_levels, rk45_config, rotated_task, spectrum_d8
-from fastattn.models import ModelConfig
+from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
 
@@ -19,7 +19,7 @@ def rank_runs(quick: bool, ranks: tuple[int, ...], spectrum: str = "text",
     t_end = 3e6 if spectrum == "text" else 1e7
     n = seeds if seeds is not None else (1 if quick else 3)
     return [RunSpec(f"R{r}_seed{s}", rotated_task(lam, seed=s),
-                    ModelConfig("separate", 8, 9, r, init_scale=1e-2, init_seed=s),
+                    SeparateConfig(8, 9, r, init_scale=1e-2, init_seed=s),
                     rk45_config(t_end, rotated_task(lam, seed=s)), {"rank": r, "seed": s})
             for r in ranks for s in range(n)]
 

@@ -20,7 +20,7 @@ D4 = (0.4, 0.3, 0.2, 0.1)          # Figs. 1, 3, 5, 6, 8, 11
 N = 31                              # the code's seq_len 32 = N + 1
 SPECTRUM_D8 = {"text": "inverse", "code": "linear"}   # Fig. 4/12 captions vs the code's gen_cov
 W_INIT_M = 1e-3                     # merged / MLP init scale (App. C.2 scheme by default)
-SCHEMES = {"text": "paper", "code": "code"}           # option init=text|code → ModelConfig.init_scheme
+SCHEMES = {"text": "paper", "code": "code"}           # option init=text|code → the model config's init_scheme
 
 
 def rotated_task(eigvals, seed: int = 0, context: Any = N, **kw) -> LinearRegression:

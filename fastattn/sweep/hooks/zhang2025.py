@@ -49,7 +49,7 @@ def predictions(task: LinearRegression, model: Mapping[str, Any], params0: np.nd
                     "theory_n_conspicuous": None, "v0_rms": nan}
     lam = np.asarray(task.eigvals, dtype=float)
     inv_n = task.inv_context_mean()
-    name = model["name"]
+    name = model["kind"]
     heads = int(model["heads"])
     v0 = typical_value_weight(model)
     if params0 is not None and name in FLOW_MODELS:
