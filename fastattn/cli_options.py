@@ -101,7 +101,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
-           "flow: auto (small P: RK45, Rodas4 while stiff; P > 2000: stabilized, Rodas4 once settled)"
+           "flow: auto (RK45 while not stiff; stabilized, Hessian-free Rodas4 once settled)"
            " | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4", "auto"),
     Option("--rtol", "train", "rtol", float, "flow: relative tolerance", 1e-8),
     Option("--atol", "train", "atol", float, "flow: absolute tolerance", 1e-12),

@@ -41,9 +41,8 @@ class TrainConfig:
     Attributes:
         method: "flow", "gd", "sgd" or "adam".
         t_end: flow: integrate to this time (required for "flow").
-        integrator: flow: "auto" (default: RK45, switching to the implicit Rodas4 with the analytic
-            Hessian while the flow is stiff; above 2000 parameters the order-4 stabilized explicit
-            method with Hessian-free Rodas4 episodes), "stiff" (Rodas4 throughout), "stiff_krylov",
+        integrator: flow: "auto" (default: RK45 while the flow is not stiff, then the order-4
+            stabilized explicit method with Hessian-free Rodas4 episodes once it has settled), "stiff" (Rodas4 throughout), "stiff_krylov",
             "stabilized", "rk45", "rk4" (fastattn.population.FlowOptions).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
