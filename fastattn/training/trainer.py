@@ -42,8 +42,9 @@ class TrainConfig:
         method: "flow", "gd", "sgd" or "adam".
         t_end: flow: integrate to this time (required for "flow").
         integrator: flow: "auto" (default: RK45 while the flow is not stiff, then the order-4
-            stabilized explicit method with Hessian-free Rodas4 episodes once it has settled), "stiff" (Rodas4 throughout), "stiff_krylov",
-            "stabilized", "rk45", "rk4" (fastattn.population.FlowOptions).
+            stabilized explicit method with Hessian-free Rodas4 episodes once it has settled),
+            "stiff" (Rodas4 throughout), "stiff_krylov", "stabilized", "rk45", "rk4"
+            (fastattn.population.FlowOptions).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
