@@ -96,8 +96,10 @@ def test_reproduce_every_figure_quick(name, tmp_path):
     assert doc["summary"]
 
 
-def test_listing_figures_imports_no_figure_module():
-    """`fastattn reproduce --list` reads the index only; a figure's module is imported when asked for."""
+def test_listing_figures_imports_no_figure_module(tmp_path):
+    """`fastattn reproduce --list` reads the index only; a figure's module is imported when asked for.
+    Run outside the checkout: `python -c` puts the working directory first on sys.path, where the
+    source tree (no compiled core) would shadow the installed package."""
     code = ("import sys\n"
             "from fastattn.cli import main\n"
             "main(['reproduce', '--list'])\n"
@@ -107,7 +109,8 @@ def test_listing_figures_imports_no_figure_module():
             "from fastattn.experiments import get\n"
             "get('zhang2025-fig9').load()\n"
             "print('after', figure_modules())\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert "zhang2025-fig14" in out
     assert "before []" in out
     assert ("after ['fastattn.experiments.zhang2025._common', 'fastattn.experiments.zhang2025.fig1', "
