@@ -12,6 +12,7 @@ from fastattn.triton_kernels.icl_readout.reference import (
     icl_readout_next_token_reference,
     icl_readout_reference,
 )
+from helpers import triton_device
 
 
 @pytest.fixture
@@ -27,13 +28,7 @@ def interpret(monkeypatch):
 @pytest.fixture(params=[pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"])
 def device(request, monkeypatch) -> torch.device:
     """Where the Triton backend runs: the CPU interpreter, or compiled on CUDA (skipped without)."""
-    if request.param == "interpreter":
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        pytest.skip("compiled Triton kernels need a CUDA device; none is visible")
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    return torch.device("cuda")
+    return triton_device(request.param, monkeypatch)
 
 
 def _cases(dtype=torch.float64, device="cpu"):

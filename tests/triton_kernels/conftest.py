@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers import triton_device
+
 DEVICES = [pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"]
 
 
@@ -36,13 +38,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def device(request, monkeypatch) -> torch.device:
     """The device the kernels run on; sets TRITON_INTERPRET (read at launch by TritonKernel)."""
-    if request.param == "interpreter":
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        pytest.skip("compiled Triton kernels need a CUDA device; none is visible")
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    return torch.device("cuda")
+    return triton_device(request.param, monkeypatch)
 
 
 @pytest.fixture
