@@ -39,7 +39,7 @@ from fastattn._core_loader import has_cpp  # noqa: E402
 from fastattn.models import SeparateKQ  # noqa: E402
 from fastattn.population import Moments  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
-from fastattn.training.trainer import log_grid  # noqa: E402
+from fastattn.training.flow import log_grid  # noqa: E402
 
 T_END, RTOL, ATOL = 1e7, 1e-6, 1e-9
 N_RECORDS, N_SNAPSHOTS = 400, 40  # TrainConfig's defaults: the record grid `train` integrates on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from importlib import metadata
@@ -9,6 +10,9 @@ from importlib import metadata
 from fastattn._core_loader import CORE_ERROR, core
 
 
+# cached: reading a distribution's metadata parses its METADATA file, and every run
+# record asks for five of them
+@functools.cache
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)

@@ -79,9 +79,11 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
   bool last_rejected = false;
   double err_old = 1e-4;  // the last accepted step's error norm (Dormand-Prince PI control)
   for (;;) {
-    // Rodas4 steps land on the records (a cubic through a stiff step overshoots)
+    // Rodas4 steps land on the records (a cubic Hermite through a stiff step overshoots) unless the
+    // policy lets them interpolate through the accepted states
     const bool dense = how.interpolate_records && !ros;
-    const double tt = next_target(t, dense);
+    const bool history = ros && policy && policy->history_records() && may_interpolate_history();
+    const double tt = next_target(t, dense || history);
     hs = h;
     bool clamp = false;
     if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
@@ -156,8 +158,9 @@ Handover Runner::run_adaptive(Vec& y, const AdaptiveRun& how) {
     const double q = ros ? 0.25 : 0.2, grow = ros ? 6.0 : 10.0;
     if (en <= 1.0) {
       const double t1 = clamp ? tt : t + hs;
+      if (history && !history_fits(t1, yn)) continue;  // taken again, landing on the record
       if (dense) corr = hs * (dd1 * f0_ + dd3 * k3 + dd4 * k4 + dd5 * k5 + dd6 * k6 + dd7 * k7);
-      if (accept(t, t1, y, yn, *fnew, Ln, {dense, &corr})) return {};
+      if (accept(t, t1, y, yn, *fnew, Ln, {dense || history, dense ? &corr : nullptr, history})) return {};
       t = t1;
       have_jac = false;
       // Dormand-Prince: Hairer's PI control (beta = 0.04, DOPRI5): at the stability limit, where

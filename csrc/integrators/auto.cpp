@@ -34,6 +34,7 @@ class WhileCheaper : public AdaptivePolicy {
     recent_.add(s.work, s.t);
     return ++steps_ >= 4 && recent_.rate() > limit_;
   }
+  bool history_records() const override { return true; }
 
  private:
   double limit_;
@@ -55,6 +56,7 @@ class StabilizedPhase : public StabilizedPolicy {
 
   void started(double work, double t) override { recent_ = WorkRate(10, work, t); }
   double interpolation_h_rho() const override { return kInterpHRho; }
+  bool history_records() const override { return true; }
 
   bool accepted(Vec& y, StabilizedState& s) override {
     recent_.add(runner_.work_done(), s.t);

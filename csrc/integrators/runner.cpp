@@ -57,6 +57,8 @@ Result Runner::run(Vec& y) {
   cost_ = obj_.cost_hint();
   f0_.resize(P_);
   if (!o_.events.empty()) events_ = std::make_unique<EventTracker>(obj_, o_.events);
+  hist_n_ = 0;
+  land_ = false;
   try {
     L0_ = eval(y, f0_);
     if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
@@ -65,6 +67,7 @@ Result Runner::run(Vec& y) {
     }
     if (events_) events_->start(y, L0_);
     next_rec_ = 0;
+    push_history(0, y);
     switch (o_.method) {
       case Method::euler: run_euler(y); break;
       case Method::rk4: run_fixed_rk4(y); break;
@@ -131,7 +134,7 @@ bool Runner::accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln, c
     if (inside) ev_y0_ = y;  // a terminal event overwrites y
     double t_event;
     if (events_->step({t0, t1, y, f0_, L0_, yn, fn, Ln}, res_.events, t_event, y)) {
-      if (inside) record_inside(t0, ev_y0_, f0_, t1, yn, fn, interp.corr, t_event);
+      if (inside) record_inside(t0, ev_y0_, f0_, t1, yn, fn, interp.corr, t_event, interp.history);
       res_.status = "event";
       res_.t_final = t_event;
       return true;
@@ -140,17 +143,82 @@ bool Runner::accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln, c
   y.swap(yn);
   f0_.swap(fn);
   L0_ = Ln;
-  if (inside) record_inside(t0, yn, fn, t1, y, f0_, interp.corr, t1);
+  if (inside) record_inside(t0, yn, fn, t1, y, f0_, interp.corr, t1, interp.history);
+  push_history(t1, y);
+  land_ = false;
   return false;
+}
+
+// (t, y), the state just accepted, joins the history (while records remain); the oldest leaves it.
+void Runner::push_history(double t, const Vec& y) {
+  if (next_rec_ >= rec_.size()) return;
+  std::rotate(hist_t_, hist_t_ + 1, hist_t_ + 3);
+  std::rotate(hist_y_, hist_y_ + 1, hist_y_ + 3);
+  hist_t_[2] = t;
+  hist_y_[2] = y;
+  hist_n_ = std::min(hist_n_ + 1, 3);
+}
+
+// A step may interpolate its records through the history unless the last try did not fit.
+bool Runner::may_interpolate_history() const { return hist_n_ == 3 && !land_; }
+
+// At time t in the step from the newest history point to (t1, y1): the cubic through the three
+// history points and (t1, y1), and the quadratic through the last two and (t1, y1) (nodes scaled to
+// the step, so that rounding does not grow with t).
+void Runner::history_point(double t, double t1, const Vec& y1, Vec& cubic, Vec* quadratic) const {
+  const double t0 = hist_t_[2], h = t1 - t0;
+  const double x[4] = {(hist_t_[0] - t0) / h, (hist_t_[1] - t0) / h, 0.0, 1.0};
+  const Vec* ys[4] = {&hist_y_[0], &hist_y_[1], &hist_y_[2], &y1};
+  const double s = (t - t0) / h;
+  auto lagrange = [&](int k, int first) {
+    double w = 1;
+    for (int j = first; j < 4; ++j)
+      if (j != k) w *= (s - x[j]) / (x[k] - x[j]);
+    return w;
+  };
+  cubic.setZero(P_);
+  for (int k = 0; k < 4; ++k) cubic += lagrange(k, 0) * *ys[k];
+  if (!quadratic) return;
+  quadratic->setZero(P_);
+  for (int k = 1; k < 4; ++k) *quadratic += lagrange(k, 1) * *ys[k];
+}
+
+// Whether the records strictly inside a step ending at (t1, y1) may be interpolated through the
+// history: at each, the cubic and the quadratic (an estimate of the quadratic's error; the cubic's is
+// smaller) differ by at most kHistoryFit local error tolerances. The states are smooth where this is
+// used (stabilized steps with large h rho, Rodas4 steps: the stiff components are damped), so a
+// polynomial through accepted states, unlike a Hermite cubic through f (whose stiff components are
+// ~ rho * the error), stays on the trajectory; but each state carries stiff components of the size
+// of the error, which the divided differences amplify, hence the loose bound: it catches a history
+// that does not describe the step, not noise (docs/theory.md section 4). When it does not fit, the
+// step is taken again, landing on the record (land_).
+bool Runner::history_fits(double t1, const Vec& y1) {
+  Vec cubic(P_), quadratic(P_);
+  for (size_t j = next_rec_; j < rec_.size() && rec_[j] < t1 * (1 - 1e-12); ++j) {
+    history_point(rec_[j], t1, y1, cubic, &quadratic);
+    if (!(err_norm(cubic - quadratic, hist_y_[2], y1) <= kHistoryFit)) {
+      land_ = true;
+      return false;
+    }
+  }
+  land_ = false;
+  return true;
 }
 
 // Records the grid times in (t0, t_until) of a step from (t0, y0, f0) to (t1, y1, f1) at its
 // interpolant (RecordInterp). The loss is evaluated there: interpolating it too, from dL/dt =
 // -2 |f|^2, was 1e-5 off in an exponential escape at rtol 1e-8.
 void Runner::record_inside(double t0, const Vec& y0, const Vec& f0, double t1, const Vec& y1,
-                           const Vec& f1, const Vec* corr, double t_until) {
+                           const Vec& f1, const Vec* corr, double t_until, bool history) {
   const double h = t1 - t0;
   while (h > 0 && next_rec_ < rec_.size() && rec_[next_rec_] < t_until * (1 - 1e-12)) {
+    if (history) {
+      history_point(rec_[next_rec_], t1, y1, rec_y_, nullptr);
+      rec_f_.resize(P_);
+      record(next_rec_, rec_y_, eval(rec_y_, rec_f_));
+      ++next_rec_;
+      continue;
+    }
     const double s = (rec_[next_rec_] - t0) / h, u = 1.0 - s;
     // y0 + s (dy + u (h f0 - dy + s (2 dy - h f0 - h f1 + u corr))), dy = y1 - y0
     rec_y_ = 2.0 * (y1 - y0) - h * f0 - h * f1;

@@ -23,6 +23,10 @@ namespace fastattn {
 constexpr double kKrylovTol = 1e-2;
 constexpr int kKrylovMaxIt = 1000;
 
+// A record interpolated through the accepted states: at most this many local error tolerances
+// between the cubic and the quadratic interpolant (Runner::history_fits).
+constexpr double kHistoryFit = 100;
+
 // Wall clock of one integrate call and its interrupt polling: `poll_signals` (set by the bindings:
 // Python's pending signals) is asked at most every 0.2 s; once it says yes, every later poll does.
 struct Interrupt {
@@ -67,10 +71,12 @@ class WorkRate {
 // How an accepted step records the grid times strictly inside it (Runner::accept). Off: the step
 // was shortened to end on the next one. On: at the cubic Hermite interpolant of the step's ends plus
 // corr * s^2 (1 - s)^2, s the fraction of the step (Dormand-Prince's order-4 dense output; null:
-// plain Hermite), with the loss evaluated there (counted in n_evals).
+// plain Hermite), or, with `history`, at the cubic through the last three accepted states and the
+// step's end (Runner::history_fits); the loss is evaluated there (counted in n_evals).
 struct RecordInterp {
   bool on = false;
   const Vec* corr = nullptr;
+  bool history = false;
 };
 
 // Where a phase of "auto" gave the run back (status still "running"): its time and next step.
@@ -96,6 +102,9 @@ class AdaptivePolicy {
   virtual ~AdaptivePolicy() = default;
   // After an accepted step, its records and stop tests. True: hand the run back to the caller.
   virtual bool accepted(AdaptiveState& s) = 0;
+  // Rodas4 steps need not land on record times: their records may be interpolated through the
+  // accepted states (Runner::history_fits).
+  virtual bool history_records() const { return false; }
 };
 
 // How the adaptive loop runs: alone (a plain method) or as a phase of "auto".
@@ -125,6 +134,9 @@ class StabilizedPolicy {
   // Steps with h rho(J) <= this are not shortened to land on record times: the records inside them
   // are interpolated (cubic Hermite). 0: never.
   virtual double interpolation_h_rho() const { return 0; }
+  // Steps above that limit need not land on record times either: their records may be interpolated
+  // through the accepted states (Runner::history_fits).
+  virtual bool history_records() const { return false; }
   // After an accepted step, its records and stop tests; may run another method on y from s.t,
   // and then set s.t, s.h. True: hand the run back (or stop, when the status is no longer
   // "running").
@@ -178,6 +190,12 @@ class Runner {
   Vec rho_u_;  // the stabilized method's power-iteration vector (one run's, kept across phases)
   std::unique_ptr<EventTracker> events_;  // null without events
   Vec rec_y_, rec_f_, ev_y0_;  // an interpolated record's state and field; a step's start (events)
+  // The last three accepted states, the current one last (hist_n_ of them valid, kept while records
+  // remain), for records interpolated through them (history_fits); land_: the last try did not fit.
+  double hist_t_[3] = {0, 0, 0};
+  Vec hist_y_[3];
+  int hist_n_ = 0;
+  bool land_ = false;
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
@@ -189,8 +207,12 @@ class Runner {
   void record_upto(double t, const Vec& y);
   bool check_stop(double t);
   bool accept(double t0, double t1, Vec& y, Vec& yn, Vec& fn, double Ln, const RecordInterp& interp = {});
+  void push_history(double t, const Vec& y);
+  bool may_interpolate_history() const;
+  bool history_fits(double t1, const Vec& y1);
+  void history_point(double t, double t1, const Vec& y1, Vec& cubic, Vec* quadratic) const;
   void record_inside(double t0, const Vec& y0, const Vec& f0, double t1, const Vec& y1, const Vec& f1,
-                     const Vec* corr, double t_until);
+                     const Vec* corr, double t_until, bool history = false);
   bool stop_after_rejection(double t);
   double next_target(double t, bool interpolating = false) const;
   double err_norm(const Vec& err, const Vec& y, const Vec& yn) const;

@@ -35,8 +35,9 @@ Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* 
     // records are interpolated only in steps with small h rho (the policy's limit): with f's stiff
     // components (~ rho * the error) the cubic overshoots by up to ~0.15 h rho * the error
     const double interp_limit = policy ? policy->interpolation_h_rho() : 0;
-    const bool interpolate = interp_limit > 0 && h * rho <= interp_limit;
-    const double tt = next_target(t, interpolate);
+    const bool hermite = interp_limit > 0 && h * rho <= interp_limit;
+    const bool history = !hermite && policy && policy->history_records() && may_interpolate_history();
+    const double tt = next_target(t, hermite || history);
     double hs = h;
     bool clamp = false;
     if (t + hs >= tt * (1 - 1e-13)) { hs = tt - t; clamp = true; }
@@ -77,7 +78,8 @@ Handover Runner::run_stabilized(Vec& y, double t0, double h0, StabilizedPolicy* 
     }
     if (en <= 1.0) {
       const double t1 = clamp ? tt : t + hs;
-      if (accept(t, t1, y, yn, fn, Ln, {interpolate, nullptr})) return {};
+      if (history && !history_fits(t1, yn)) continue;  // taken again, landing on the record
+      if (accept(t, t1, y, yn, fn, Ln, {hermite || history, nullptr, history})) return {};
       t = t1;
       ++since;
       const double fac = std::min(last_rejected ? 1.0 : 5.0,
