@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -38,9 +39,11 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+@functools.cache
 def git_revision() -> str | None:
-    """The git revision of fastattn's source: live from the checkout when fastattn runs from one
-    (an editable install), else the revision baked into the core at build time."""
+    """The git revision of fastattn's source: read from the checkout when fastattn runs from one
+    (an editable install), else the revision baked into the core at build time. Computed once per
+    process: a `git rev-parse` subprocess per run record would dominate short runs."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5, check=True)
