@@ -116,7 +116,7 @@ def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.
         traj.meta = meta
         counts = {c: int(getattr(res, c) if K == 1 else getattr(res, c)[k])
                   for c in ("n_steps", "n_rejected", "n_hvp")}
-        out.append((traj, models[k], {"batch_size": K, "batch_wall_time": res.wall_time,
+        out.append((traj, models[k], {"runs_in_batch": K, "batch_wall_time": res.wall_time,
                                       "max_evals": horizon.max_evals, **counts}))
     return out, p0, tasks
 
