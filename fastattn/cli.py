@@ -66,16 +66,26 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
 def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn import plots
     from fastattn.cli_options import build_run, collect
-    from fastattn.training import train
+    from fastattn.training import Checkpointing, train
     from fastattn.training.interrupt import terminate_as_interrupt
 
     task, model, config = build_run(collect(args))
     if config.progress is None and args.quiet:
         config = dataclasses.replace(config, progress=False)
     out = Path(args.out)
-    check_output(out, args.name, args.overwrite)
+    check_output(out, args.name, args.overwrite or args.resume)
+    checkpoint = None
+    if config.method in ("sgd", "adam"):
+        checkpoint = Checkpointing(out / f"{args.name}.ckpt", every=args.checkpoint_every,
+                                   resume=args.resume)
+        if args.resume and not Path(checkpoint.path).exists():
+            raise CommandError(f"--resume: no checkpoint {checkpoint.path} (written by an "
+                               "interrupted sgd/adam run of the same --out and --name)")
+    elif args.resume:
+        raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has no "
+                           "checkpoints")
     with terminate_as_interrupt():
-        traj = train(model, task, config)
+        traj = train(model, task, config, checkpoint=checkpoint)
     record = traj.save(out / args.name)
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
@@ -124,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "error unless --overwrite")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing run record of the same --name in --out")
+    p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                   help="sgd/adam: write OUT/NAME.ckpt every SECONDS (0: every step; default 60); "
+                   "removed when the run ends other than by Ctrl-C/SIGTERM")
+    p.add_argument("--resume", action="store_true",
+                   help="sgd/adam: continue an interrupted run from OUT/NAME.ckpt, bit for bit "
+                   "(same options; replaces its record)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 

@@ -180,28 +180,36 @@ def test_reproduce_without_a_name_says_so_and_lists_in_numeric_order(capsys):
     assert names.index("zhang2025-fig3") < names.index("zhang2025-fig11")
 
 
-def test_sigterm_ends_a_run_like_ctrl_c_and_keeps_its_record(tmp_path):
-    """The child announces step 30 of its run; SIGTERM then stops it with status interrupted."""
+def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys):
+    """The child announces step 5 of its run (and slows down, so that it is still running);
+    SIGTERM then stops it with status interrupted, its record and checkpoint kept; --resume
+    continues from the checkpoint to the end."""
     script = (
-        "import sys\n"
+        "import sys, time\n"
         "from fastattn.tasks import LinearRegression\n"
         "real = LinearRegression.sample\n"
         "def sample(self, n, step, **kw):\n"
-        "    if step == 30:\n"
+        "    if step == 5:\n"
         "        print('running', flush=True)\n"
+        "    if step >= 5:\n"
+        "        time.sleep(0.02)\n"
         "    return real(self, n, step, **kw)\n"
         "LinearRegression.sample = sample\n"
         "from fastattn.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
-    cmd = [sys.executable, "-c", script, "train", "--method", "sgd", "--lr", "0.01", "--steps",
-           "100000000", "--batch-size", "8", "--out", str(tmp_path), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    args = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "200", "--batch-size", "8",
+            "--records", "20", "--snapshots", "5", "--out", str(tmp_path), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-c", script, *args, "--checkpoint-every", "0"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline() == "running\n", proc.communicate()
     os.kill(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "status=interrupted" in out
-    meta = json.loads((tmp_path / "run.json").read_text())
-    assert meta["status"] == "interrupted"
-    assert np.load(tmp_path / "run.npz")["step"][-1] >= 30
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
+    stopped = np.load(tmp_path / "run.npz")["step"][-1]
+    assert 5 <= stopped < 200 and (tmp_path / "run.ckpt").exists()
+    assert main([*args, "--resume", "--checkpoint-every", "1000"]) == 0
+    assert "status=steps" in capsys.readouterr().out
+    assert np.load(tmp_path / "run.npz")["step"][-1] == 200
+    assert not (tmp_path / "run.ckpt").exists()

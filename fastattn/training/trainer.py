@@ -26,6 +26,7 @@ from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
 from fastattn.training import flow
+from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
@@ -143,18 +144,23 @@ def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
     return e
 
 
-def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwargs: Any
-          ) -> Trajectory:
+def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
+          checkpoint: Checkpointing | None = None, **kwargs: Any) -> Trajectory:
     """Train `model` on `task` in place and return its `Trajectory`.
 
     Pass a `TrainConfig`, or its fields as keyword arguments:
     `train(model, task, method="gd", lr=0.02, steps=10_000)`. The trajectory's `config` holds
     {"task": {"kind", ...fields}, "model": {"kind", ...asdict(config)}, "train": ...}, from which
-    `fastattn.training.rebuild_run` rebuilds the run.
+    `fastattn.training.rebuild_run` rebuilds the run. `checkpoint` (sgd/adam): write periodic
+    checkpoints, or continue from one bit for bit (`Checkpointing`); the file is removed when the
+    run ends other than by an interrupt.
     """
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
         cfg = dataclasses.replace(config, **kwargs)
+    if checkpoint is not None and cfg.method not in ("sgd", "adam"):
+        raise ValueError(f"checkpoints are for sampled runs (sgd, adam); method={cfg.method!r} "
+                         "is an exact population run")
     if model.config.dim != task.dim:
         raise ValueError(f"model dim={model.config.dim} does not match task dim={task.dim}")
     if cfg.loss is not None and cfg.loss not in task.losses:
@@ -173,7 +179,7 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwar
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            traj = _train_sampled(model, task, cfg)
+            traj = _train_sampled(model, task, cfg, checkpoint)
         finally:
             torch.set_num_threads(previous)
     traj.wall_time = time.perf_counter() - start
@@ -205,7 +211,8 @@ def _check_finite(model: ICLModel) -> None:
 
 
 # ---------------------------------------------------------------------------------- sampled
-def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
+def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
+                   checkpoint: Checkpointing | None = None) -> Trajectory:
     from tqdm.auto import tqdm
 
     dtype = model.config.torch_dtype
@@ -247,10 +254,23 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
     loss0 = math.nan
     previous = [p.detach().clone() for p in model.parameters()]
-    progress = tqdm(total=cfg.steps, disable=not _show_progress(cfg), unit="step",
+    # the run's identity, without the options that do not change what it computes
+    ckpt = Checkpointer(checkpoint, run_config(task, model, dataclasses.replace(
+        cfg, progress=None, threads=None)))
+    state = ckpt.load()
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        done, n_evals, loss0, out, test_out, previous = (
+            state[k] for k in ("step", "n_evals", "loss0", "out", "test_out", "previous"))
+    progress = tqdm(total=cfg.steps, initial=done, disable=not _show_progress(cfg), unit="step",
                     desc=f"{cfg.method} {model.kind}")
     try:
-        for k in range(cfg.steps + 1):
+        for k in range(done, cfg.steps + 1):
+            if ckpt.due():           # between steps: the state after k steps, records before k
+                ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                           "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
+                           "test_out": test_out})
             loss = task.loss(model, draw(k), loss_name)
             n_evals += 1
             value = loss.item()
@@ -285,6 +305,8 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
         status = "interrupted"
     finally:
         progress.close()
+    if status != "interrupted":
+        ckpt.remove()
     # The record ends with the state the run stopped in, whatever stopped it.
     if not out["step"] or out["step"][-1] != done:
         if evaluated is None or evaluated[0] != done:
