@@ -81,9 +81,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             path = plot_sweep(args.dir, kind, out=args.out if len(kinds) == 1 else None,
                               x=args.x, y=args.y, value=args.value)
         except ValueError as exc:
-            print(f"{kind}: skipped ({exc})", file=sys.stderr)
             if len(kinds) == 1:
-                return 2
+                raise CommandError(f"--kind {kind}: {exc}") from None
+            print(f"{kind}: skipped ({exc})", file=sys.stderr)
             continue
         print(f"wrote {path}")
     return 0
