@@ -162,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (and any other error) prints one line `fastattn <cmd>:
-    error: …` and exits 2 (`--debug`: the traceback too); Ctrl-C or SIGTERM exits 130."""
+    error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line, unless
+    the command ends the work itself (`train` saves the interrupted run and exits 0)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
@@ -173,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         known = isinstance(exc, (CommandError, ValueError, TypeError, OSError))
-        text = " ".join(cli_names(str(exc)).split())
+        text = str(exc) if args.command not in ("train", "sweep") else cli_names(str(exc))
+        text = " ".join(text.split())          # one line
         print(f"fastattn {args.command}: error: "
               f"{text if known else f'{type(exc).__name__}: {text}'}", file=sys.stderr)
         return 2

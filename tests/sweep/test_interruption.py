@@ -131,6 +131,7 @@ def test_swept_options_appear_in_the_table_as_given(tmp_path):
             "steps": 20, "batch_size": [16, 64]}
     df = run_sweep(grid, tmp_path, workers=0, progress=False)
     assert sorted(df["batch_size"]) == [16, 16, 64, 64] and (df["runs_in_batch"] == 1).all()
+    assert (df["final_population_loss"] > 0).all()          # the exact loss beside the batch's
     assert main(["plot", str(tmp_path), "--kind", "heatmap", "--x", "batch_size",
                  "--y", "lr"]) == 0
 
