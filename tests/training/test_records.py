@@ -80,3 +80,11 @@ def test_records_are_strict_json_with_null_for_nan_and_follow_the_umask(tmp_path
         assert stat.S_IMODE(p.stat().st_mode) == 0o644
     back = Trajectory.load(path)
     assert np.isnan(back.test_loss["nan_curve"]).all()         # arrays keep their NaN (npz)
+
+
+def test_to_jsonable_gives_strict_json_for_figures_and_rows():
+    """Figure JSON and sweep rows go through to_jsonable: NaN and ±inf become null."""
+    doc = records.to_jsonable({"a": float("nan"), "b": np.array([1.0, np.inf, -np.inf]),
+                               "c": np.float64("nan"), "d": (2, 3.5)})
+    assert json.loads(json.dumps(doc, allow_nan=False)) == {"a": None, "b": [1.0, None, None],
+                                                            "c": None, "d": [2, 3.5]}
