@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -217,3 +218,22 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     task = build_task(spec["task"])
     model = build_model(model_config(spec["model"], task.dim))
     return task, model, TrainConfig(**spec["train"])
+
+
+#: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
+
+
+class CommandError(Exception):
+    """Bad input to a subcommand: printed as one line `fastattn <cmd>: error: …`, exit status 2."""
+
+
+def cli_names(message: str) -> str:
+    """An error message in the command line's words: config fields whose name differs from their
+    option's flag become the flag (`t_end` → `--time`, `batch_size=0` → `--batch-size 0`)."""
+    for opt in OPTIONS:
+        if opt.flag != f"--{opt.field}" and opt.field != "kind":
+            message = re.sub(rf"(?<![\w.-]){opt.field}(?:=('?)([^\s',;)]*)\1)?(?!\w)",
+                             lambda m, flag=opt.flag: flag + (f" {m[2]}" if m[2] is not None else ""),
+                             message)
+    return message

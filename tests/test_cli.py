@@ -1,6 +1,12 @@
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 import fastattn
 from fastattn.cli import main
@@ -71,21 +77,19 @@ def test_every_option_family_is_registered():
         assert set(opt.families) <= set(TASKS if opt.target == "task" else MODELS), opt.flag
 
 
-def test_train_task_option_and_family_errors(tmp_path):
-    import pytest
-
+def test_train_task_option_and_family_errors(tmp_path, capsys):
     base = ["train", "--method", "gd", "--lr", "0.02", "--steps", "3", "--out", str(tmp_path),
             "--quiet"]
     assert main([*base, "--task", "linear_regression", "--model", "merged", "--full", "false"]) == 0
     meta = json.loads((tmp_path / "run.json").read_text())["config"]
     assert meta["task"]["kind"] == "linear_regression" and meta["model"]["kind"] == "merged"
-    with pytest.raises(ValueError, match=r"task='ar' is unknown.*linear_regression"):
-        main([*base, "--task", "ar"])
-    with pytest.raises(ValueError, match=r"--rank applies to model separate, softmax_separate; "
-                                         "not to --model merged"):
-        main([*base, "--model", "merged", "--rank", "2"])
-    with pytest.raises(ValueError, match=r"--scale applies to model softmax_merged"):
-        main([*base, "--scale", "2"])
+    assert main([*base, "--task", "ar", "--name", "b"]) == 2
+    assert re.search(r"task='ar' is unknown.*linear_regression", capsys.readouterr().err)
+    assert main([*base, "--model", "merged", "--rank", "2", "--name", "c"]) == 2
+    assert "--rank applies to model separate, softmax_separate; not to --model merged" in \
+        capsys.readouterr().err
+    assert main([*base, "--scale", "2", "--name", "d"]) == 2
+    assert "--scale applies to model softmax_merged" in capsys.readouterr().err
 
 
 def test_full_merged_is_its_own_family():
@@ -100,3 +104,112 @@ def test_full_merged_is_its_own_family():
     task, model, cfg = build_run(spec)
     assert task.context == (2, 4) and np.allclose(task.eigvals, [0.5, 1 / 3, 1 / 6])
     assert model.dims == (3, 2, 2) and cfg.method == "sgd"
+
+
+def _one_error_line(err: str, command: str = "train") -> str:
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"fastattn {command}: error: "), err
+    return err
+
+
+def test_bad_input_is_one_line_exit_2_and_the_traceback_only_with_debug(tmp_path, capsys):
+    args = ["train", "--dim", "0", "--method", "gd", "--lr", "0.1", "--steps", "2",
+            "--out", str(tmp_path)]
+    assert main(args) == 2
+    assert "dim" in _one_error_line(capsys.readouterr().err)
+    assert main(["--debug", *args]) == 2
+    assert "Traceback" in capsys.readouterr().err
+    assert main([*args, "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_cli_errors_use_the_cli_option_names(tmp_path, capsys):
+    assert main(["train", "--out", str(tmp_path)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "--time" in err and "t_end" not in err
+    assert main(["train", "--method", "sgd", "--lr", "0.1", "--steps", "3", "--batch-size", "0",
+                 "--out", str(tmp_path)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "--batch-size" in err and "batch_size" not in err
+
+
+def test_out_is_checked_before_any_training(tmp_path, capsys, monkeypatch):
+    import fastattn.training
+
+    monkeypatch.setattr(fastattn.training, "train", lambda *a, **k: pytest.fail("trained"))
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    base = ["train", "--method", "gd", "--lr", "0.1", "--steps", "2"]
+    assert main([*base, "--out", str(a_file)]) == 2
+    assert "--out" in _one_error_line(capsys.readouterr().err)
+    assert main([*base, "--out", str(a_file / "sub")]) == 2
+    assert "--out" in _one_error_line(capsys.readouterr().err)
+    for name in ("", "a/b", ".."):
+        assert main([*base, "--out", str(tmp_path), "--name", name]) == 2
+        assert "--name" in _one_error_line(capsys.readouterr().err)
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_second_run_into_the_same_name_is_refused_unless_overwrite(tmp_path, capsys):
+    args = ["train", "--method", "gd", "--lr", "0.1", "--steps", "2", "--out", str(tmp_path),
+            "--quiet"]
+    assert main(args) == 0
+    first = (tmp_path / "run.json").read_text()
+    assert main([*args, "--steps", "3"]) == 2
+    assert "--overwrite" in _one_error_line(capsys.readouterr().err)
+    assert (tmp_path / "run.json").read_text() == first
+    assert main([*args, "--steps", "3", "--overwrite"]) == 0
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["train"]["steps"] == 3
+
+
+def test_sampled_runs_report_the_exact_population_loss(tmp_path, capsys):
+    args = ["train", "--method", "sgd", "--lr", "0.05", "--steps", "20", "--batch-size", "16",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    population = np.load(tmp_path / "run.npz")["test_loss/population"][-1]
+    assert f"final population loss={population:.6g}" in out
+
+
+def test_reproduce_without_a_name_says_so_and_lists_in_numeric_order(capsys):
+    assert main(["reproduce"]) == 2
+    assert "--list" in _one_error_line(capsys.readouterr().err, "reproduce")
+    assert main(["reproduce", "--list"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert "zhang2025-fig3" in names and "zhang2025-fig11" in names
+    assert names.index("zhang2025-fig3") < names.index("zhang2025-fig11")
+
+
+def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys):
+    """The child announces step 5 of its run (and slows down, so that it is still running);
+    SIGTERM then stops it with status interrupted, its record and checkpoint kept; --resume
+    continues from the checkpoint to the end."""
+    script = (
+        "import sys, time\n"
+        "from fastattn.tasks import LinearRegression\n"
+        "real = LinearRegression.sample\n"
+        "def sample(self, n, step, **kw):\n"
+        "    if step == 5:\n"
+        "        print('running', flush=True)\n"
+        "    if step >= 5:\n"
+        "        time.sleep(0.02)\n"
+        "    return real(self, n, step, **kw)\n"
+        "LinearRegression.sample = sample\n"
+        "from fastattn.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    args = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "200", "--batch-size", "8",
+            "--records", "20", "--snapshots", "5", "--out", str(tmp_path), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-c", script, *args, "--checkpoint-every", "0"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "running\n", proc.communicate()
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "status=interrupted" in out
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
+    stopped = np.load(tmp_path / "run.npz")["step"][-1]
+    assert 5 <= stopped < 200 and (tmp_path / "run.ckpt").exists()
+    assert main([*args, "--resume", "--checkpoint-every", "1000"]) == 0
+    assert "status=steps" in capsys.readouterr().out
+    assert np.load(tmp_path / "run.npz")["step"][-1] == 200
+    assert not (tmp_path / "run.ckpt").exists()

@@ -65,6 +65,11 @@ class BaseModelConfig:
         return getattr(torch, self.dtype)
 
 
+#: the axes of each input of a model's forward methods (checked by `ICLModel.check_inputs`)
+_INPUT_SHAPES = {"x": ("B", "N", "D"), "y": ("B", "N"), "x_q": ("B", "D"), "b": ("B", "D"),
+                 "lengths": ("B",)}
+
+
 class ICLModel(nn.Module):
     """Base of the in-context regression models: config, flat parameters and seeded init.
 
@@ -116,6 +121,27 @@ class ICLModel(nn.Module):
     def _normal(self, g: torch.Generator, shape: tuple[int, ...], var: float) -> nn.Parameter:
         t = torch.randn(shape, generator=g, dtype=torch.float64) * float(np.sqrt(var))
         return nn.Parameter(t.to(self.config.torch_dtype))
+
+    def check_inputs(self, **inputs: torch.Tensor | None) -> None:
+        """Raise a ValueError naming the argument and both shapes unless the inputs fit: x
+        `[B, N, D]`, y `[B, N]`, x_q `[B, D]`, b `[B, D]` (β), lengths `[B]`, D the model's dim,
+        B and N the same across arguments. None: not given."""
+        sizes = {"D": self.config.dim}
+        source = {"D": "the model's dim"}
+        for name, tensor in inputs.items():
+            if tensor is None:
+                continue
+            pattern, shape = _INPUT_SHAPES[name], tuple(tensor.shape)
+            ok = len(shape) == len(pattern) and all(sizes.get(s, n) == n
+                                                     for s, n in zip(pattern, shape, strict=True))
+            if not ok:
+                want = ", ".join(f"{s}={sizes[s]}" if s in sizes else s for s in pattern)
+                known = "; ".join(f"{s}={sizes[s]} from {source[s]}" for s in pattern if s in sizes)
+                raise ValueError(f"{self.kind}: {name} has shape {list(shape)}; it must be "
+                                 f"[{want}]" + (f" ({known})" if known else ""))
+            for s, n in zip(pattern, shape, strict=True):
+                sizes.setdefault(s, n)
+                source.setdefault(s, f"{name}.shape")
 
     def to_flat(self) -> np.ndarray:
         """The parameters as one float64 vector `[P]` in `PARAM_ORDER` (row-major)."""

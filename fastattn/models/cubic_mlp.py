@@ -48,10 +48,12 @@ class CubicMLP(_BilinearReadout):
         return self.w2[:, None, None] * self.W1.reshape(-1, d, d)
 
     def forward_stats(self, b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
+        self.check_inputs(b=b, x_q=x_q)
         return ops.cubic_hidden(b, x_q, self.W1) @ self.w2
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         hidden = ops.cubic_hidden(beta(x, y, lengths), x_q, self.W1)    # [B, H], z never built
         out = hidden * self.w2                                          # [B, H]
         return out if per_head else out.sum(-1)

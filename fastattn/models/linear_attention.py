@@ -53,6 +53,7 @@ class _BilinearReadout(ICLModel):
             lengths: `[B]` context lengths when padded (default: all N).
             per_head: return each head's contribution `[B, H]` instead of the sum `[B]`.
         """
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         out = ops.icl_readout(x, y, x_q, self.head_gammas())                    # [B, H]
         if lengths is not None:
             # padding rows are zero, so the op's β = Σ/N_max; ŷ is linear in β
@@ -62,6 +63,7 @@ class _BilinearReadout(ICLModel):
     def forward_stats(self, b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """Prediction βᵀ Γ x_q `[B]` from precomputed statistics β `[B, D]`, x_q `[B, D]`
         (what `LinearRegression.sample_stats` draws without building the tokens)."""
+        self.check_inputs(b=b, x_q=x_q)
         return torch.einsum("bd,de,be->b", b, self.gamma(), x_q)
 
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -69,6 +71,7 @@ class _BilinearReadout(ICLModel):
 
         Args: x `[B, T, D]`, y `[B, T]`: a fully labelled sequence.
         """
+        self.check_inputs(x=x, y=y)
         return ops.icl_readout_next_token(x, y, self.head_gammas()).sum(-1)
 
 
@@ -167,6 +170,7 @@ class MergedKQFull(_BilinearReadout):
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         # Eq. 91: ŷ_q = Σ_i W^V_i[D, :] S W^KQ_i[:, :D] x_q, S = (1/N) X Xᵀ with the query column.
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         z = torch.cat([x, y[..., None]], -1)                                     # [B, N, D+1]
         z_q = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], -1)                 # [B, D+1]
         outer = z[..., :, None] * z[..., None, :]                                # [B, N, D+1, D+1]
@@ -181,6 +185,7 @@ class MergedKQFull(_BilinearReadout):
                          "sampler='tokens'")
 
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.check_inputs(x=x, y=y)
         z = torch.cat([x, y[..., None]], -1)                                     # [B, T, D+1]
         zx = torch.cat([x, torch.zeros_like(y[..., None])], -1)                  # [B, T, D+1]
         outer = torch.cumsum(z[..., :, None] * z[..., None, :], 1)[:, :-1]      # [B, T-1, D+1, D+1]

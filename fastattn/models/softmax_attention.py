@@ -62,6 +62,7 @@ class _SoftmaxReadout(ICLModel):
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         """Prediction at the query from x `[B, N, D]`, y `[B, N]`, x_q `[B, D]` → `[B]` (or `[B, H]`)."""
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         b, n = y.shape
         qvec = torch.einsum("hde,be->bhd", self.query_weights(), x_q)           # [B, H, D]
         keys = torch.cat([x, x_q[:, None]], 1)                                  # [B, N+1, D]
@@ -79,6 +80,7 @@ class _SoftmaxReadout(ICLModel):
     def predict_next_token(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Predictions at positions 2..T from the tokens before each and the position itself
         (label hidden), causally. x `[B, T, D]`, y `[B, T]` → `[B, T-1]`."""
+        self.check_inputs(x=x, y=y)
         t = x.shape[1]
         w = self.query_weights()
         scores = self.config.scale * torch.einsum("bsd,hde,bte->bhts", x, w, x)   # [B, H, T, T]

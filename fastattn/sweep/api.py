@@ -17,6 +17,8 @@ from fastattn.sweep.executors import run_local, run_ray
 from fastattn.sweep.grid import KEY_FORMAT, Grid, canonical, flat_columns, resolve, run_key
 from fastattn.sweep.horizon import Horizon
 from fastattn.sweep.runner import RunItem, plan_flow
+from fastattn.sweep.worker import clear_stale_inflight
+from fastattn.training.interrupt import terminate_as_interrupt
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
@@ -145,11 +147,13 @@ def run_sweep(
             store.write_table(out)
             state["last"] = time.monotonic()
 
+    clear_stale_inflight(out)
     try:
-        if executor == "ray":
-            run_ray(groups, str(out), horizon, workers, address, collect)
-        else:
-            run_local(groups, str(out), horizon, workers, collect)
+        with terminate_as_interrupt():
+            if executor == "ray":
+                run_ray(groups, str(out), horizon, workers, address, collect)
+            else:
+                run_local(groups, str(out), horizon, workers, collect)
     finally:
         bar.close()
         if any((out / store.RUNS).glob("*.json")):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from fastattn.cli_options import add_options
+from fastattn.cli_options import INTERRUPTED, CommandError, add_options
 from fastattn.sweep.api import SWEEP_DEFAULTS, plan, run_sweep
 from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
 from fastattn.sweep.hooks import HOOKS, plot_kinds
@@ -38,9 +39,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     out = opt("out")
     if not out:
-        print("fastattn sweep: --out DIR is required (or `out` under [sweep] in the config)",
-              file=sys.stderr)
-        return 2
+        raise CommandError("--out DIR is required (or `out` under [sweep] in the config)")
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
                       horizon_factor=opt("horizon_factor", 100.0),
                       max_evals=int(opt("max_evals", 5_000_000)),
@@ -53,10 +52,17 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                   f"t_end={tr.get('t_end')} target={tr.get('target_loss')} {tr.get('integrator')}")
         print(f"{len(items)} runs")
         return 0
-    table = run_sweep(grid, out, executor=opt("executor", "local"), workers=opt("workers"),
-                      batch=int(opt("batch", 1)), address=opt("address"), horizon=horizon,
-                      retry_failed=bool(opt("retry_failed", False)),
-                      progress=False if args.quiet else None, max_runs=opt("max_runs"))
+    try:
+        table = run_sweep(grid, out, executor=opt("executor", "local"), workers=opt("workers"),
+                          batch=int(opt("batch", 1)), address=opt("address"), horizon=horizon,
+                          retry_failed=bool(opt("retry_failed", False)),
+                          progress=False if args.quiet else None, max_runs=opt("max_runs"))
+    except KeyboardInterrupt:
+        from fastattn.sweep.store import finished_keys
+
+        print(f"fastattn sweep: interrupted; {len(finished_keys(Path(out)))} runs finished in "
+              f"{out}, rerun the same command to run the rest", file=sys.stderr)
+        return INTERRUPTED
     counts = table["status"].value_counts().to_dict()
     print(f"{len(table)} runs in {out}/results.parquet: "
           + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
@@ -75,9 +81,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             path = plot_sweep(args.dir, kind, out=args.out if len(kinds) == 1 else None,
                               x=args.x, y=args.y, value=args.value)
         except ValueError as exc:
-            print(f"{kind}: skipped ({exc})", file=sys.stderr)
             if len(kinds) == 1:
-                return 2
+                raise CommandError(f"--kind {kind}: {exc}") from None
+            print(f"{kind}: skipped ({exc})", file=sys.stderr)
             continue
         print(f"wrote {path}")
     return 0

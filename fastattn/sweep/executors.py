@@ -32,7 +32,11 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
     n = default_workers() if workers is None else int(workers)
     if n <= 0 or not groups:
         for g in groups:
-            collect(run_batch(g, out, horizon))
+            try:
+                rows = run_batch(g, out, horizon)
+            finally:
+                clear_inflight(g, out)
+            collect(rows)
         return
     ctx = mp.get_context(start_method)
     queue, suspects = list(groups), []
@@ -50,8 +54,10 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
             while pending:
                 try:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                except BaseException:           # Ctrl-C: drop the queued runs, keep finished ones
-                    pool.shutdown(wait=False, cancel_futures=True)
+                except BaseException:           # Ctrl-C, SIGTERM: stop now, keep finished runs
+                    _stop(pool)
+                    for g in pending.values():
+                        clear_inflight(g, out)
                     raise
                 for fut in finished:
                     group = pending.pop(fut)
@@ -70,6 +76,14 @@ def run_local(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: 
                         rows = lost_rows(group, out, exc)
                     clear_inflight(group, out)
                     collect(rows)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool at once: queued runs cancelled, running ones killed (their runs have no row, so
+    a resume runs them again). The executor has no public way to end running calls."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,

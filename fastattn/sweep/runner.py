@@ -68,10 +68,14 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
 
 # ------------------------------------------------------------------------------ measuring
 def measure(traj) -> Columns:
-    """Paper-independent columns of a finished run: final loss and time, plateaus and drops."""
+    """Paper-independent columns of a finished run: final loss and time, plateaus and drops;
+    sampled runs of a pair with a closed form: the exact population loss of the final state."""
     t, y = np.asarray(traj.time, float), np.asarray(traj.loss, float)
     ok = (t > 0) & np.isfinite(y) & (y > 0)
+    population = traj.test_loss.get("population")
     out: dict[str, Any] = {"final_loss": traj.final_loss,
+                           "final_population_loss": float(population[-1])
+                           if population is not None and len(population) else float("nan"),
                            "final_time": float(t[-1]) if t.size else float("nan"),
                            "n_plateaus": 0, "n_drops": 0, "n_conspicuous": 0,
                            "plateau_levels": [], "plateau_starts": [], "plateau_ends": [],
@@ -116,7 +120,7 @@ def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.
         traj.meta = meta
         counts = {c: int(getattr(res, c) if K == 1 else getattr(res, c)[k])
                   for c in ("n_steps", "n_rejected", "n_hvp")}
-        out.append((traj, models[k], {"batch_size": K, "batch_wall_time": res.wall_time,
+        out.append((traj, models[k], {"runs_in_batch": K, "batch_wall_time": res.wall_time,
                                       "max_evals": horizon.max_evals, **counts}))
     return out, p0, tasks
 

@@ -13,7 +13,7 @@ absent is simply run again on resume.
 from __future__ import annotations
 
 import json
-import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +25,9 @@ TABLE = "results.parquet"
 SWEEP = "sweep.json"
 
 
-def _clean(obj: Any) -> Any:
-    obj = to_jsonable(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else obj
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    return obj
-
-
 def save_row(out: Path, row: dict[str, Any]) -> Path:
     path = Path(out) / RUNS / f"{row['key']}.json"
-    text = json.dumps(_clean(row), indent=1, allow_nan=True)
+    text = json.dumps(to_jsonable(row), indent=1, allow_nan=False)
     atomic_write(path, lambda fh: fh.write(text), "w")
     return path
 
@@ -61,29 +50,32 @@ def check_key_format(out: Path, expected: int) -> None:
             f"fastattn.sweep.read_table({str(out)!r}).")
 
 
+def read_row(path: Path) -> dict[str, Any] | None:
+    """The result row in `path`, or None with a warning naming the file when it is unreadable
+    (truncated, not JSON, no key or status): such a run counts as not done and is run again."""
+    try:
+        row = json.loads(Path(path).read_text())
+        if not isinstance(row, dict) or row.get("key") != Path(path).stem or "status" not in row:
+            raise ValueError("not a result row (no key or status)")
+        return row
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{path}: unreadable result row ({exc}); its run counts as not done and is "
+                      "run again", stacklevel=2)
+        return None
+
+
 def finished_keys(out: Path, include_failed: bool = True) -> set[str]:
-    """Keys of the runs whose row exists (failed ones too unless include_failed=False)."""
-    keys = set()
-    for p in (Path(out) / RUNS).glob("*.json"):
-        if include_failed:
-            keys.add(p.stem)
-            continue
-        try:
-            if json.loads(p.read_text()).get("status") != "error":
-                keys.add(p.stem)
-        except (OSError, ValueError):
-            pass
-    return keys
+    """Keys of the runs whose row exists and is readable (failed ones too unless
+    include_failed=False)."""
+    rows = (read_row(p) for p in (Path(out) / RUNS).glob("*.json"))
+    return {row["key"] for row in rows
+            if row is not None and (include_failed or row["status"] != "error")}
 
 
 def load_rows(out: Path) -> list[dict[str, Any]]:
-    rows = []
-    for p in sorted((Path(out) / RUNS).glob("*.json")):
-        try:
-            rows.append(json.loads(p.read_text()))
-        except (OSError, ValueError):      # never produced by save_row; skip foreign files
-            continue
-    return rows
+    """Every readable result row of DIR/runs/, in key order."""
+    rows = (read_row(p) for p in sorted((Path(out) / RUNS).glob("*.json")))
+    return [row for row in rows if row is not None]
 
 
 FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_end", "target_loss")
@@ -126,10 +118,19 @@ def read_table(out: str | Path):
     out = Path(out)
     path = out / TABLE
     runs = list((out / RUNS).glob("*.json"))
+    if not runs and not path.exists():
+        raise FileNotFoundError(f"{out} has no {TABLE} and no finished runs in {out / RUNS}")
     newest = max((p.stat().st_mtime for p in runs), default=0.0)
-    if not path.exists() or path.stat().st_mtime < newest or \
-            (runs and len(pd.read_parquet(path, columns=["key"])) != len(runs)):
+    table = None
+    if path.exists() and path.stat().st_mtime >= newest:
+        try:
+            table = pd.read_parquet(path)
+        except Exception as exc:            # truncated or foreign: rebuilt from the row files
+            warnings.warn(f"{path}: unreadable ({type(exc).__name__}: {exc}); rebuilt from "
+                          f"{out / RUNS}", stacklevel=2)
+    if table is None or (runs and len(table) != len(runs)):
         if not runs:
-            raise FileNotFoundError(f"{out} has no {TABLE} and no finished runs in {out / RUNS}")
+            raise ValueError(f"{path} is unreadable and {out / RUNS} holds no run to rebuild it from")
         write_table(out)
-    return pd.read_parquet(path)
+        table = pd.read_parquet(path)
+    return table

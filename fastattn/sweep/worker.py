@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -28,8 +30,20 @@ INFLIGHT = ".inflight"
 
 def init_worker() -> None:
     """Start-up of a worker process: one thread (the C++ core is single-threaded; keep torch and
-    BLAS from oversubscribing the cores that the other workers use)."""
+    BLAS from oversubscribing the cores that the other workers use); Ctrl-C ignored (the terminal
+    sends it to the whole process group: the sweep's main process stops the workers itself); and
+    exit when the main process is gone (killed with -9, it cannot stop them)."""
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
+                     name="fastattn-exit-with-parent").start()
+
+
+def _exit_with_parent(parent: int, poll: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(poll)
+    os._exit(1)
 
 
 def run_batch(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
@@ -39,7 +53,7 @@ def run_batch(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict
     rows = []
     for it in items:
         if "_plan_error" in it.spec["train"]:
-            row = error_row(it, ValueError(it.spec["train"]["_plan_error"]), 0.0)
+            row = error_row(it, it.spec["train"]["_plan_error"], 0.0)
             store.save_row(Path(out_dir), row)
             rows.append(row)
     good = [it for it in items if "_plan_error" not in it.spec["train"]]
@@ -76,7 +90,7 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
             task, model, cfg = build(item)
             p0 = model.to_flat()
             traj = train(model, task, cfg)
-            rows.append(_finish(item, traj, p0, task, {"batch_size": 1}, out_dir, horizon))
+            rows.append(_finish(item, traj, p0, task, {"runs_in_batch": 1}, out_dir, horizon))
     except Exception as exc:
         row = error_row(item, exc, time.perf_counter() - start)
         store.save_row(Path(out_dir), row)
@@ -85,6 +99,8 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
 
 
 def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
+    if traj.status == "interrupted":        # not a result: no row, so a resume runs it again
+        raise KeyboardInterrupt(f"run {item.key} interrupted")
     out = Path(out_dir)
     record = traj.save(out / store.RECORDS / item.key)
     row = result_row(item, traj, p0, task, extra, horizon)
@@ -93,12 +109,16 @@ def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
     return row
 
 
-def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
-    """The row of a failed run: its config columns, the error and the planned theory columns."""
-    return {"key": item.key, **item.columns, "status": "error",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(exc))[-4000:], "wall_time": wall,
-            **item.theory}
+def error_row(item: RunItem, exc: BaseException | str, wall: float) -> dict[str, Any]:
+    """The row of a failed run: its config columns, the error (an exception, or the message of
+    one caught while planning) and the planned theory columns."""
+    if isinstance(exc, str):
+        error, trace = exc, ""
+    else:
+        error = f"{type(exc).__name__}: {exc}"
+        trace = "".join(traceback.format_exception(exc))[-4000:]
+    return {"key": item.key, **item.columns, "status": "error", "error": error,
+            "traceback": trace, "wall_time": wall, **item.theory}
 
 
 def mark_inflight(group: list[RunItem], out: str) -> None:
@@ -115,6 +135,32 @@ def is_inflight(group: list[RunItem], out: str) -> bool:
 
 def clear_inflight(group: list[RunItem], out: str) -> None:
     (Path(out) / INFLIGHT / group[0].key).unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs. A zombie (exited, not yet reaped: what a killed sweep's workers
+    stay in a container without an init process) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:                 # someone else's process
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):           # no procfs: os.kill's answer
+        return True
+
+
+def clear_stale_inflight(out: str | Path) -> None:
+    """Remove the markers of workers that no longer run (left by a sweep that was killed)."""
+    for marker in (Path(out) / INFLIGHT).glob("*"):
+        try:
+            pid = int(marker.read_text())
+        except (OSError, ValueError):
+            pid = 0
+        if pid <= 0 or not process_alive(pid):
+            marker.unlink(missing_ok=True)
 
 
 def lost_rows(group: list[RunItem], out: str, exc: BaseException) -> list[dict[str, Any]]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
+import math
 import os
 import platform
 import subprocess
@@ -24,23 +26,26 @@ from fastattn._core_loader import core
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Plain JSON data from configs: dataclasses, numpy arrays and scalars, ranges, tuples."""
+    """Plain, strict JSON data from configs and results: dataclasses, numpy arrays and scalars,
+    ranges, tuples; NaN and ±inf become None (`null`: strict JSON has no non-finite numbers)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return to_jsonable(obj.tolist())
     if isinstance(obj, (list, tuple, range)):
         return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
     return obj
 
 
+@functools.cache
 def git_revision() -> str | None:
-    """The git revision of fastattn's source: live from the checkout when fastattn runs from one
-    (an editable install), else the revision baked into the core at build time."""
+    """The git revision of fastattn's source: read from the checkout when fastattn runs from one
+    (an editable install), else the revision baked into the core at build time. Computed once per
+    process: a `git rev-parse` subprocess per run record would dominate short runs."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5, check=True)
@@ -66,10 +71,19 @@ def environment() -> dict[str, Any]:
     }
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    """Write `path` through a temporary file in its directory renamed into place, with the
+    permissions of a plainly created file (the umask's; mkstemp's own are 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode) as fh:
             write(fh)
             fh.flush()
@@ -87,15 +101,41 @@ def write_record(path: str | os.PathLike, meta: dict[str, Any], arrays: dict[str
     atomic_write(npz, lambda fh: np.savez(fh, **arrays), "wb")
     meta = {**to_jsonable(meta), "arrays": f"{npz.name}"}
     atomic_write(base.with_name(base.name + ".json"),
-                  lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=True)), "w")
+                  lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
     return base.with_name(base.name + ".json")
 
 
-def read_record(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(meta, arrays) of a record written by `write_record`; `path` may end in .json or have no suffix."""
+class RecordError(ValueError):
+    """A run record that cannot be read: the message names the file and what is wrong with it."""
+
+
+def read_record(path: str | os.PathLike, required: tuple[str, ...] = ()
+                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(meta, arrays) of a record written by `write_record`; `path` may end in .json or have no
+    suffix. `required`: meta keys that must be present. A missing, truncated or foreign file
+    raises RecordError (FileNotFoundError when the JSON file does not exist)."""
     p = Path(path)
     json_path = p if p.suffix == ".json" else p.with_name(p.name + ".json")
-    meta = json.loads(json_path.read_text())
-    with np.load(json_path.with_name(meta["arrays"])) as data:
-        arrays = {k: data[k] for k in data.files}
+    try:
+        meta = json.loads(json_path.read_text())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{json_path}: not a readable run record ({_what(exc)})") from exc
+    missing = [k for k in ("arrays", *required) if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise RecordError(f"{json_path}: not a run record (no {', '.join(map(repr, missing))})")
+    npz = json_path.with_name(str(meta["arrays"]))
+    try:
+        with np.load(npz) as data:
+            arrays = {k: data[k] for k in data.files}
+    except Exception as exc:                     # zipfile, pickle and EOF errors of np.load
+        raise RecordError(f"{npz}: unreadable arrays of the run record {json_path.name} "
+                          f"({_what(exc)})") from exc
     return meta, arrays
+
+
+def _what(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"truncated or invalid JSON: {exc.msg} at character {exc.pos}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

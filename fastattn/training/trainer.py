@@ -26,6 +26,7 @@ from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
 from fastattn.training import flow
+from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
@@ -143,18 +144,23 @@ def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
     return e
 
 
-def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwargs: Any
-          ) -> Trajectory:
+def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
+          checkpoint: Checkpointing | None = None, **kwargs: Any) -> Trajectory:
     """Train `model` on `task` in place and return its `Trajectory`.
 
     Pass a `TrainConfig`, or its fields as keyword arguments:
     `train(model, task, method="gd", lr=0.02, steps=10_000)`. The trajectory's `config` holds
     {"task": {"kind", ...fields}, "model": {"kind", ...asdict(config)}, "train": ...}, from which
-    `fastattn.training.rebuild_run` rebuilds the run.
+    `fastattn.training.rebuild_run` rebuilds the run. `checkpoint` (sgd/adam): write periodic
+    checkpoints, or continue from one bit for bit (`Checkpointing`); the file is removed when the
+    run ends other than by an interrupt.
     """
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
         cfg = dataclasses.replace(config, **kwargs)
+    if checkpoint is not None and cfg.method not in ("sgd", "adam"):
+        raise ValueError(f"checkpoints are for sampled runs (sgd, adam); method={cfg.method!r} "
+                         "is an exact population run")
     if model.config.dim != task.dim:
         raise ValueError(f"model dim={model.config.dim} does not match task dim={task.dim}")
     if cfg.loss is not None and cfg.loss not in task.losses:
@@ -173,7 +179,7 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, **kwar
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            traj = _train_sampled(model, task, cfg)
+            traj = _train_sampled(model, task, cfg, checkpoint)
         finally:
             torch.set_num_threads(previous)
     traj.wall_time = time.perf_counter() - start
@@ -205,7 +211,8 @@ def _check_finite(model: ICLModel) -> None:
 
 
 # ---------------------------------------------------------------------------------- sampled
-def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
+def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
+                   checkpoint: Checkpointing | None = None) -> Trajectory:
     from tqdm.auto import tqdm
 
     dtype = model.config.torch_dtype
@@ -227,33 +234,57 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots).tolist())
     out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
     test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
+
+    def draw(k: int) -> Any:
+        if cfg.sampler == "stats":
+            return task.sample_stats(cfg.batch_size, k, dtype=dtype)
+        return data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
+
+    def record(k: int, value: float) -> None:
+        out["step"].append(k)
+        out["loss"].append(value)
+        with torch.no_grad():
+            for name, test in tests.items():
+                test_out[name].append(float(task.loss(model, test, loss_name)))
+        if exact:
+            test_out["population"].append(exact(model.to_flat()))
+
     status, n_evals = "steps", 0
+    done = 0                   # optimiser steps taken: the model holds the state after `done` steps
+    evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
+    loss0 = math.nan
     previous = [p.detach().clone() for p in model.parameters()]
-    progress = tqdm(total=cfg.steps, disable=not _show_progress(cfg), unit="step",
+    # the run's identity, without the options that do not change what it computes
+    ckpt = Checkpointer(checkpoint, run_config(task, model, dataclasses.replace(
+        cfg, progress=None, threads=None)))
+    state = ckpt.load()
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        done, n_evals, loss0, out, test_out, previous = (
+            state[k] for k in ("step", "n_evals", "loss0", "out", "test_out", "previous"))
+    progress = tqdm(total=cfg.steps, initial=done, disable=not _show_progress(cfg), unit="step",
                     desc=f"{cfg.method} {model.kind}")
     try:
-        for k in range(cfg.steps + 1):
-            if cfg.sampler == "stats":
-                batch = task.sample_stats(cfg.batch_size, k, dtype=dtype)
-            else:
-                batch = data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
-            loss = task.loss(model, batch, loss_name)
+        for k in range(done, cfg.steps + 1):
+            if ckpt.due():           # between steps: the state after k steps, records before k
+                ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                           "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
+                           "test_out": test_out})
+            loss = task.loss(model, draw(k), loss_name)
             n_evals += 1
             value = loss.item()
-            if not math.isfinite(value):
+            loss0 = value if k == 0 else loss0
+            if diverged(value, loss0):
                 status = "diverged"
                 with torch.no_grad():
                     for p, q in zip(model.parameters(), previous, strict=True):
                         p.copy_(q)
+                done = max(k - 1, 0)
                 break
+            evaluated = (k, value)
             if k in rec:
-                out["step"].append(k)
-                out["loss"].append(value)
-                with torch.no_grad():
-                    for name, test in tests.items():
-                        test_out[name].append(float(task.loss(model, test, loss_name)))
-                if exact:
-                    test_out["population"].append(exact(model.to_flat()))
+                record(k, value)
             if k in snap:
                 out["snap_step"].append(k)
                 out["params"].append(model.to_flat())
@@ -266,6 +297,7 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            done = k + 1
             progress.update(1)
             if k % 100 == 0:
                 progress.set_postfix(loss=f"{value:.4g}")
@@ -273,14 +305,35 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
         status = "interrupted"
     finally:
         progress.close()
-    if not out["snap_step"] or out["snap_step"][-1] != k or status == "diverged":
-        out["snap_step"].append(k if status != "diverged" else max(k - 1, 0))
+    if status != "interrupted":
+        ckpt.remove()
+    # The record ends with the state the run stopped in, whatever stopped it.
+    if not out["step"] or out["step"][-1] != done:
+        if evaluated is None or evaluated[0] != done:
+            with torch.no_grad():
+                evaluated = (done, task.loss(model, draw(done), loss_name).item())
+            n_evals += 1
+        record(*evaluated)
+    if not out["snap_step"] or out["snap_step"][-1] != done:
+        out["snap_step"].append(done)
         out["params"].append(model.to_flat())
     steps = np.asarray(out["step"], dtype=int)
     return Trajectory(time=2 * cfg.lr * steps, step=steps, loss=np.asarray(out["loss"]),
                       test_loss={k: np.asarray(v) for k, v in test_out.items()},
                       snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
                       params=np.stack(out["params"]), status=status, n_evals=n_evals)
+
+
+#: a sampled run has diverged once its training loss exceeds this multiple of its initial loss
+#: (or is not finite). Adam's steps are bounded by η, so its loss grows polynomially and can stay
+#: finite for ever; plain SGD and the exact methods blow up geometrically and reach inf.
+DIVERGENCE_FACTOR = 1e8
+
+
+def diverged(loss: float, initial: float) -> bool:
+    """Whether a training loss means divergence: not finite, or above DIVERGENCE_FACTOR × the
+    initial loss (when that is positive)."""
+    return not math.isfinite(loss) or (initial > 0 and loss > DIVERGENCE_FACTOR * initial)
 
 
 def _show_progress(cfg: TrainConfig) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.population import EventHit
-from fastattn.training.records import read_record, write_record
+from fastattn.training.records import RecordError, read_record, write_record
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Trajectory:
 
     Attributes:
         time: `[T]` gradient-flow time t (τ = 1; a GD/SGD step of learning rate η advances t by 2η).
+            Adam: 2ηk for k steps, a rescaled step count and not a flow time (docs/conventions.md).
         step: `[T]` optimiser steps (integrator steps for "flow").
         loss: `[T]` training loss: exact population loss ("flow", "gd"), or the loss on the batch /
             fixed data set ("sgd", "adam").
@@ -27,7 +28,8 @@ class Trajectory:
         snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
             (layout of docs/conventions.md).
         status: why the run stopped: "t_end", "steps", "target_loss", "converged", "event",
-            "diverged", "interrupted", "max_evals", "max_seconds".
+            "diverged", "interrupted", "max_evals", "max_seconds". The last loss record and the
+            last snapshot are the state the run stopped in, whatever stopped it.
         events: exact flows: the crossings of the config's events (`EventHit`: event index, time,
             parameters `[P]`), in time order.
         n_evals: gradient evaluations. wall_time: seconds.
@@ -73,7 +75,12 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Trajectory:
-        meta, arrays = read_record(path)
+        meta, arrays = read_record(path, required=("status", "n_evals", "wall_time", "config",
+                                                    "meta"))
+        missing = [k for k in ("time", "step", "loss", "snapshot_time", "params")
+                   if k not in arrays]
+        if missing:
+            raise RecordError(f"{path}: the run record's arrays lack {', '.join(missing)}")
         tests = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("test_loss/")}
         events = [EventHit(int(e), float(t), p) for e, t, p in
                   zip(*(arrays.get(f"events/{k}", ()) for k in ("event", "t", "params")),
@@ -81,4 +88,9 @@ class Trajectory:
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
                    snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
-                   wall_time=float(meta["wall_time"]), config=meta["config"], meta=meta["meta"])
+                   wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"])
+
+
+def _number(value: float | None) -> float:
+    """A float of a record's JSON, where null stands for NaN (strict JSON has no NaN)."""
+    return float("nan") if value is None else float(value)

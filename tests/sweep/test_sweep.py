@@ -258,7 +258,7 @@ def test_failed_runs_are_recorded_and_do_not_stop_the_sweep(tmp_path):
 def test_batched_integration_equals_single_runs(tmp_path):
     a = run_sweep(TINY, tmp_path / "single", seeds=3, workers=0, progress=False)
     b = run_sweep(TINY, tmp_path / "batched", seeds=3, workers=0, progress=False, batch=3)
-    assert (b["batch_size"] == 3).all()
+    assert (b["runs_in_batch"] == 3).all()
     cols = ["key", "status", "n_evals", "t_end"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
     np.testing.assert_allclose(a["final_loss"], b["final_loss"], rtol=1e-10)

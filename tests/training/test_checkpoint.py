@@ -1,0 +1,56 @@
+"""Sampled runs checkpoint periodically and continue from a checkpoint bit for bit (issue 14
+item 8)."""
+
+import numpy as np
+import pytest
+
+from fastattn.models import SeparateKQ
+from fastattn.tasks import LinearRegression
+from fastattn.training import Checkpointing, TrainConfig, run_config, train
+from fastattn.training.checkpoint import Checkpointer
+
+TASK = LinearRegression(3, context=7, spectrum=[0.5, 0.3, 0.2], rotate=True, data_seed=0)
+
+
+def model():
+    return SeparateKQ(3, 2, init_scale=0.3, init_seed=1)
+
+
+@pytest.mark.parametrize("method", ["sgd", "adam"])
+def test_a_run_resumed_from_its_checkpoint_is_bit_identical(method, tmp_path, monkeypatch):
+    kw = {"method": method, "lr": 0.02, "steps": 60, "batch_size": 16, "n_records": 12,
+          "n_snapshots": 5, "test_size": 8, "eval_seed": 5}
+    full = train(model(), TASK, **kw)
+    real, interrupted = LinearRegression.sample, []
+
+    def sample(self, batch_size, step, **k):
+        if step == 37 and not interrupted:
+            interrupted.append(step)
+            raise KeyboardInterrupt
+        return real(self, batch_size, step, **k)
+
+    monkeypatch.setattr(LinearRegression, "sample", sample)
+    path = tmp_path / "run.ckpt"
+    cut = train(model(), TASK, checkpoint=Checkpointing(path, every=0), **kw)
+    assert cut.status == "interrupted" and path.exists()
+    monkeypatch.undo()
+    resumed = train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **kw)
+    for name in ("time", "step", "loss", "snapshot_time", "params"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(full, name), err_msg=name)
+    assert resumed.test_loss.keys() == full.test_loss.keys()
+    for name, curve in full.test_loss.items():
+        np.testing.assert_array_equal(resumed.test_loss[name], curve, err_msg=name)
+    assert (resumed.status, resumed.n_evals) == (full.status, full.n_evals)
+    assert not path.exists()                       # a finished run removes its checkpoint
+
+
+def test_a_checkpoint_resumes_only_its_own_run(tmp_path):
+    path = tmp_path / "run.ckpt"
+    kw = {"method": "sgd", "lr": 0.02, "steps": 5, "batch_size": 8}
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **kw)
+    Checkpointer(Checkpointing(path), run_config(TASK, model(), TrainConfig(**kw))).save({})
+    with pytest.raises(ValueError, match="checkpoint of another run"):
+        train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **dict(kw, lr=0.03))
+    with pytest.raises(ValueError, match="checkpoints are for sampled runs"):
+        train(model(), TASK, method="flow", t_end=1.0, checkpoint=Checkpointing(path))

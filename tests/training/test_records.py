@@ -1,0 +1,90 @@
+"""Run records: provenance computed once per process, files any JSON reader accepts, clear errors."""
+
+import json
+import os
+import re
+import stat
+import subprocess
+
+import numpy as np
+import pytest
+
+from fastattn.training import Trajectory, records
+from fastattn.training.records import RecordError
+
+
+def test_git_revision_runs_git_at_most_once_per_process(monkeypatch):
+    calls = []
+    real = subprocess.run
+
+    def counting(*args, **kwargs):
+        if args and args[0][:1] == ["git"]:
+            calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(records.subprocess, "run", counting)
+    records.git_revision.cache_clear()
+    first = [records.environment()["git_revision"] for _ in range(3)]
+    assert len(calls) <= 1 and len(set(first)) == 1
+
+
+def _record(tmp_path):
+    from fastattn.models import SeparateKQ
+    from fastattn.tasks import LinearRegression
+    from fastattn.training import train
+
+    task = LinearRegression(2, context=4, spectrum=[0.6, 0.4], rotate=False)
+    traj = train(SeparateKQ(2, 1, init_seed=1), task, method="sgd", lr=0.05, steps=5, batch_size=4,
+                 test_size=0)
+    traj.test_loss["nan_curve"] = np.full(traj.loss.shape, np.nan)
+    traj.wall_time = float("nan")
+    return traj, traj.save(tmp_path / "run")
+
+
+@pytest.mark.parametrize("damage", ["truncate_json", "empty_json", "truncate_npz", "empty_npz",
+                                    "no_status", "not_an_object"])
+def test_a_damaged_record_raises_one_error_naming_the_file(damage, tmp_path):
+    _, path = _record(tmp_path)
+    npz = path.with_suffix(".npz")
+    text = path.read_text()
+    if damage == "truncate_json":
+        path.write_text(text[:50])
+    elif damage == "empty_json":
+        path.write_text("")
+    elif damage == "truncate_npz":
+        npz.write_bytes(npz.read_bytes()[:100])
+    elif damage == "empty_npz":
+        npz.write_bytes(b"")
+    elif damage == "no_status":
+        meta = json.loads(text)
+        del meta["status"]
+        path.write_text(json.dumps(meta))
+    else:
+        path.write_text("[1, 2]")
+    damaged = npz.name if "npz" in damage else path.name
+    with pytest.raises(RecordError, match=re.escape(damaged)):
+        Trajectory.load(path)
+
+
+def test_records_are_strict_json_with_null_for_nan_and_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        _, path = _record(tmp_path)
+    finally:
+        os.umask(old)
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    meta = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert meta["wall_time"] is None
+    for p in (path, path.with_suffix(".npz")):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644
+    back = Trajectory.load(path)
+    assert np.isnan(back.test_loss["nan_curve"]).all()         # arrays keep their NaN (npz)
+
+
+def test_to_jsonable_gives_strict_json_for_figures_and_rows():
+    """Figure JSON and sweep rows go through to_jsonable: NaN and ±inf become null."""
+    doc = records.to_jsonable({"a": float("nan"), "b": np.array([1.0, np.inf, -np.inf]),
+                               "c": np.float64("nan"), "d": (2, 3.5)})
+    assert json.loads(json.dumps(doc, allow_nan=False)) == {"a": None, "b": [1.0, None, None],
+                                                            "c": None, "d": [2, 3.5]}
