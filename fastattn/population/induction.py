@@ -18,6 +18,7 @@ import numpy as np
 
 from fastattn._core_loader import CORE_ERROR, core
 from fastattn.models.disentangled import THREE_PARAM_INDEX
+from fastattn.population.registry import register_objective
 
 QUERIES = ("last", "uniform")
 MASKS = ("strict", "inclusive")
@@ -126,3 +127,25 @@ def embed_three_param(theta3) -> np.ndarray:
     out = np.zeros((*t.shape[:-1], 19))
     out[..., list(THREE_PARAM_INDEX)] = t
     return out
+
+
+def _exact_task(task) -> None:
+    if task.data != "orthonormal":
+        raise ValueError(f"the exact induction objectives need data='orthonormal' (got {task.data!r}): "
+                         "Gaussian data have no closed-form population loss; train with a sampled "
+                         "method (sgd, gd on batches)")
+    if task.reduction != "sum":
+        raise ValueError("the exact induction objectives are sum-reduced (the theory's loss); "
+                         "use reduction='sum'")
+
+
+@register_objective("induction", "three_param")
+def _three_param(task, model) -> InductionThreeParamObjective:
+    _exact_task(task)
+    return InductionThreeParamObjective(task.context, task.query, model.config.mask)
+
+
+@register_objective("induction", "gram19")
+def _gram19(task, model) -> InductionGram19Objective:
+    _exact_task(task)
+    return InductionGram19Objective.orthonormal(task.context, task.query, model.config.mask)
