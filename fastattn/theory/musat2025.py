@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from fastattn.population.induction import InductionThreeParamObjective, check_choice
+from fastattn.models.disentangled import NAMES
+from fastattn.population.induction import InductionGram19Objective, InductionThreeParamObjective, check_choice
 from fastattn.population.options import CoordinateEvent, FlowOptions, LossEvent
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "asymptotic_times",
     "emergence_steps_gd",
     "emergence_times",
+    "gram19_emergence_times",
     "loss_collapse_time",
     "plateau_loss",
     "theorem2_bounds",
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 PAPER_TIME_PER_CORE_TIME = 0.5
-_KEYS = ("T_alpha", "T_beta", "T_gamma")  # coordinate order of θ = (α, β, γ)
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
@@ -145,6 +146,36 @@ def _coordinate_events(thresholds) -> dict[str, tuple[int, float]]:
     return {"T_gamma": (2, tg), "T_beta": (1, tb), "T_alpha": (0, ta)}
 
 
+def _event_times(objective, coords: dict[str, int], thresholds, loss_level, t_max: float, rtol: float,
+                 atol: float, method: str, what: str) -> dict[str, float]:
+    """First crossings of the coordinates `coords` (key → index) of a flow from zero, in paper time.
+    Each event is terminal; the flow restarts from the located state, so a run ends at its last event."""
+    from fastattn.population.api import integrate
+
+    tg, tb, ta = _thresholds(thresholds)
+    levels = {"T_gamma": tg, "T_beta": tb, "T_alpha": ta}
+    pending = {key: CoordinateEvent(index, levels[key], direction=1, terminal=True)
+               for key, index in coords.items()}
+    if loss_level is not None:
+        pending["t_loss"] = LossEvent(float(loss_level), direction=-1, terminal=True)
+    theta, t_core, out = np.zeros(objective.size()), 0.0, {}
+    while pending and 2.0 * t_max > t_core:
+        keys = list(pending)
+        r = integrate(objective, theta, FlowOptions(method=method, t_end=2.0 * t_max - t_core, rtol=rtol,
+                                                    atol=atol, events=tuple(pending[k] for k in keys)))
+        if r.status != "event":
+            break
+        hit = r.events[0]
+        t_core += hit.t
+        theta = np.asarray(hit.params, dtype=np.float64)
+        out[keys[hit.event]] = t_core * PAPER_TIME_PER_CORE_TIME
+        del pending[keys[hit.event]]
+    if pending:
+        raise ValueError(f"{what}: {sorted(pending)} not reached by t_max={t_max:g}; raise t_max")
+    out["t_icl"] = max(out["T_gamma"], out["T_beta"], out["T_alpha"])
+    return out
+
+
 def emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, mask: str = "strict",
                     loss_level: float | None = None, t_max: float | None = None, rtol: float = 1e-10,
                     atol: float = 1e-14, method: str = "rk45") -> dict[str, float]:
@@ -157,38 +188,27 @@ def emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, 
         t_max: give up after this (paper) time; default 20 N² + 100 N.
     Returns:
         {"T_gamma", "T_beta", "T_alpha", "t_icl"} (+ "t_loss"), in the paper's time (θ̇ = −∇L).
-        Each T is the first upward crossing; t_icl = max of the three (the coordinates have not fallen
-        back below their thresholds by then: checked on the located state).
-    Each event is terminal; the flow restarts from the located state, so a run ends at its last event.
+        Each T is the first upward crossing; t_icl = max of the three, which is Def. 3's
+        inf{t : all three ≥ threshold} as long as none has fallen back below its threshold by then
+        (γ overshoots to ≈ 1.05 at most before t_icl; α and β only grow).
     """
     objective = InductionThreeParamObjective(N, query, mask)
-    pending = {key: CoordinateEvent(index, level, direction=1, terminal=True)
-               for key, (index, level) in _coordinate_events(thresholds).items()}
-    if loss_level is not None:
-        pending["t_loss"] = LossEvent(float(loss_level), direction=-1, terminal=True)
     t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
-    from fastattn.population.api import integrate
+    return _event_times(objective, {"T_gamma": 2, "T_beta": 1, "T_alpha": 0}, thresholds, loss_level, t_max,
+                        rtol, atol, method, f"emergence_times(N={N})")
 
-    theta, t_core, out = np.zeros(3), 0.0, {}
-    while pending:
-        keys = list(pending)
-        remaining = 2.0 * t_max - t_core
-        if remaining <= 0:
-            break
-        r = integrate(objective, theta, FlowOptions(method=method, t_end=remaining, rtol=rtol, atol=atol,
-                                                    events=tuple(pending[k] for k in keys)))
-        if r.status != "event":
-            break
-        hit = r.events[0]
-        t_core += hit.t
-        theta = np.asarray(hit.params, dtype=np.float64)
-        out[keys[hit.event]] = t_core * PAPER_TIME_PER_CORE_TIME
-        del pending[keys[hit.event]]
-    if pending:
-        raise ValueError(f"emergence_times(N={N}): {sorted(pending)} not reached by t_max={t_max:g}; "
-                         "raise t_max")
-    out["t_icl"] = max(out["T_gamma"], out["T_beta"], out["T_alpha"])
-    return out
+
+def gram19_emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, mask: str = "strict",
+                           loss_level: float | None = None, t_max: float | None = None, rtol: float = 1e-7,
+                           atol: float = 1e-12, method: str = "rk45") -> dict[str, float]:
+    """`emergence_times` of the exact 19-parameter flow (Gram space, orthonormal data, spec §11.3):
+    the first times α₃, β₂, γ₃ reach their thresholds, all 19 pseudo-parameters trained."""
+    objective = InductionGram19Objective.orthonormal(N, query, mask)
+    t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
+    coords = {key: NAMES.index(name) for key, name in
+              (("T_gamma", "gamma3"), ("T_beta", "beta2"), ("T_alpha", "alpha3"))}
+    return _event_times(objective, coords, thresholds, loss_level, t_max, rtol, atol, method,
+                        f"gram19_emergence_times(N={N})")
 
 
 def emergence_steps_gd(N: int, lr: float, thresholds=(0.5, 0.5, 0.5), *, query: str = "last",
