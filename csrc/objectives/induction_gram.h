@@ -12,6 +12,11 @@
 //   c = g1 e_{L-1} + g2 t + g3 Q + g4 T^T Q,   loss_s = c^T G1 c - 2 c^T G1[:, tau] + G1[tau, tau].
 // The objective is the weighted sum over the S sequences (weights summing to 1): the exact
 // population loss for orthonormal data (one sequence per query position), a sample average else.
+//
+// The Gram matrices are stored sparse (CSR of the entries where any of G1, G2, GM is non-zero), and
+// every row of T is kept as a base weight on all its keys plus corrections on the stored entries
+// (the keys whose score is not 0). Products with T and T^T are prefix/suffix sums plus the sparse
+// corrections, so a sequence costs O(L + nnz): O(L) for orthonormal data, O(L^2) for dense Grams.
 #pragma once
 
 #include <string>
@@ -40,7 +45,10 @@ class Gram19 : public Objective {
 
  private:
   int L_;
-  std::vector<double> G1_, G2_, GM_;
+  // per sequence s: rows i in [0, L) hold entries ptr_[s][i] .. ptr_[s][i+1] of col_, g1_, g2_, gm_
+  std::vector<std::vector<int>> ptr_;
+  std::vector<std::vector<int>> col_;
+  std::vector<std::vector<double>> g1_, g2_, gm_;
   std::vector<int> target_;
   std::vector<double> weights_;
   bool inclusive_;

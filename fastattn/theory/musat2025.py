@@ -200,9 +200,10 @@ def emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, 
 
 def gram19_emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, mask: str = "strict",
                            loss_level: float | None = None, t_max: float | None = None, rtol: float = 1e-7,
-                           atol: float = 1e-12, method: str = "rk45") -> dict[str, float]:
+                           atol: float = 1e-12, method: str = "stabilized") -> dict[str, float]:
     """`emergence_times` of the exact 19-parameter flow (Gram space, orthonormal data, spec §11.3):
-    the first times α₃, β₂, γ₃ reach their thresholds, all 19 pseudo-parameters trained."""
+    the first times α₃, β₂, γ₃ reach their thresholds, all 19 pseudo-parameters trained. The default
+    method "stabilized" is ~3× faster than rk45 here at the same event times (N = 256: 7 s vs 23 s)."""
     objective = InductionGram19Objective.orthonormal(N, query, mask)
     t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
     coords = {key: NAMES.index(name) for key, name in
