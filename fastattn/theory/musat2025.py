@@ -158,7 +158,7 @@ def _event_times(objective, coords: dict[str, int], thresholds, loss_level, t_ma
                for key, index in coords.items()}
     if loss_level is not None:
         pending["t_loss"] = LossEvent(float(loss_level), direction=-1, terminal=True)
-    theta, t_core, out = np.zeros(objective.size()), 0.0, {}
+    theta, t_core, out, states = np.zeros(objective.size()), 0.0, {}, {}
     while pending and 2.0 * t_max > t_core:
         keys = list(pending)
         r = integrate(objective, theta, FlowOptions(method=method, t_end=2.0 * t_max - t_core, rtol=rtol,
@@ -169,10 +169,15 @@ def _event_times(objective, coords: dict[str, int], thresholds, loss_level, t_ma
         t_core += hit.t
         theta = np.asarray(hit.params, dtype=np.float64)
         out[keys[hit.event]] = t_core * PAPER_TIME_PER_CORE_TIME
+        states[keys[hit.event]] = theta
         del pending[keys[hit.event]]
     if pending:
         raise ValueError(f"{what}: {sorted(pending)} not reached by t_max={t_max:g}; raise t_max")
-    out["t_icl"] = max(out["T_gamma"], out["T_beta"], out["T_alpha"])
+    last = max(coords, key=lambda key: out[key])
+    if any(states[last][index] < levels[key] * (1 - 1e-8) for key, index in coords.items()):
+        raise ValueError(f"{what}: a coordinate fell back below its threshold before the last one "
+                         "crossed; t_icl is not the latest first crossing here")
+    out["t_icl"] = out[last]
     return out
 
 
@@ -189,8 +194,8 @@ def emergence_times(N: int, query: str = "last", thresholds=(0.5, 0.5, 0.5), *, 
     Returns:
         {"T_gamma", "T_beta", "T_alpha", "t_icl"} (+ "t_loss"), in the paper's time (θ̇ = −∇L).
         Each T is the first upward crossing; t_icl = max of the three, which is Def. 3's
-        inf{t : all three ≥ threshold} as long as none has fallen back below its threshold by then
-        (γ overshoots to ≈ 1.05 at most before t_icl; α and β only grow).
+        inf{t : all three ≥ threshold} when none has fallen back below its threshold by then (checked
+        on the state located at t_icl; a ValueError otherwise).
     """
     objective = InductionThreeParamObjective(N, query, mask)
     t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
