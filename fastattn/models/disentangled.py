@@ -26,6 +26,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from fastattn.models.base import ICLModel
+
 MASKS = ("strict", "inclusive")
 
 
@@ -143,6 +145,7 @@ class DisentangledConfig:
     params: str = "full"
     init_scale: float = 0.0
     init_seed: int = 0
+    dtype: str = "float64"
 
     def __post_init__(self) -> None:
         half_swap(self.dim)
@@ -151,10 +154,16 @@ class DisentangledConfig:
             raise ValueError(f"params={self.params!r} is unknown; use 'full', 'gram19' or 'three_param'")
         if not self.init_scale >= 0:
             raise ValueError(f"init_scale={self.init_scale} must be >= 0")
+        if self.dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype={self.dtype!r} must be 'float64' or 'float32'")
 
     @property
     def kind(self) -> str:
         return "disentangled" if self.params == "full" else self.params
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
 
 
 class DisentangledTransformer(nn.Module):
@@ -168,14 +177,30 @@ class DisentangledTransformer(nn.Module):
         g = torch.Generator().manual_seed(int(self.config.init_seed))
         if self.config.params == "full":
             for name, shape in zip(("W1", "W2", "W3"), weight_shapes(D), strict=True):
-                setattr(self, name, nn.Parameter(s * torch.randn(shape, generator=g, dtype=torch.float64)))
+                w = s * torch.randn(shape, generator=g, dtype=torch.float64)
+                setattr(self, name, nn.Parameter(w.to(self.config.torch_dtype)))
         else:
             n = 19 if self.config.params == "gram19" else 3
-            self.theta = nn.Parameter(s * torch.randn(n, generator=g, dtype=torch.float64))
+            w = s * torch.randn(n, generator=g, dtype=torch.float64)
+            self.theta = nn.Parameter(w.to(self.config.torch_dtype))
+
+    # the flat float64 layout (row-major, in this order) that trainers and exact objectives read
+    to_flat = ICLModel.to_flat
+    load_flat = ICLModel.load_flat
+    flat_size = ICLModel.flat_size
+
+    @property
+    def PARAM_ORDER(self) -> tuple[str, ...]:
+        return ("W1", "W2", "W3") if self.config.params == "full" else ("theta",)
 
     @property
     def kind(self) -> str:
         return self.config.kind
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(D, 1, 1): one head per layer (the trainers' and the CLI's (D, H, R))."""
+        return self.config.dim, 1, 1
 
     @property
     def names(self) -> tuple[str, ...]:
