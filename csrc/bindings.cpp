@@ -15,6 +15,8 @@
 #include "integrators/integrate.h"
 #include "integrators/stabilized_tables.h"
 #include "objective.h"
+#include "objectives/induction_gram.h"
+#include "objectives/induction_three_param.h"
 #include "objectives/linear_attention.h"
 
 namespace py = pybind11;
@@ -452,6 +454,47 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
            py::arg("params"))
       .def("from_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, false); },
            py::arg("params"));
+
+  // Musat et al. 2025 (docs/musat2025.md)
+  py::class_<induction::ThreeParam, Objective>(m, "InductionThreeParam", R"doc(
+The 3-parameter induction-head model (alpha_3, beta_2, gamma_3) on orthonormal data: exact population
+loss (summed over the output coordinates) and gradient. query: "last" (q = N) or "uniform"; mask:
+"strict" or "inclusive".)doc")
+      .def(py::init([](int N, const std::string& query, const std::string& mask) {
+             if (query != "last" && query != "uniform")
+               throw std::invalid_argument("query must be 'last' or 'uniform', got '" + query + "'");
+             if (mask != "strict" && mask != "inclusive")
+               throw std::invalid_argument("mask must be 'strict' or 'inclusive', got '" + mask + "'");
+             return new induction::ThreeParam(N, query == "uniform", mask == "inclusive");
+           }),
+           py::arg("N"), py::arg("query") = "last", py::arg("mask") = "strict")
+      .def_property_readonly("N", &induction::ThreeParam::N)
+      .def("loss_grad_query", [](const induction::ThreeParam& o, const Arr& params, int q) {
+             require_vector(params, 3, "params");
+             Arr grad = new_array({3});
+             const double loss = o.loss_grad_query(params.data(), q, grad.mutable_data());
+             return py::make_tuple(loss, grad);
+           },
+           py::arg("params"), py::arg("q"), "(loss, grad [3]) of query position q (1-based) alone.");
+
+  py::class_<induction::Gram19, Objective>(m, "InductionGram19", R"doc(
+The 19 pseudo-parameter disentangled transformer in Gram space: the weighted sum over S sequences of
+its loss, from their Gram matrices G1, G2, GM [S, L, L] and target positions [S] (0-based).)doc")
+      .def(py::init([](const Arr& G1, const Arr& G2, const Arr& GM, const std::vector<int>& target,
+                       const Arr& weights, const std::string& mask) {
+             if (mask != "strict" && mask != "inclusive")
+               throw std::invalid_argument("mask must be 'strict' or 'inclusive', got '" + mask + "'");
+             if (G1.ndim() != 3 || G1.shape(1) != G1.shape(2))
+               throw std::invalid_argument("G1 must be [S, L, L]");
+             const int L = int(G1.shape(1));
+             auto vec = [](const Arr& a) { return std::vector<double>(a.data(), a.data() + a.size()); };
+             return new induction::Gram19(L, vec(G1), vec(G2), vec(GM), target, vec(weights),
+                                          mask == "inclusive");
+           }),
+           py::arg("G1"), py::arg("G2"), py::arg("GM"), py::arg("target"), py::arg("weights"),
+           py::arg("mask") = "strict")
+      .def_property_readonly("L", &induction::Gram19::L)
+      .def_property_readonly("n_sequences", &induction::Gram19::n_sequences);
 
   py::class_<Event>(m, "Event", R"doc(
 A scalar function of the state crossing a level: coordinate `index` of the parameters (caller's

@@ -62,6 +62,9 @@ class Option:
 
 
 LR = ("linear_regression",)
+INDUCTION = ("induction",)
+#: Musat et al. 2025's models (fastattn.models.disentangled; not `MODELS` families)
+INDUCTION_MODELS = ("three_param", "gram19", "disentangled")
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
 
@@ -71,7 +74,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
            "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31,
-           LR),
+           LR + INDUCTION),
     Option("--spectrum", "task", "spectrum", str,
            f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
     Option("--rotate", "task", "rotate", boolean,
@@ -85,8 +88,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0,
            LR),
     Option("--data-seed", "task", "data_seed", int, "seed of the training data stream", 0),
+    Option("--data", "task", "data", str, "gaussian | orthonormal (exact flows need orthonormal)",
+           "gaussian", INDUCTION),
+    Option("--query", "task", "query", str, "uniform | last (q = N, Theorem 2)", "uniform", INDUCTION),
+    Option("--reduction", "task", "reduction", str, "sum (theory) | mean (App. C/D SGD) over D", "sum",
+           INDUCTION),
     # model
-    Option("--model", "model", "kind", str, f"model family: {' | '.join(MODELS)}", "separate"),
+    Option("--model", "model", "kind", str, f"model family: {' | '.join((*MODELS, *INDUCTION_MODELS))}",
+           "separate"),
     Option("--heads", "model", "heads", int, "number of heads H (MLP: hidden width)", 5),
     Option("--init", "model", "init_scale", float, "initialisation scale w_init (App. C.2)", 1e-2),
     Option("--init-seed", "model", "init_seed", int, "seed of the initialisation", 0),
@@ -98,6 +107,8 @@ OPTIONS: tuple[Option, ...] = (
            "keep every block of W^V, W^KQ (Eq. 91): the same as --model merged_full", False,
            ("merged",)),
     Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
+    Option("--mask", "model", "mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
+           INDUCTION_MODELS),
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
@@ -216,6 +227,8 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     from fastattn.training import TrainConfig
 
     task = build_task(spec["task"])
+    if spec["model"].get("kind") in INDUCTION_MODELS:
+        return task, induction_model(spec["model"], task.dim), TrainConfig(**spec["train"])
     model = build_model(model_config(spec["model"], task.dim))
     return task, model, TrainConfig(**spec["train"])
 
@@ -237,3 +250,16 @@ def cli_names(message: str) -> str:
                              lambda m, flag=opt.flag: flag + (f" {m[2]}" if m[2] is not None else ""),
                              message)
     return message
+
+
+def induction_model(model_options: Mapping[str, Any], dim: int):
+    """Musat et al. 2025's disentangled transformer ("disentangled": full weights) or its
+    pseudo-parameter restriction ("gram19", "three_param") from the model option values."""
+    from fastattn.models.disentangled import DisentangledConfig, DisentangledTransformer
+
+    fields = dict(model_options)
+    kind = fields.pop("kind")
+    names = {f.name for f in dataclasses.fields(DisentangledConfig)} - {"dim", "params"}
+    config = DisentangledConfig(dim, params="full" if kind == "disentangled" else kind,
+                                **{k: v for k, v in fields.items() if k in names})
+    return DisentangledTransformer(config)

@@ -69,12 +69,13 @@ def test_train_help_shows_each_family_under_its_own_heading(capsys):
 
 
 def test_every_option_family_is_registered():
-    from fastattn.cli_options import OPTIONS
+    from fastattn.cli_options import INDUCTION_MODELS, OPTIONS
     from fastattn.models import MODELS
     from fastattn.tasks import TASKS
 
+    models = {*MODELS, *INDUCTION_MODELS}
     for opt in OPTIONS:
-        assert set(opt.families) <= set(TASKS if opt.target == "task" else MODELS), opt.flag
+        assert set(opt.families) <= set(TASKS if opt.target == "task" else models), opt.flag
 
 
 def test_train_task_option_and_family_errors(tmp_path, capsys):

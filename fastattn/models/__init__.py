@@ -17,6 +17,7 @@ from fastattn.models.base import (
     register_model,
 )
 from fastattn.models.cubic_mlp import CubicMLP, CubicMLPConfig, cubic_feature
+from fastattn.models.disentangled import DisentangledConfig, DisentangledTransformer
 from fastattn.models.linear_attention import (
     MergedConfig,
     MergedFullConfig,
@@ -38,3 +39,5 @@ __all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel"
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",
            "config_to_dict", "cubic_feature", "get_model", "register_model"]
+# Musat et al. 2025 (not ICLModel families: the input is a token matrix, see models/disentangled.py)
+__all__ += ["DisentangledConfig", "DisentangledTransformer"]

@@ -51,3 +51,23 @@ def separate_softmax_attention(X: torch.Tensor, wv: torch.Tensor, wk: torch.Tens
 def query_readout(out: torch.Tensor) -> torch.Tensor:
     """ŷ_q: the bottom-right entry of ATTN(X) `[B, D+1, N+1]` → `[B]` (Eq. 3)."""
     return out[:, -1, -1]
+
+
+def disentangled_transformer(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor,
+                             mask: str = "strict") -> torch.Tensor:
+    """Musat et al. 2025 Eq. 5–7 literally: H1 = [X | σ(X W1 Xᵀ) X], H2 = [H1 | σ(H1 W2 H1ᵀ) H1],
+    Ỹ = H2 W3, every layer on every row; the query's output Ỹ[:, -1] `[B, D]`. σ masks key j > i
+    ("inclusive") or j ≥ i ("strict"; a row with no key attends to nothing)."""
+    L = X.shape[1]
+    keep = torch.ones(L, L, dtype=torch.bool).tril(-1 if mask == "strict" else 0)
+
+    def sigma(S):
+        S = S.masked_fill(~keep, float("-inf"))
+        m = S.max(dim=-1, keepdim=True).values
+        w = torch.exp(S - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
+        z = w.sum(-1, keepdim=True)
+        return w / torch.where(z > 0, z, torch.ones_like(z))
+
+    H1 = torch.cat([X, sigma(X @ W1 @ X.transpose(1, 2)) @ X], dim=-1)
+    H2 = torch.cat([H1, sigma(H1 @ W2 @ H1.transpose(1, 2)) @ H1], dim=-1)
+    return (H2 @ W3)[:, -1]

@@ -8,6 +8,7 @@
   `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
 """
 
+from fastattn.population import induction  # noqa: F401  (registers the induction objectives)
 from fastattn.population.api import (
     EventHit,
     IntegrationResult,

@@ -6,8 +6,10 @@ family (one module each).
 """
 
 from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
+from fastattn.tasks.induction import InductionBatch, InductionPairs
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
 
 __all__ = ["TASKS", "Batch", "LinearRegression", "Stats", "Task", "build_task", "get_task",
            "register_task", "spectrum", "split_tokens"]
+__all__ += ["InductionBatch", "InductionPairs"]

@@ -3,8 +3,9 @@
 Modules:
     gaussian: moments of Gaussian tokens and of their empirical covariance (shared by every paper).
     zhang2025: Zhang, Singh, Latham & Saxe (ICML 2025), linear attention on in-context regression.
+    musat2025: Musat et al. (2025), induction-head emergence: the 3-parameter flow, Theorem 2.
 """
 
-from fastattn.theory import gaussian, zhang2025
+from fastattn.theory import gaussian, musat2025, zhang2025
 
-__all__ = ["gaussian", "zhang2025"]
+__all__ = ["gaussian", "musat2025", "zhang2025"]

@@ -50,6 +50,9 @@ REGISTERED_CASES = {
     ("linear_regression", "merged"): [(1, 2, 1), (3, 4, 1)],
     ("linear_regression", "cubic_mlp"): [(3, 2, 1)],
     ("linear_regression", "separate"): [(1, 3, 1), (3, 4, 2), (4, 2, 1)],
+    # Musat et al. 2025 (orthonormal data): dims = (N, query uniform?, mask inclusive?)
+    ("induction", "three_param"): [(5, 0, 0), (4, 1, 1)],
+    ("induction", "gram19"): [(3, 0, 0), (3, 1, 1)],
 }
 CASES = [(pair, dims) for pair, all_dims in REGISTERED_CASES.items() for dims in all_dims]
 CASES += [("quadratic", None), ("stiff_diagonal", None)]
@@ -68,6 +71,15 @@ def build(case, rng):
         return QuadraticWithHessian(rot @ np.diag(rng.uniform(0.1, 3.0, 7)) @ rot.T), rng.standard_normal(7)
     if pair == "stiff_diagonal":
         return StiffDiagonal(np.geomspace(1.0, 1e3, 5)), rng.uniform(-1.0, 1.0, 5)
+    if pair[0] == "induction":
+        from fastattn.models.disentangled import DisentangledTransformer
+        from fastattn.tasks import InductionPairs
+
+        N, uniform, inclusive = dims
+        task = InductionPairs(2 * N, N, data="orthonormal", query="uniform" if uniform else "last")
+        model = DisentangledTransformer(dim=2 * N, params=pair[1],
+                                        mask="inclusive" if inclusive else "strict")
+        return objective_for(task, model), rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
     task = StandInTask(pair[0], random_moments(rng, dims[0])[0])
     model = StandInModel(pair[1], dims)
     return objective_for(task, model), random_params(rng, pair[1], dims)
@@ -101,6 +113,8 @@ def test_gradient_vs_central_differences(case, rng):
 
 def test_hessian_and_hvp_vs_gradient_differences(case, rng):
     obj, th = build(case, rng)
+    if case[0] in (("induction", "three_param"), ("induction", "gram19")):
+        pytest.skip("the induction objectives have no Hessian (an optional capability)")
     assert obj.has_hessian and obj.has_hessian_operator
     Hm = obj.hessian(th)
     np.testing.assert_allclose(Hm, Hm.T, rtol=0, atol=1e-12 * _scale(Hm))
@@ -139,7 +153,8 @@ def test_a_short_flow_decreases_the_loss(case, rng):
 
 
 # ---------------------------------------------------------------- the linear attention objectives
-@pytest.mark.parametrize("case", [c for c in CASES if not isinstance(c[0], str)], ids=_id)
+@pytest.mark.parametrize("case", [c for c in CASES if not isinstance(c[0], str)
+                                  and c[0][0] == "linear_regression"], ids=_id)
 @pytest.mark.parametrize("s_identity", [False, True])
 def test_linear_attention_matches_torch_autograd(case, s_identity, rng):
     (_, family), dims = case
@@ -167,7 +182,7 @@ def test_linear_attention_matches_torch_autograd(case, s_identity, rng):
 def test_registry_names_the_missing_pair():
     task = StandInTask("linear_regression", Moments(np.eye(2), np.eye(2), 0.0, 0.1))
     with pytest.raises(ValueError, match=r"task kind 'linear_regression' with model kind 'softmax'.*"
-                                         r"registered pairs: \(linear_regression, cubic_mlp\)"):
+                                         r"registered pairs: .*\(linear_regression, cubic_mlp\)"):
         objective_for(task, StandInModel("softmax", (2, 1, 1)))
     with pytest.raises(ValueError, match=r"has no \.kind"):
         objective_for(object(), StandInModel("merged", (2, 1, 1)))

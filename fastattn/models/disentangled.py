@@ -1,0 +1,217 @@
+"""The disentangled two-layer attention-only transformer of Musat et al. 2025 (spec §3) and its
+pseudo-parameter restrictions (Theorem 1's 19-dim subspace, Theorem 2's 3 parameters).
+
+Rows of X `[B, L, 2D]` are tokens (L = 2N + 1; the query is the last row), X = [X1 | X2] with X1
+content and X2 positions:
+
+    T = σ(X W1 Xᵀ),  U = [X | T X] `[B, L, 4D]`,  Q = σ(U W2 Uᵀ),  V = [U | Q U] `[B, L, 8D]`,
+    ỹ = V[:, L-1] W3 `[B, D]`,
+
+σ the row-wise softmax under the causal mask ("strict": key j < query i, the paper's proofs;
+"inclusive": j ≤ i); under "strict" the first row has no key and attends to nothing (T = 0 there).
+No value/output projections, no scaling, no MLP, no normalisation. Only the query row of layer 2
+reaches ỹ, so layer 2 is evaluated for that row alone (the literal full model is
+`fastattn.models.reference.disentangled_transformer`).
+
+Pseudo-parameters (spec §5.3): each basis matrix B_k is zero but for one D×D block equal to I or
+M (the half swap); W = Σ_k θ_k B_k. `BASIS` lists them in the flat order of θ; `pseudo_weights`
+builds (W1, W2, W3) from θ, `fastattn.analysis.pseudo_params` projects back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from fastattn.models.base import ICLModel
+
+MASKS = ("strict", "inclusive")
+
+
+class BasisMatrix(NamedTuple):
+    """One of the 19 basis matrices: `name`, weight `matrix` (0: W1, 1: W2, 2: W3), the D×D block
+    (`row`, `col`) (row = query-side feature block, col = key side; W3 has col 0) and `pattern`
+    "I" or "M"."""
+
+    name: str
+    matrix: int
+    row: int
+    col: int
+    pattern: str
+
+
+BASIS: tuple[BasisMatrix, ...] = (
+    BasisMatrix("alpha1", 0, 0, 0, "I"), BasisMatrix("alpha2", 0, 1, 1, "I"),
+    BasisMatrix("alpha3", 0, 1, 1, "M"),
+    BasisMatrix("beta1", 1, 0, 0, "I"), BasisMatrix("beta2", 1, 0, 2, "I"),
+    BasisMatrix("beta3", 1, 1, 1, "I"), BasisMatrix("beta4", 1, 1, 1, "M"),
+    BasisMatrix("beta5", 1, 1, 3, "I"), BasisMatrix("beta6", 1, 1, 3, "M"),
+    BasisMatrix("beta7", 1, 2, 0, "I"), BasisMatrix("beta8", 1, 2, 2, "I"),
+    BasisMatrix("beta9", 1, 3, 1, "I"), BasisMatrix("beta10", 1, 3, 1, "M"),
+    BasisMatrix("beta11", 1, 3, 3, "I"), BasisMatrix("beta12", 1, 3, 3, "M"),
+    BasisMatrix("gamma1", 2, 0, 0, "I"), BasisMatrix("gamma2", 2, 2, 0, "I"),
+    BasisMatrix("gamma3", 2, 4, 0, "I"), BasisMatrix("gamma4", 2, 6, 0, "I"),
+)
+NAMES = tuple(b.name for b in BASIS)
+THREE_PARAM = ("alpha3", "beta2", "gamma3")
+THREE_PARAM_INDEX = tuple(NAMES.index(n) for n in THREE_PARAM)
+# shapes of W1, W2, W3 in units of D
+_SHAPES = ((2, 2), (4, 4), (8, 1))
+
+
+def weight_shapes(D: int) -> tuple[tuple[int, int], ...]:
+    """Shapes of (W1, W2, W3): (2D, 2D), (4D, 4D), (8D, D)."""
+    return tuple((r * D, c * D) for r, c in _SHAPES)
+
+
+def half_swap(D: int, dtype=torch.float64, device=None) -> torch.Tensor:
+    """M `[D, D]` = [[0, I], [I, 0]] (D even): symmetric, orthogonal, M² = I, tr M = 0."""
+    if D < 2 or D % 2:
+        raise ValueError(f"dim={D} must be even (M swaps the two halves of the positional code)")
+    h = D // 2
+    M = torch.zeros(D, D, dtype=dtype, device=device)
+    M[:h, h:] = torch.eye(h, dtype=dtype, device=device)
+    M[h:, :h] = torch.eye(h, dtype=dtype, device=device)
+    return M
+
+
+def check_mask(mask: str) -> str:
+    if mask not in MASKS:
+        raise ValueError(f"mask={mask!r} is unknown; use one of {list(MASKS)}")
+    return mask
+
+
+def causal_softmax(scores: torch.Tensor, mask: str) -> torch.Tensor:
+    """Row-wise softmax of `[..., L, L]` scores (row = query) under the causal `mask`; a row without
+    keys (row 0 under "strict") is all zeros, with zero gradient (no NaN)."""
+    L = scores.shape[-1]
+    i = torch.arange(L, device=scores.device)
+    allowed = i[None, :] < i[:, None] if check_mask(mask) == "strict" else i[None, :] <= i[:, None]
+    empty = ~allowed.any(-1)
+    # an empty row softmaxes one placeholder key, then is zeroed: finite forward and backward
+    allowed = allowed | (empty[:, None] & (i[None, :] == 0))
+    w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return w * (~empty).to(w.dtype)[:, None]
+
+
+def query_softmax(scores: torch.Tensor, mask: str) -> torch.Tensor:
+    """Softmax of the last row's scores `[..., L]` over its causal keys (j < L-1 or j ≤ L-1)."""
+    L = scores.shape[-1]
+    n_keys = L - 1 if check_mask(mask) == "strict" else L
+    w = torch.softmax(scores[..., :n_keys], dim=-1)
+    return torch.nn.functional.pad(w, (0, L - n_keys))
+
+
+def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor,
+                         mask: str = "strict") -> torch.Tensor:
+    """ỹ `[B, D]` for X `[B, L, 2D]`, W1 `[2D, 2D]`, W2 `[4D, 4D]`, W3 `[8D, D]`."""
+    T = causal_softmax(X @ W1 @ X.transpose(-1, -2), mask)          # [B, L, L]
+    U = torch.cat([X, T @ X], dim=-1)                                 # [B, L, 4D]
+    u = U[:, -1]                                                      # [B, 4D] the query row
+    Q = query_softmax(torch.einsum("bi,ij,blj->bl", u, W2, U), mask)  # [B, L]
+    v = torch.cat([u, torch.einsum("bl,bld->bd", Q, U)], dim=-1)      # [B, 8D]
+    return v @ W3
+
+
+def pseudo_weights(theta: torch.Tensor, D: int, names: tuple[str, ...] = NAMES
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(W1, W2, W3) = Σ_k θ_k B_k for θ `[len(names)]` over the basis matrices `names` (differentiable)."""
+    if theta.shape != (len(names),):
+        raise ValueError(f"theta has shape {tuple(theta.shape)}; expected ({len(names)},) for {names}")
+    eye = torch.eye(D, dtype=theta.dtype, device=theta.device)
+    pattern = {"I": eye, "M": half_swap(D, theta.dtype, theta.device)}
+    blocks = [[[None] * c for _ in range(r)] for r, c in _SHAPES]
+    for value, name in zip(theta, names, strict=True):
+        b = BASIS[NAMES.index(name)]
+        term = value * pattern[b.pattern]
+        cell = blocks[b.matrix][b.row][b.col]
+        blocks[b.matrix][b.row][b.col] = term if cell is None else cell + term
+    zero = torch.zeros(D, D, dtype=theta.dtype, device=theta.device)
+    return tuple(torch.cat([torch.cat([zero if x is None else x for x in row], dim=1) for row in m], dim=0)
+                 for m in blocks)
+
+
+@dataclass(frozen=True)
+class DisentangledConfig:
+    """dim: D (even). mask: "strict" | "inclusive". params: "full" (W1, W2, W3: 28D² weights),
+    "gram19" (the 19 pseudo-parameters) or "three_param" (α₃, β₂, γ₃). init_scale: standard
+    deviation of a Gaussian initialisation (0: the paper's zero init); init_seed seeds it."""
+
+    dim: int
+    mask: str = "strict"
+    params: str = "full"
+    init_scale: float = 0.0
+    init_seed: int = 0
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        half_swap(self.dim)
+        check_mask(self.mask)
+        if self.params not in ("full", "gram19", "three_param"):
+            raise ValueError(f"params={self.params!r} is unknown; use 'full', 'gram19' or 'three_param'")
+        if not self.init_scale >= 0:
+            raise ValueError(f"init_scale={self.init_scale} must be >= 0")
+        if self.dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype={self.dtype!r} must be 'float64' or 'float32'")
+
+    @property
+    def kind(self) -> str:
+        return "disentangled" if self.params == "full" else self.params
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+
+class DisentangledTransformer(nn.Module):
+    """The disentangled transformer with full weights (params "full": W1, W2, W3) or restricted to
+    pseudo-parameters (params "gram19" / "three_param": `theta`). forward(X `[B, L, 2D]`) → ỹ `[B, D]`."""
+
+    def __init__(self, config: DisentangledConfig | None = None, **fields):
+        super().__init__()
+        self.config = config if config is not None else DisentangledConfig(**fields)
+        D, s = self.config.dim, self.config.init_scale
+        g = torch.Generator().manual_seed(int(self.config.init_seed))
+        if self.config.params == "full":
+            for name, shape in zip(("W1", "W2", "W3"), weight_shapes(D), strict=True):
+                w = s * torch.randn(shape, generator=g, dtype=torch.float64)
+                setattr(self, name, nn.Parameter(w.to(self.config.torch_dtype)))
+        else:
+            n = 19 if self.config.params == "gram19" else 3
+            w = s * torch.randn(n, generator=g, dtype=torch.float64)
+            self.theta = nn.Parameter(w.to(self.config.torch_dtype))
+
+    # the flat float64 layout (row-major, in this order) that trainers and exact objectives read
+    to_flat = ICLModel.to_flat
+    load_flat = ICLModel.load_flat
+    flat_size = ICLModel.flat_size
+
+    @property
+    def PARAM_ORDER(self) -> tuple[str, ...]:
+        return ("W1", "W2", "W3") if self.config.params == "full" else ("theta",)
+
+    @property
+    def kind(self) -> str:
+        return self.config.kind
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(D, 1, 1): one head per layer (the trainers' and the CLI's (D, H, R))."""
+        return self.config.dim, 1, 1
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the pseudo-parameters this model tracks (all 19 for the full model)."""
+        return THREE_PARAM if self.config.params == "three_param" else NAMES
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(W1, W2, W3) as full matrices."""
+        if self.config.params == "full":
+            return self.W1, self.W2, self.W3
+        return pseudo_weights(self.theta, self.config.dim, self.names)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return disentangled_forward(X, *self.weights(), self.config.mask)

@@ -1,0 +1,170 @@
+"""The induction objectives (Musat et al. 2025) against the full disentangled transformer in torch:
+the Gram-space loss and gradient per sequence (exact), the orthonormal population (exact), the
+Gaussian population (Monte Carlo within 4 standard errors), the 3-parameter closed form as the
+restricted 19-parameter model, dead directions, and full-matrix GD restricted to the subspace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fastattn._core_loader import has_cpp
+from fastattn.analysis.pseudo_params import DEAD, DEAD_ORTHONORMAL_STRICT, embed, project
+from fastattn.models.disentangled import (
+    NAMES,
+    THREE_PARAM_INDEX,
+    DisentangledTransformer,
+    disentangled_forward,
+)
+from fastattn.population import objective_for
+from fastattn.population.induction import (
+    InductionGram19Objective,
+    InductionThreeParamObjective,
+    embed_three_param,
+    orthonormal_grams,
+)
+from fastattn.tasks import InductionPairs
+from fastattn.tasks.induction import batch_grams
+
+pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
+MASKS = ("strict", "inclusive")
+
+
+def _full_losses(batch, theta, D, mask):
+    """Per-sequence ‖y − ỹ‖² `[B]` of the full model at W = Σ θ_k B_k, and its θ-gradient `[B, 19]`."""
+    t = torch.tensor(theta, requires_grad=True)
+    losses, grads = [], []
+    for i in range(batch.X.shape[0]):
+        model = DisentangledTransformer(dim=D, params="gram19", mask=mask)
+        with torch.no_grad():
+            model.theta.copy_(t)
+        loss = ((model(batch.X[i:i + 1]) - batch.y[i:i + 1]) ** 2).sum()
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(model.theta.grad.numpy().copy())
+    return np.array(losses), np.array(grads)
+
+
+def _random_theta(rng, scale=1.0):
+    return rng.normal(0.0, scale, 19)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("data", ["gaussian", "orthonormal"])
+def test_gram_space_equals_full_model_per_sequence(mask, data, rng):
+    D, N = 6, 3
+    batch = InductionPairs(D, N, data=data).sample(4, step=int(rng.integers(1 << 30)))
+    theta = _random_theta(rng, 0.3 if data == "gaussian" else 1.0)  # Gaussian scores scale with D
+    losses, grads = _full_losses(batch, theta, D, mask)
+    G1, G2, GM, target = batch_grams(batch)
+    for i in range(4):
+        one = slice(i, i + 1)
+        obj = InductionGram19Objective.from_grams(G1[one], G2[one], GM[one], target[one], mask)
+        L, g = obj.loss_grad(theta)
+        assert L == pytest.approx(losses[i], rel=1e-10, abs=1e-12)
+        np.testing.assert_allclose(g, grads[i], rtol=0, atol=1e-10 * max(1.0, np.abs(grads[i]).max()))
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("query", ["last", "uniform"])
+def test_orthonormal_population_is_exact(mask, query, rng):
+    """Every orthonormal sequence with the same q has the same loss: the population loss is the
+    mean over q of the fixed Gram matrices' loss (to 1e-10 against the full model)."""
+    D, N = 6, 3
+    task = InductionPairs(D, N, data="orthonormal", query=query)
+    batch = task.sample(48, step=int(rng.integers(1 << 30)))
+    theta = _random_theta(rng)
+    losses, _ = _full_losses(batch, theta, D, mask)
+    q = batch.q.numpy()
+    assert set(q) == ({N} if query == "last" else set(range(1, N + 1)))
+    per_q = [losses[q == k] for k in sorted(set(q))]
+    for group in per_q:
+        np.testing.assert_allclose(group, group[0], rtol=1e-10)
+    L = InductionGram19Objective.orthonormal(N, query, mask).loss_grad(theta)[0]
+    assert L == pytest.approx(np.mean([g[0] for g in per_q]), rel=1e-10)
+    G1, G2, GM, target = orthonormal_grams(N, query)
+    bG1, bG2, bGM, btarget = batch_grams(batch)
+    first = [int(np.argmax(q == k)) for k in sorted(set(q))]
+    np.testing.assert_allclose(bG1[first], G1, atol=1e-13)
+    np.testing.assert_allclose(bG2[first], G2, atol=1e-13)
+    np.testing.assert_allclose(bGM[first], GM, atol=1e-13)
+    np.testing.assert_array_equal(btarget[first], target)
+
+
+def test_gaussian_population_matches_monte_carlo(rng):
+    """The Gram objective on one sample set vs the full model on an independent one: within 4
+    standard errors of the difference."""
+    D, N, B = 4, 3, 3000
+    task = InductionPairs(D, N, data="gaussian", data_seed=int(rng.integers(1 << 30)))
+    theta = _random_theta(rng, 0.2)
+    a, b = task.sample(B, step=0), task.sample(B, step=1)
+    G1, G2, GM, target = batch_grams(a)
+    per = [InductionGram19Objective.from_grams(G1[i:i + 1], G2[i:i + 1], GM[i:i + 1], target[i:i + 1])
+           .loss_grad(theta)[0] for i in range(B)]
+    gram_mean = InductionGram19Objective.from_grams(G1, G2, GM, target).loss_grad(theta)[0]
+    assert gram_mean == pytest.approx(np.mean(per), rel=1e-12)
+    with torch.no_grad():
+        full = ((disentangled_forward(b.X, *(torch.tensor(w) for w in embed(theta, D))) - b.y) ** 2).sum(-1)
+    se = np.sqrt(np.var(per) / B + full.var().item() / B)
+    assert abs(gram_mean - full.mean().item()) < 4 * se
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("query", ["last", "uniform"])
+def test_three_param_is_the_restricted_gram19(mask, query, rng):
+    N = 5
+    three = InductionThreeParamObjective(N, query, mask)
+    gram = InductionGram19Objective.orthonormal(N, query, mask)
+    for _ in range(3):
+        theta3 = rng.normal(0.0, 1.5, 3)
+        L3, g3 = three.loss_grad(theta3)
+        L19, g19 = gram.loss_grad(embed_three_param(theta3))
+        assert L3 == pytest.approx(L19, rel=1e-12, abs=1e-14)
+        np.testing.assert_allclose(g3, g19[list(THREE_PARAM_INDEX)], rtol=1e-10, atol=1e-13)
+
+
+def test_dead_directions_have_zero_gradient(rng):
+    batch = InductionPairs(4, 3, data="gaussian").sample(8, step=int(rng.integers(1 << 30)))
+    dead = [NAMES.index(n) for n in DEAD]
+    for mask in MASKS:
+        obj = InductionGram19Objective.from_grams(*batch_grams(batch), mask)
+        g = obj.loss_grad(_random_theta(rng, 0.3))[1]
+        np.testing.assert_array_equal(g[dead], 0.0)
+    g = InductionGram19Objective.orthonormal(4, "uniform").loss_grad(_random_theta(rng))[1]
+    np.testing.assert_array_equal(g[[NAMES.index(n) for n in DEAD_ORTHONORMAL_STRICT]], 0.0)
+
+
+def test_full_matrix_gd_in_the_subspace_follows_the_pseudo_parameter_gd(rng):
+    """Full-matrix GD (lr λ) of the disentangled model on orthonormal data (q = N), its gradient
+    projected onto the 19-dim subspace (the population gradient at structured weights, Theorem 1) or
+    onto the 3 directions, follows GD of the Gram19 / 3-parameter objectives with lr λ/D."""
+    D, N, lam, steps = 8, 3, 4.0, 40
+    task = InductionPairs(D, N, data="orthonormal", query="last", data_seed=int(rng.integers(1 << 30)))
+    X = task.sample(1, step=0)
+    cases = ((False, InductionGram19Objective.orthonormal(N)), (True, InductionThreeParamObjective(N)))
+    for restricted, obj in cases:
+        model = DisentangledTransformer(dim=D)
+        theta = np.zeros(3 if restricted else 19)
+        for _ in range(steps):
+            model.zero_grad()
+            task.loss(model, X).backward()
+            g = project(model.W1.grad, model.W2.grad, model.W3.grad)  # = ∇θ L / D
+            if restricted:
+                g = np.where(np.isin(np.arange(19), THREE_PARAM_INDEX), g, 0.0)
+            with torch.no_grad():
+                for w, step in zip((model.W1, model.W2, model.W3), embed(g, D), strict=True):
+                    w -= lam * torch.from_numpy(step)
+            theta = theta - lam / D * obj.loss_grad(theta)[1]
+        got = project(model.W1, model.W2, model.W3)
+        want = embed_three_param(theta) if restricted else theta
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
+        assert np.abs(want).max() > 0.1
+
+
+def test_registry_builds_exact_objectives_and_refuses_gaussian_data():
+    model = DisentangledTransformer(dim=8, params="three_param")
+    obj = objective_for(InductionPairs(8, 4, data="orthonormal", query="last"), model)
+    assert obj.loss_grad(np.zeros(3))[1][2] == pytest.approx(-0.25)
+    with pytest.raises(ValueError, match="orthonormal"):
+        objective_for(InductionPairs(8, 4, data="gaussian"), model)

@@ -1,0 +1,41 @@
+"""`fastattn train --task induction` (Musat et al. 2025): exact flow/GD of the pseudo-parameter
+models and sampled SGD of the full disentangled transformer write the usual run record."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fastattn._core_loader import has_cpp
+from fastattn.cli import main
+from fastattn.theory import musat2025 as th
+
+pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
+ORTHO = ["train", "--task", "induction", "--dim", "8", "--context", "4", "--data", "orthonormal",
+         "--query", "last", "--init", "0", "--quiet"]
+
+
+def test_three_param_flow_record_matches_the_theory(tmp_path):
+    t_icl = th.emergence_times(4)["t_icl"]
+    assert main([*ORTHO, "--model", "three_param", "--method", "flow", "--time", str(2 * t_icl),
+                 "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["config"]["model"]["kind"] == "three_param" and record["status"] == "t_end"
+    arrays = np.load(tmp_path / "run.npz")
+    # core time 2·t_ICL is the paper's t_ICL: the last tracked α₃ sits at the threshold ½
+    assert arrays["params"][-1][0] == pytest.approx(0.5, abs=1e-5)
+
+
+def test_gram19_gd_and_disentangled_sgd(tmp_path):
+    assert main([*ORTHO, "--model", "gram19", "--method", "gd", "--lr", "0.5", "--steps", "50",
+                 "--out", str(tmp_path), "--name", "gd"]) == 0
+    assert np.load(tmp_path / "gd.npz")["params"].shape[-1] == 19
+    assert main(["train", "--task", "induction", "--model", "disentangled", "--dim", "4", "--context", "2",
+                 "--reduction", "mean", "--mask", "inclusive", "--init", "0", "--method", "sgd", "--lr", "1",
+                 "--steps", "5", "--batch-size", "16", "--quiet", "--out", str(tmp_path),
+                 "--name", "sgd"]) == 0
+    assert np.load(tmp_path / "sgd.npz")["params"].shape[-1] == 28 * 16
+    with pytest.raises(ValueError, match="no exact population objective"):
+        main([*ORTHO, "--model", "disentangled", "--method", "flow", "--time", "1", "--out", str(tmp_path)])
