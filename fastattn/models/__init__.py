@@ -26,6 +26,14 @@ from fastattn.models.linear_attention import (
     SeparateKQ,
     beta,
 )
+from fastattn.models.multihead_softmax import (
+    KernelRegressors,
+    KernelRegressorsConfig,
+    MultiHeadLinear,
+    MultiHeadLinearConfig,
+    MultiHeadSoftmax,
+    MultiHeadSoftmaxConfig,
+)
 from fastattn.models.softmax_attention import (
     SoftmaxMergedConfig,
     SoftmaxMergedKQ,
@@ -38,3 +46,5 @@ __all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel"
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",
            "config_to_dict", "cubic_feature", "get_model", "register_model"]
+__all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
+            "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]
