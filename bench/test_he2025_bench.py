@@ -25,6 +25,7 @@ from fastattn.tasks import LinearRegression
 from fastattn.training.batched import (
     BatchedAdamConfig,
     BatchedState,
+    FastStream,
     adam_update,
     batch_tokens,
     loss_and_grad,
@@ -88,20 +89,27 @@ def test_authors_step(benchmark, threads):
     benchmark(step)
 
 
+@pytest.mark.parametrize("stream", ["task", "fast"])
 @pytest.mark.parametrize("runs", [1, 4, 20])
-def test_batched_step(benchmark, threads, runs):
+def test_batched_step(benchmark, threads, runs, stream):
     models = [MultiHeadSoftmax(d, H, init_seed=r, dtype="float32") for r in range(runs)]
     tasks = [LinearRegression(d, context=L, spectrum=[1.0] * d, noise=0.1, w_cov=np.eye(d) / d,
                               data_seed=r) for r in range(runs)]
     state = BatchedState.of(models)
     cfg = BatchedAdamConfig(lr=1e-3, steps=1, batch_size=B)
     counter = iter(range(10**9))
+    streams = [FastStream(t, torch.float32) for t in tasks]
+
+    def draw():
+        if stream == "task":
+            return batch_tokens(tasks, B, next(counter), torch.float32)
+        return (torch.stack(t) for t in zip(*(s.draw(B) for s in streams), strict=True))
 
     def step():
-        z, z_q, y_q = batch_tokens(tasks, B, next(counter), torch.float32)
+        z, z_q, y_q = draw()
         loss, grads = loss_and_grad(state.params, z, z_q, y_q)
         adam_update(state, grads, cfg)
         return loss
 
-    benchmark.extra_info.update(runs=runs, threads=threads)
+    benchmark.extra_info.update(runs=runs, threads=threads, stream=stream)
     benchmark(step)

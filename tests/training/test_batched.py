@@ -31,9 +31,10 @@ def test_fused_gradient_equals_autograd():
         torch.testing.assert_close(grads[name][0], e, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_each_batched_run_is_bit_identical_to_the_run_alone(dtype):
-    cfg = BatchedAdamConfig(lr=1e-2, steps=15, batch_size=32, record_every=5)
+@pytest.mark.parametrize(("dtype", "stream"), [("float64", "task"), ("float32", "task"),
+                                             ("float32", "fast")])
+def test_each_batched_run_is_bit_identical_to_the_run_alone(dtype, stream):
+    cfg = BatchedAdamConfig(lr=1e-2, steps=15, batch_size=32, record_every=5, stream=stream)
     seeds = [(0, 10), (1, 11), (2, 12)]
     models = [MultiHeadSoftmax(D, H, init_seed=i, dtype=dtype) for i, _ in seeds]
     together = train_batched(models, [_task(s) for _, s in seeds], cfg)
@@ -61,3 +62,16 @@ def test_mixed_heads_are_rejected():
     with pytest.raises(ValueError, match="heads"):
         train_batched([MultiHeadSoftmax(D, 1), MultiHeadSoftmax(D, 2)], [_task(0), _task(1)],
                       BatchedAdamConfig(steps=1))
+
+
+def test_fast_stream_has_the_task_distribution():
+    from fastattn.training.batched import FastStream
+
+    task = LinearRegression(D, context=L, cov=[[1.0, 0.5, 0.0], [0.5, 1.0, 0.0], [0.0, 0.0, 2.0]],
+                            noise=0.3, w_cov=np.eye(D) / D, data_seed=3)
+    z, z_q, y_q = FastStream(task, torch.float64).draw(40_000)
+    x = z[..., :D].reshape(-1, D).numpy()
+    np.testing.assert_allclose(x.T @ x / len(x), task.cov_matrix, atol=0.02)
+    # E y_q² = tr(Λ Σ_w) + σ²
+    assert abs(float((y_q ** 2).mean()) - (np.trace(task.cov_matrix) / D + 0.3)) < 0.02
+    assert torch.all(z_q[:, -1] == 0)
