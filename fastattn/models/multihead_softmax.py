@@ -251,6 +251,12 @@ class KernelRegressors(ICLModel):
         self.omega = self._normal(g, shape, cfg.init_scale ** 2)
         self.mu = self._normal(g, (cfg.heads,), cfg.init_scale ** 2)
 
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, R) with R the ω entries per head: 1 (scalar), d (diagonal) or d² (full)."""
+        d = self.config.dim
+        return d, self.config.heads, {"scalar": 1, "diagonal": d, "full": d * d}[self.config.omega_form]
+
     def omega_matrices(self) -> torch.Tensor:
         """Ω_h `[H, d, d]`."""
         form, d = self.config.omega_form, self.config.dim
