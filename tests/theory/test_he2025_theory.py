@@ -115,3 +115,20 @@ def test_reduced_loss_check_values():
     loss, mu = th.reduced_loss([0.13, -0.13], None, 5, 40, 0.1, n=20_000, seed=0)
     assert abs(loss - 0.242) < 0.003
     assert abs(mu[0] - 3.392) < 0.05 and abs(mu[0] + mu[1]) < 0.05
+
+
+def test_small_gamma_pair_is_debiased_gd_up_to_gamma_squared():
+    """Spec §5.3 / E14: heads (γ, −γ) with μ = ±η/(2γ) equal dGD(η) up to O(γ²)."""
+    from fastattn.models import KernelRegressors
+
+    d, L, s2, eta = 5, 40, 0.1, 0.9
+    batch = _task(d, L, s2).fixed_dataset(2000, 0)
+    dgd = debiased_gd(eta)(batch.x, batch.y, batch.x_q)
+    errors = []
+    for gamma in (0.02, 0.01):
+        model = KernelRegressors(d, 2)
+        with torch.no_grad():
+            model.omega.copy_(torch.tensor([gamma, -gamma], dtype=torch.float64))
+            model.mu.copy_(torch.tensor([1.0, -1.0], dtype=torch.float64) * eta / (2 * gamma))
+            errors.append(float((model(batch.x, batch.y, batch.x_q) - dgd).pow(2).mean().sqrt()))
+    assert 3.5 < errors[0] / errors[1] < 4.5, errors
