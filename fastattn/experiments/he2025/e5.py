@@ -21,7 +21,7 @@ OMEGA, MU = 0.13, 3.45
 #: the repo used L = 10, 15, …, 100 and 50 000 prompts; one setting serves --quick and the full
 #: figure here, since nothing is trained (the summary cannot see --quick)
 LENGTHS = tuple(range(10, 101, 10))
-N_PROMPTS = 10_000
+N_PROMPTS = 5_000
 
 
 def _two_head() -> KernelRegressors:
