@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fastattn.models import MODELS, get_model
 from fastattn.tasks import TASKS, get_task, spectrum
-from fastattn.tasks.spectra import SPECTRA
+from fastattn.tasks.spectra import SPECTRA, toeplitz_cov
 
 
 def context_value(text: str) -> int | list[int]:
@@ -67,6 +69,8 @@ INDUCTION = ("induction",)
 INDUCTION_MODELS = ("three_param", "gram19", "disentangled")
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
+HE2025 = ("multihead_softmax", "multihead_linear")
+NORMALIZED = ("multihead_softmax", "kernel_regressors")
 
 OPTIONS: tuple[Option, ...] = (
     # task
@@ -93,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--query", "task", "query", str, "uniform | last (q = N, Theorem 2)", "uniform", INDUCTION),
     Option("--reduction", "task", "reduction", str, "sum (theory) | mean (App. C/D SGD) over D", "sum",
            INDUCTION),
+    Option("--w-var", "task", "w_cov", float,
+           "task prior Σ_w = VAR·I (He et al.: 1/D; default Σ_w = I)", None, LR),
+    Option("--cov-rho", "task", "cov", float,
+           "Λ_ij = ρ^|i−j| (AR(1) covariance) instead of --spectrum", None, LR),
     # model
     Option("--model", "model", "kind", str, f"model family: {' | '.join((*MODELS, *INDUCTION_MODELS))}",
            "separate"),
@@ -109,6 +117,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
     Option("--mask", "model", "mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
            INDUCTION_MODELS),
+    Option("--init-mode", "model", "init_mode", str,
+           "torch (nn.Linear default) | small_id | small_id_qk | oppo_small_id", "torch", HE2025),
+    Option("--activation", "model", "activation", str,
+           "normalised activation: exp (softmax) | linear | square | tanh", "exp", NORMALIZED),
+    Option("--norm-context", "model", "norm_context", int,
+           "LinTF's hard-coded 1/L (default: the actual context length)", None, ("multihead_linear",)),
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
@@ -189,6 +203,11 @@ def _linear_regression_fields(fields: dict[str, Any]) -> dict[str, Any]:
         fields["spectrum"] = tuple(spectrum(fields["spectrum"], int(fields["dim"])))
     if isinstance(fields.get("context"), list):
         fields["context"] = tuple(fields["context"])
+    if isinstance(fields.get("w_cov"), float):
+        fields["w_cov"] = fields["w_cov"] * np.eye(int(fields["dim"]))
+    if isinstance(fields.get("cov"), float):
+        fields["cov"] = toeplitz_cov(int(fields["dim"]), fields["cov"])
+        fields.pop("spectrum", None)
     return fields
 
 

@@ -27,6 +27,14 @@ from fastattn.models.linear_attention import (
     SeparateKQ,
     beta,
 )
+from fastattn.models.multihead_softmax import (
+    KernelRegressors,
+    KernelRegressorsConfig,
+    MultiHeadLinear,
+    MultiHeadLinearConfig,
+    MultiHeadSoftmax,
+    MultiHeadSoftmaxConfig,
+)
 from fastattn.models.softmax_attention import (
     SoftmaxMergedConfig,
     SoftmaxMergedKQ,
@@ -41,3 +49,5 @@ __all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel"
            "config_to_dict", "cubic_feature", "get_model", "register_model"]
 # Musat et al. 2025 (not ICLModel families: the input is a token matrix, see models/disentangled.py)
 __all__ += ["DisentangledConfig", "DisentangledTransformer"]
+__all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
+            "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]

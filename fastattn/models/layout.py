@@ -23,8 +23,15 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
     if family == "merged_full":
         return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
+    if family in ("multihead_softmax", "multihead_linear"):  # d = the covariate dimension
+        square = (h, d + 1, d + 1)
+        return (("wq", square), ("wk", square), ("wv", square), ("wo", (h, d + 1)))
+    if family == "kernel_regressors":  # r = ω entries per head: 1 (scalar), d (diagonal), d² (full)
+        omega = (h,) if r == 1 else (h, d) if r == d else (h, d, d)
+        return (("omega", omega), ("mu", (h,)))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
-                     "softmax_merged or softmax_separate")
+                     "softmax_merged, softmax_separate, multihead_softmax, multihead_linear or "
+                     "kernel_regressors")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

@@ -71,3 +71,34 @@ def disentangled_transformer(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor
     H1 = torch.cat([X, sigma(X @ W1 @ X.transpose(1, 2)) @ X], dim=-1)
     H2 = torch.cat([H1, sigma(H1 @ W2 @ H1.transpose(1, 2)) @ H1], dim=-1)
     return (H2 @ W3)[:, -1]
+
+
+def multihead_softmax_attention(Z: torch.Tensor, ov: torch.Tensor, kq: torch.Tensor
+                                ) -> torch.Tensor:
+    """TF(Z) = Z + Σ_h OV^(h) Z smax∘msk(Zᵀ KQ^(h) Z) (He et al. 2025, spec §1.2), the softmax
+    normalising each column (query j) over the keys i < j: a strictly causal mask, so the query
+    (last column) attends to the L context tokens only. Column 0 has no key and gets no update.
+
+    Z `[B, D, L+1]`, OV^(h) and KQ^(h) `[H, D, D]` → `[B, D, L+1]`; ŷ_q is the entry [-1, -1].
+    """
+    n = Z.shape[-1]
+    scores = torch.einsum("bim,hij,bjn->bhmn", Z, kq, Z)                     # [B, H, keys, queries]
+    strict = torch.ones(n, n, dtype=torch.bool, device=Z.device).triu(1)     # key m < query n
+    weights = torch.softmax(scores.masked_fill(~strict, float("-inf")), dim=-2).nan_to_num(0.0)
+    return Z + torch.einsum("hij,bjm,bhmn->bin", ov, Z, weights)
+
+
+def multihead_linear_attention(Z: torch.Tensor, ov: torch.Tensor, kq: torch.Tensor,
+                               norm_context: int) -> torch.Tensor:
+    """LinTF(Z) = Z + (1/L) Σ_h OV^(h) Z Zᵀ KQ^(h) Z, no softmax and no mask (spec §1.8);
+    Z `[B, D, L+1]`, OV, KQ `[H, D, D]`, L = `norm_context` → `[B, D, L+1]`."""
+    return Z + torch.einsum("hij,bjk,bmk,hml,bln->bin", ov, Z, Z, kq, Z) / norm_context
+
+
+def kernel_regressors(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, omega: torch.Tensor,
+                      mu: torch.Tensor) -> torch.Tensor:
+    """ŷ_q = Σ_h μ_h Σ_ℓ y_ℓ exp(ω_h x_ℓᵀ x_q) / Σ_m exp(ω_h x_mᵀ x_q) (spec §1.5), literally (no
+    max subtraction): X `[B, L, d]`, y `[B, L]`, x_q `[B, d]`, ω, μ `[H]` → `[B]`."""
+    s = torch.einsum("bld,bd->bl", X, x_q)
+    e = torch.exp(omega[None, :, None] * s[:, None, :])                      # [B, H, L]
+    return torch.einsum("h,bhl,bl->b", mu, e / e.sum(-1, keepdim=True), y)

@@ -245,6 +245,13 @@ class LinearRegression:
         return Moments(cov=self.cov_matrix, w_second=self.w_second_moment(),
                        noise=float(self.noise), inv_n=self.inv_context_mean())
 
+    def with_context(self, context: int | Sequence[int]) -> LinearRegression:
+        """The same distribution (seeds included) at another context length: evaluation at an L
+        other than the training one (length generalisation, He et al. 2025 §2.4)."""
+        import dataclasses
+
+        return dataclasses.replace(self, context=context, context_probs=None)
+
     # ------------------------------------------------------------------------------ sampling
     def sample(self, batch_size: int, step: int = 0, *, dtype: torch.dtype = torch.float64,
                device: str | torch.device = "cpu") -> Batch:

@@ -1,0 +1,17 @@
+"""Figure recipes of He, Pan, Chen & Yang (ICML 2025): multi-head softmax attention on in-context
+linear regression, simulation with the theory drawn over it (spec ../shared/specs/he2025.md §6).
+
+`settings` holds the paper's setting; one module per experiment. Measured numbers and the
+text-vs-code choices: docs/he2025.md.
+"""
+
+from fastattn.experiments.recipe import Figure
+
+FIGURES = (
+    Figure("he2025-e1", "He et al. 2025, E1: KQ/OV patterns of trained multi-head softmax attention",
+           f"{__name__}.e1:RECIPE"),
+    Figure("he2025-e4", "He et al. 2025, E4: error vs context length for H heads (trained at L = 40)",
+           f"{__name__}.e4:RECIPE"),
+    Figure("he2025-e5", "He et al. 2025, E5: estimators vs context length (Monte Carlo)",
+           f"{__name__}.e5:RECIPE"),
+)

@@ -1,0 +1,281 @@
+"""Multi-head softmax attention on in-context regression (He, Pan, Chen & Yang 2025), its linear
+counterpart, and the reduced sum-of-kernel-regressors model.
+
+Layout (spec §1.1–1.3): token z_ℓ = [x_ℓ; y_ℓ] ∈ R^{D}, D = d+1, query z_q = [x_q; 0]. The query
+attends to the L context tokens only (not to itself). Per head h, with factors W_Q^h, W_K^h, W_V^h
+`[D, D]` and W_O^h `[1, D]` (the blocks of the authors' nn.Linear(D, H·D) and nn.Linear(H·D, 1)):
+
+    KQ^(h) = W_K^hᵀ W_Q^h / √D        OV^(h) = W_O^h W_V^h  (the row of OV that reaches ŷ)
+    ŷ_q = Σ_h OV^(h) Σ_ℓ smax_ℓ(z_ℓᵀ KQ^(h) z_q) z_ℓ
+
+The forward runs through `fastattn.ops.single_query_attention` (Triton on CUDA, reference on CPU)
+with the tokens as both keys and values; the literal formula on the (d+1)×(L+1) matrix is
+`fastattn.models.reference.multihead_softmax_attention`, and the tests check the two agree.
+
+Families (config → model, kind): `MultiHeadSoftmaxConfig` → `MultiHeadSoftmax`
+("multihead_softmax"), `MultiHeadLinearConfig` → `MultiHeadLinear` ("multihead_linear", §1.8),
+`KernelRegressorsConfig` → `KernelRegressors` ("kernel_regressors", §1.5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from fastattn import _validate as check
+from fastattn import ops
+from fastattn.models.base import BaseModelConfig, ICLModel, register_model
+
+INITS = ("torch", "small_id", "small_id_qk", "oppo_small_id")
+ACTIVATIONS = ("exp", "linear", "square", "tanh")
+OMEGA_FORMS = ("scalar", "diagonal", "full")
+
+
+def normalized_activation(scores: torch.Tensor, activation: str, c: float) -> torch.Tensor:
+    """σ_f(ν)_i = f(ν_i) / Σ_j f(ν_j) over the last dim (spec §1.7): f = exp (softmax),
+    1 + c·x ("linear"), (1 + c·x)² ("square") or 1 + tanh x ("tanh"). A zero denominator (possible
+    for "linear") gives inf/NaN, which the trainers report as a divergence."""
+    if activation == "exp":
+        return torch.softmax(scores, -1)
+    if activation == "linear":
+        f = 1 + c * scores
+    elif activation == "square":
+        f = (1 + c * scores) ** 2
+    else:
+        f = 1 + torch.tanh(scores)
+    return f / f.sum(-1, keepdim=True)
+
+
+def _context_mask(lengths: torch.Tensor | None, n: int) -> torch.Tensor | None:
+    """`[B, n]` True on real context rows, or None when every sequence has all n."""
+    if lengths is None or bool((lengths == n).all()):
+        return None
+    return torch.arange(n, device=lengths.device)[None] < lengths[:, None]
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+            activation: str, c: float) -> torch.Tensor:
+    """Σ_ℓ σ_f(q_h·k_ℓ)_ℓ v_ℓ: q `[B, H, K]`, k `[B, L, K]`, v `[B, L, V]` → `[B, H, V]`.
+
+    Softmax over full contexts goes through the single-query op; padded contexts and the other
+    activations through the same formula in torch."""
+    if activation == "exp" and mask is None:
+        return ops.single_query_attention(q, k, v, 1.0)
+    scores = torch.einsum("bhk,blk->bhl", q, k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask[:, None], float("-inf") if activation == "exp" else 0.0)
+    p = normalized_activation(scores, activation, c)
+    if mask is not None and activation != "exp":
+        p = p * mask[:, None]
+        p = p / p.sum(-1, keepdim=True)
+    return torch.einsum("bhl,blv->bhv", p, v)
+
+
+def tokens(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Z `[B, L, D]` with rows z_ℓ = [x_ℓ, y_ℓ], z_q `[B, D]` = [x_q, 0]) from x `[B, L, d]`,
+    y `[B, L]`, x_q `[B, d]`."""
+    return torch.cat([x, y[..., None]], -1), torch.cat([x_q, torch.zeros_like(x_q[:, :1])], -1)
+
+
+# ------------------------------------------------------------------------------- full models
+@dataclass(frozen=True)
+class MultiHeadSoftmaxConfig(BaseModelConfig):
+    """One-layer H-head softmax attention (spec §1.2–1.4); `dim` is the covariate dimension d.
+
+    Attributes:
+        init_mode: "torch" (nn.Linear's default U(±1/√fan_in), the paper's), "small_id" (W_Q, W_K,
+            W_V = 1e-6·I), "small_id_qk" (W_Q, W_K = 1e-4·I) or "oppo_small_id" (W_Q = +1e-6·I on
+            the first H/2 heads and −1e-6·I on the rest, W_K = 1e-6·I), the other factors drawn as
+            "torch" (the authors' code, spec §1.4). `init_scale` and `init_scheme` of the base
+            config are not used.
+        activation: "exp" (softmax), "linear" (1 + Cx), "square" ((1 + Cx)²), "tanh" (1 + tanh x).
+        activation_c: the constant C of "linear" and "square" (the text leaves it open).
+    """
+
+    kind = "multihead_softmax"
+    init_mode: str = "torch"
+    activation: str = "exp"
+    activation_c: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.init_mode not in INITS:
+            raise ValueError(f"init_mode must be one of {INITS}; got {self.init_mode!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}; got {self.activation!r}")
+        check.positive_float("activation_c", self.activation_c)
+        if self.init_mode == "oppo_small_id" and self.heads % 2:
+            raise ValueError(f"init_mode='oppo_small_id' needs an even number of heads; got {self.heads}")
+
+
+class _FactorisedHeads(ICLModel):
+    """Per-head factors wq, wk, wv `[H, D, D]` and wo `[H, D]`, and their circuits."""
+
+    PARAM_ORDER = ("wq", "wk", "wv", "wo")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        cfg = self.config
+        h, dd = cfg.heads, cfg.dim + 1
+
+        def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
+            bound = 1.0 / math.sqrt(fan_in)
+            return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+        w = {n: uniform((h, dd, dd), dd) for n in ("wq", "wk", "wv")}
+        w["wo"] = uniform((h, dd), h * dd)
+        eye = torch.eye(dd, dtype=torch.float64).expand(h, dd, dd)
+        if cfg.init_mode == "small_id":
+            w |= {n: 1e-6 * eye for n in ("wq", "wk", "wv")}
+        elif cfg.init_mode == "small_id_qk":
+            w |= {n: 1e-4 * eye for n in ("wq", "wk")}
+        elif cfg.init_mode == "oppo_small_id":
+            sign = torch.tensor([1.0] * (h // 2) + [-1.0] * (h // 2),
+                                dtype=torch.float64)[:, None, None]
+            w |= {"wq": 1e-6 * sign * eye, "wk": 1e-6 * eye}
+        for name, t in w.items():
+            setattr(self, name, nn.Parameter(t.contiguous().to(cfg.torch_dtype)))
+
+    def extract_kq(self) -> torch.Tensor:
+        """KQ^(h) = W_K^hᵀ W_Q^h / √(d+1) `[H, D, D]`: head h scores z_ℓ by z_ℓᵀ KQ^(h) z_q."""
+        return self.wk.transpose(1, 2) @ self.wq / math.sqrt(self.config.dim + 1)
+
+    def extract_ov(self) -> torch.Tensor:
+        """The last row of OV^(h) = W_O^h W_V^h `[H, D]`: (c_hᵀ, μ_h), the only row reaching ŷ."""
+        return torch.einsum("hi,hij->hj", self.wo, self.wv)
+
+
+@register_model
+class MultiHeadSoftmax(_FactorisedHeads):
+    """ŷ_q = Σ_h OV^(h) Σ_ℓ σ_f(z_ℓᵀ KQ^(h) z_q)_ℓ z_ℓ over the L context tokens (spec §1.2)."""
+
+    config_class = MultiHeadSoftmaxConfig
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """Prediction at the query from x `[B, L, d]`, y `[B, L]`, x_q `[B, d]` → `[B]` (or each
+        head's term `[B, H]`); `lengths` `[B]` for zero-padded contexts."""
+        z, z_q = tokens(x, y, x_q)
+        q = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)                 # [B, H, D]
+        cfg = self.config
+        attended = _attend(q, z, z, _context_mask(lengths, y.shape[1]), cfg.activation,
+                           cfg.activation_c)                                    # [B, H, D]
+        out = torch.einsum("hd,bhd->bh", self.extract_ov(), attended)
+        return out if per_head else out.sum(-1)
+
+
+@dataclass(frozen=True)
+class MultiHeadLinearConfig(BaseModelConfig):
+    """H-head linear attention LinTF (spec §1.8), factorised as `MultiHeadSoftmaxConfig`.
+
+    Attributes:
+        norm_context: the hard-coded 1/L of LinTF (the training length); None: the actual length.
+        init_mode: as `MultiHeadSoftmaxConfig.init_mode`.
+    """
+
+    kind = "multihead_linear"
+    norm_context: int | None = None
+    init_mode: str = "torch"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.norm_context is not None:
+            check.positive_int("norm_context", self.norm_context)
+        if self.init_mode not in INITS:
+            raise ValueError(f"init_mode must be one of {INITS}; got {self.init_mode!r}")
+
+
+@register_model
+class MultiHeadLinear(_FactorisedHeads):
+    """ŷ_q = (1/L_norm) Σ_h OV^(h) (Σ_{ℓ ≤ L} z_ℓ z_ℓᵀ + z_q z_qᵀ) KQ^(h) z_q: no softmax, no
+    mask, the query column included (spec §1.8)."""
+
+    config_class = MultiHeadLinearConfig
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """As `MultiHeadSoftmax.forward` (padded rows are zero, so they add nothing)."""
+        z, z_q = tokens(x, y, x_q)
+        second = torch.einsum("bli,blj->bij", z, z) + z_q[:, :, None] * z_q[:, None, :]
+        kq_zq = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)             # [B, H, D]
+        out = torch.einsum("hi,bij,bhj->bh", self.extract_ov(), second, kq_zq)
+        if self.config.norm_context is not None:
+            out = out / self.config.norm_context
+        elif lengths is not None:
+            out = out / lengths.to(out.dtype)[:, None]
+        else:
+            out = out / y.shape[1]
+        return out if per_head else out.sum(-1)
+
+
+# ----------------------------------------------------------------------------- reduced model
+@dataclass(frozen=True)
+class KernelRegressorsConfig(BaseModelConfig):
+    """The reduced model ŷ_q = Σ_h μ_h Σ_ℓ y_ℓ σ_f(x_ℓᵀ Ω_h x_q)_ℓ (spec §1.5).
+
+    Attributes:
+        omega_form: "scalar" (Ω_h = ω_h I, the paper's (ω, μ) model), "diagonal" (Ω_h = diag ω_h)
+            or "full" (Ω_h `[d, d]`, non-isotropic covariates).
+        activation, activation_c: as `MultiHeadSoftmaxConfig`.
+        ω and μ start i.i.d. N(0, init_scale²) from `init_seed` (the repo's 4-head run: 0.1).
+    """
+
+    kind = "kernel_regressors"
+    omega_form: str = "scalar"
+    activation: str = "exp"
+    activation_c: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.omega_form not in OMEGA_FORMS:
+            raise ValueError(f"omega_form must be one of {OMEGA_FORMS}; got {self.omega_form!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}; got {self.activation!r}")
+        check.positive_float("activation_c", self.activation_c)
+
+
+@register_model
+class KernelRegressors(ICLModel):
+    """A sum of H Nadaraya–Watson regressors: parameters omega (`[H]`, `[H, d]` or `[H, d, d]`)
+    and mu `[H]`."""
+
+    config_class = KernelRegressorsConfig
+    PARAM_ORDER = ("omega", "mu")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        cfg = self.config
+        shape = {"scalar": (cfg.heads,), "diagonal": (cfg.heads, cfg.dim),
+                 "full": (cfg.heads, cfg.dim, cfg.dim)}[cfg.omega_form]
+        self.omega = self._normal(g, shape, cfg.init_scale ** 2)
+        self.mu = self._normal(g, (cfg.heads,), cfg.init_scale ** 2)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, R) with R the ω entries per head: 1 (scalar), d (diagonal) or d² (full)."""
+        d = self.config.dim
+        return d, self.config.heads, {"scalar": 1, "diagonal": d, "full": d * d}[self.config.omega_form]
+
+    def omega_matrices(self) -> torch.Tensor:
+        """Ω_h `[H, d, d]`."""
+        form, d = self.config.omega_form, self.config.dim
+        if form == "scalar":
+            return self.omega[:, None, None] * torch.eye(d, dtype=self.omega.dtype)
+        return torch.diag_embed(self.omega) if form == "diagonal" else self.omega
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """Prediction at the query from x `[B, L, d]`, y `[B, L]`, x_q `[B, d]` → `[B]` (or
+        `[B, H]`). The scalar form scores with s_ℓ = x_ℓᵀ x_q once for all heads (O(Ld + HL))."""
+        cfg = self.config
+        mask = _context_mask(lengths, y.shape[1])
+        if cfg.omega_form == "scalar":
+            s = torch.einsum("bld,bd->bl", x, x_q)[..., None]                   # [B, L, 1]
+            q = self.omega[None, :, None].expand(x.shape[0], -1, 1)              # [B, H, 1]
+            attended = _attend(q, s, y[..., None], mask, cfg.activation, cfg.activation_c)
+        else:
+            q = torch.einsum("hde,be->bhd", self.omega_matrices(), x_q)
+            attended = _attend(q, x, y[..., None], mask, cfg.activation, cfg.activation_c)
+        out = self.mu * attended[..., 0]                                        # [B, H]
+        return out if per_head else out.sum(-1)
