@@ -72,7 +72,8 @@ def category_colors(values) -> dict:
 def save(fig: plt.Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:   # a figure made with layout="constrained" lays itself out
+        fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
