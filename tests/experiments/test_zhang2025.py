@@ -195,9 +195,7 @@ def test_fig14_default_lr_is_stable():
 
 
 def test_listing_figures_imports_no_figure_module(tmp_path):
-    """`fastattn reproduce --list` reads the index only; a figure's module is imported when asked for.
-    Run outside the checkout: `python -c` puts the working directory first on sys.path, where the
-    source tree (no compiled core) would shadow the installed package."""
+    """`fastattn reproduce --list` reads the index only; a figure's module is imported when asked for."""
     code = ("import sys\n"
             "from fastattn.cli import main\n"
             "main(['reproduce', '--list'])\n"
