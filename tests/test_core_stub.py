@@ -1,4 +1,4 @@
-"""fastattn/_core.pyi declares exactly the compiled module's public names and each class's members."""
+"""src/fastattn/_core.pyi declares exactly the compiled module's public names and each class's members."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastattn._core_loader import core, has_cpp
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
-STUB = ast.parse((Path(__file__).resolve().parents[1] / "fastattn" / "_core.pyi").read_text())
+STUB = ast.parse((Path(__file__).resolve().parents[1] / "src" / "fastattn" / "_core.pyi").read_text())
 ALIASES = {"F64"}  # the stub's own type aliases
 
 

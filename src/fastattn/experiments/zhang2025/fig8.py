@@ -34,7 +34,8 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
 
 def plot(runs: list[Run], summary: dict[str, Any]):
     fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
-    loss_panel(ax, runs, eq19_levels(runs[0].spec.task), label_key="model")
+    loss_panel(ax, runs, eq19_levels(runs[0].spec.task), label_key="model",
+               levels_label="theory (Eq. 26: Eq. 19 with E(1/N))")
     ax.set_title(f"next-token loss, E(1/N) = H_31/31 = {summary['inv_n']:.5f}; dashed: Eq. 26", fontsize=9)
     return fig
 

@@ -74,15 +74,37 @@ def value_fits(run: Run) -> list[dict[str, float]]:
     return fits
 
 
+def alignment_course(run: Run) -> dict[str, Any]:
+    """|cos(k_i, e_d)| `[H, D]` half-way (in log time) through each detected plateau and at the end:
+    the course of Fig. 3(c), where each drop aligns one more head with one more eigenvector."""
+    task, cfg = run.spec.task, run.spec.model
+    plateaus, _ = analysis.find_plateaus_and_drops(run.traj.time, run.traj.loss)
+    wanted = [float(np.sqrt(p.start * p.end)) for p in plateaus if p.start > 0 and not p.reaches_end]
+    t = run.traj.snapshot_time
+    idx = sorted({int(np.argmin(np.abs(np.log(t[1:]) - np.log(w)))) + 1 for w in wanted} | {len(t) - 1})
+    cos = []
+    for i in idx:
+        _, k, _ = analysis.split_separate(run.traj.params[i], cfg.heads, cfg.rank, cfg.dim)
+        cos.append(analysis.alignment(k[:, 0], task.eigvecs))
+    loss = np.interp(t[idx], run.traj.time, run.traj.loss)
+    return {"run": run.spec.label, "times": t[idx], "loss": loss, "alignment": np.asarray(cos),
+            "n_aligned_heads": [int(np.sum(c.max(axis=1) > 0.9)) for c in cos]}
+
+
 def summarize(runs: list[Run]) -> dict[str, Any]:
-    out = {"levels": level_summary(runs)}
+    # the run with the most plateaus resolved (in most seeds two drops overlap; see the tests)
+    courses = [alignment_course(r) for r in runs]
+    out = {"levels": level_summary(runs), "key_alignment_course": max(courses, key=lambda c: len(c["times"]))}
     out["learned_order"] = {r.spec.label: learned_order(r) for r in runs}
     out["value_weight_fits"] = {r.spec.label: value_fits(r) for r in runs}
     return out
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):
-    fig, axes = plots.plt.subplots(1, 3, figsize=(15, 4.2))
+    course = summary["key_alignment_course"]
+    fig = plots.plt.figure(figsize=(18, 4.8), layout="constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=(2, 1.6))
+    axes = left.subplots(1, 2)
     loss_panel(axes[0], runs, eq19_levels(runs[0].spec.task), label_key="seed")
     axes[0].set_title("(a) loss: D drops, plateaus at Eq. 19")
     run = runs[0]
@@ -94,7 +116,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.set_ylabel("|v_i|")
     a = theory.b_eigenvalues(task.eigvals, task.inv_context_mean())
     for h in range(cfg.heads):
-        ax.plot(t, v[:, h], lw=1.5, label=f"head {h}")
+        ax.plot(t, v[:, h], lw=1.5, label=f"head {h + 1}")
     for fit in summary["value_weight_fits"][run.spec.label]:
         d = fit["direction"]
         tt = np.linspace(max(t[1], fit["time_shift"]), t[-1], 400)
@@ -104,12 +126,17 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.set_xlim(0, t[-1] / 3)
     ax.legend(fontsize=7)
     ax.set_title("(b) value weights vs the scalar ODE")
-    _, k, _ = analysis.split_separate(run.traj.params[-1], cfg.heads, cfg.rank, cfg.dim)
-    im = axes[2].imshow(analysis.alignment(k[:, 0], task.eigvecs), vmin=0, vmax=1, cmap="viridis")
-    axes[2].set_xlabel("eigenvector e_d (λ descending)")
-    axes[2].set_ylabel("head i")
-    axes[2].set_title("(c) |cos(k_i, e_d)| at the end")
-    fig.colorbar(im, ax=axes[2])
+    heat = right.subplots(1, len(course["times"]))
+    for j, ax in enumerate(heat):
+        im = plots.heatmap(ax, course["alignment"][j], vmin=0, vmax=1, colorbar=None, aspect="equal")
+        ax.set_title(f"t={course['times'][j]:.3g}\nL={course['loss'][j]:.3f}", fontsize=8)
+        ax.set_xlabel("e_d")
+        if j:
+            ax.set_yticklabels([])
+        else:
+            ax.set_ylabel("head i (key k_i)")
+    right.colorbar(im, ax=heat, label="|cos(k_i, e_d)|", shrink=0.7)
+    right.suptitle(f"(c) key alignment on each plateau and at the end ({course['run']})")
     return fig
 
 

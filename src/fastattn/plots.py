@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +42,26 @@ def draw_levels(ax: plt.Axes, levels: Sequence[float], label: str = "theory", **
         ax.axhline(level, label=label if i == 0 else None, **style)
 
 
+def heatmap(ax: plt.Axes, values: np.ndarray, xticklabels: Sequence[str] | None = None,
+            yticklabels: Sequence[str] | None = None, colorbar: str | None = "", **kw):
+    """`values` `[rows, cols]` as an image with one tick per row and column (labelled 1, 2, … unless
+    given) and, unless `colorbar` is None, a colour bar labelled `colorbar`. `kw` go to imshow."""
+    rows, cols = np.shape(values)
+    im = ax.imshow(values, **({"cmap": "viridis", "aspect": "auto"} | kw))
+    ax.set_xticks(range(cols), xticklabels if xticklabels is not None else range(1, cols + 1))
+    ax.set_yticks(range(rows), yticklabels if yticklabels is not None else range(1, rows + 1))
+    if colorbar is not None:
+        ax.figure.colorbar(im, ax=ax, label=colorbar)
+    return im
+
+
+def suptitle(fig: plt.Figure, title: str, caption: str, fontsize: float = 8) -> None:
+    """`title` and `caption` above the panels, the caption wrapped to the figure's width (one long
+    line would run off both edges)."""
+    chars = int(fig.get_figwidth() * 72 / (0.6 * fontsize))      # a glyph is about 0.6 em wide
+    fig.suptitle("\n".join([title, *textwrap.wrap(caption, chars)]), fontsize=fontsize)
+
+
 def category_colors(values) -> dict:
     """A viridis colour for each distinct value (sorted; mixed types grouped by type)."""
     vals = sorted(set(values), key=lambda v: (str(type(v)), v))
@@ -51,7 +72,8 @@ def category_colors(values) -> dict:
 def save(fig: plt.Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:   # a figure made with layout="constrained" lays itself out
+        fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path

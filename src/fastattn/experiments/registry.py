@@ -95,7 +95,7 @@ def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -
             "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
             "config": run.traj.config}
     fig = recipe.plot(runs, summary)
-    fig.suptitle(f"{figure.title}\n{recipe.caption}", fontsize=8)
+    plots.suptitle(fig, figure.title, recipe.caption)
     png = plots.save(fig, out / f"{name}.png")
     doc = {"name": name, "title": figure.title, "caption": recipe.caption, "quick": quick,
            "options": options, "png": png.name, "wall_time": time.perf_counter() - start,

@@ -14,14 +14,16 @@ from fastattn.theory import zhang2025 as theory
 MIN_DECADES = 0.1     # a plateau lasting at least a factor 10^0.1 ≈ 1.26 in time counts as conspicuous
 
 
-def loss_panel(ax, runs: list[Run], levels=None, label_key: str | None = None, x: str = "time"):
-    """Loss curves of `runs` on log time, labelled by `group[label_key]`, with the Eq. 19 levels."""
+def loss_panel(ax, runs: list[Run], levels=None, label_key: str | None = None, x: str = "time",
+               levels_label: str = "theory (Eq. 19)"):
+    """Loss curves of `runs` on log time, labelled by `group[label_key]`, with the predicted plateau
+    `levels` (Eq. 19 unless `levels_label` names another source)."""
     plots.loss_axes(ax, log_time=True, xlabel="time t (τ = 1)" if x == "time" else "step")
     for run in runs:
         label = f"{label_key}={run.spec.group[label_key]}" if label_key else None
         plots.plot_loss(ax, run.traj, label=label, x=x, lw=1.2)
     if levels is not None:
-        plots.draw_levels(ax, levels, label="theory (Eq. 19)")
+        plots.draw_levels(ax, levels, label=levels_label)
     ax.legend(fontsize=7)
 
 

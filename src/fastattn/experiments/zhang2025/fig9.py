@@ -61,16 +61,23 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     _, u = analysis.split_merged(run.traj.params, cfg.heads, cfg.dim)
     t = run.traj.snapshot_time
     i_pl = int(np.argmin(np.abs(t - summary["plateau_snapshot_time"])))
-    fig, axes = plots.plt.subplots(1, 4, figsize=(17, 4))
+    fig, axes = plots.plt.subplots(1, 4, figsize=(19, 4.4), layout="constrained")
     w1 = u[i_pl].reshape(cfg.heads, -1)
-    axes[0].imshow(np.vstack([w1 / np.abs(w1).max(), np.ravel((e * lam**2) @ e.T)[None]
-                              / np.abs(lam**2).max()]), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    axes[0].set_title(f"(a) plateau t={t[i_pl]:.0f}: vec U_i (rows 0-7)\nvs vec Λ² (last row)")
-    axes[0].set_xlabel("entry of vec U")
-    axes[0].set_ylabel("head")
+    lam2 = np.ravel((e * lam**2) @ e.T)
+    plots.heatmap(axes[0], np.vstack([w1 / np.abs(w1).max(), lam2[None] / np.abs(lam2).max()]),
+                  yticklabels=[*(str(h) for h in range(1, cfg.heads + 1)), "Λ²"],
+                  colorbar="entry / largest |entry| of its block", cmap="RdBu_r", vmin=-1, vmax=1)
+    axes[0].axhline(cfg.heads - 0.5, color="k", lw=1.5)
+    axes[0].set_title(f"(a) plateau t={t[i_pl]:.0f}: vec U_i of each head\nvs vec Λ² (last row)")
+    axes[0].set_xlabel("entry of vec U (row-major, D×D)")
+    axes[0].set_ylabel("head i / Λ²")
     gam = gamma_of(run, run.traj.params[-1])
-    axes[1].imshow(np.hstack([e.T @ gam @ e, e.T @ g_star @ e]), cmap="viridis")
-    axes[1].set_title("(b) EᵀΓ(∞)E (left) vs EᵀΓ*E, Eq. 11 (right)")
+    d = [str(i) for i in range(1, cfg.dim + 1)]
+    plots.heatmap(axes[1], np.hstack([e.T @ gam @ e, e.T @ g_star @ e]), xticklabels=d + d,
+                  yticklabels=d, colorbar="entry", aspect="equal")
+    axes[1].axvline(cfg.dim - 0.5, color="w", lw=2)
+    axes[1].set_xlabel("eigen-index d: EᵀΓ(∞)E (left) | EᵀΓ*E (right)")
+    axes[1].set_title("(b) Γ(∞) vs Γ* of Eq. 11,\nin Λ's eigenbasis")
     ax = axes[2]
     cos_l2 = [[abs_cosine(u[k, h], (e * lam**2) @ e.T) for h in range(cfg.heads)] for k in range(len(t))]
     cos_g = [[abs_cosine(u[k, h], g_star) for h in range(cfg.heads)] for k in range(len(t))]
@@ -79,7 +86,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.plot([], [], color="C0", label="|cos(U_i, Λ²)|")
     ax.plot([], [], color="C3", label="|cos(U_i, Γ*)|")
     ax.axvline(summary["eq54_plateau_time"], color="k", ls=":", label="Eq. 54")
-    ax.set_xlabel("time t")
+    ax.set_xlabel("time t (τ = 1)")
+    ax.set_ylabel("|cos|")
     ax.set_ylim(0.5, 1.01)
     ax.legend(fontsize=7)
     ax.set_title("(c) alignment of every head")
@@ -88,6 +96,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.bar(x - 0.2, summary["gamma_eigenvalues_measured"], 0.4, label="Γ(∞) simulated")
     ax.bar(x + 0.2, summary["gamma_star_eigenvalues_eq11"], 0.4, label="Γ*, Eq. 11")
     ax.plot(x, summary["lambda_inverse_eigenvalues"], "k_", ms=20, label="Λ⁻¹ (N → ∞)")
+    ax.set_xticks(x, [str(i) for i in x + 1])
+    ax.set_xlabel("eigenvalue index (ascending)")
     ax.legend(fontsize=7)
     ax.set_title("(d) eigenvalues of Γ(∞)")
     return fig
