@@ -16,6 +16,7 @@
 #include "integrators/stabilized_tables.h"
 #include "objective.h"
 #include "objectives/linear_attention.h"
+#include "objectives/autoregressive.h"
 
 namespace py = pybind11;
 
@@ -452,6 +453,24 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
            py::arg("params"))
       .def("from_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, false); },
            py::arg("params"));
+
+  py::class_<AutoRegressive, Objective>(m, "AutoRegressive", R"doc(
+Sander et al. 2024: the exact population loss (sum over T = 2..tmax) of the diagonal multi-head linear
+attention with positional matrix P on commuting unitary or orthogonal contexts. context: "unitary",
+"orthogonal" or "unitary_paper" (Prop. 4 as printed); factored: parameters (A [H, d], B [H, d],
+P [tmax, tmax]), else (C [d, d], P).)doc")
+      .def(py::init([](const std::string& context, int d, int H, int tmax, bool factored) {
+             const int code = context == "unitary"         ? autoregressive::UNITARY
+                              : context == "orthogonal"    ? autoregressive::ORTHOGONAL
+                              : context == "unitary_paper" ? autoregressive::UNITARY_PAPER
+                                                           : -1;
+             if (code < 0)
+               throw std::invalid_argument("context=" + context +
+                                           " is unknown; use unitary, orthogonal or unitary_paper");
+             return new AutoRegressive(code, d, H, tmax, factored);
+           }),
+           py::arg("context"), py::arg("d"), py::arg("H"), py::arg("tmax"), py::arg("factored") = true)
+      .def_property_readonly("P", &AutoRegressive::size);
 
   py::class_<Event>(m, "Event", R"doc(
 A scalar function of the state crossing a level: coordinate `index` of the parameters (caller's

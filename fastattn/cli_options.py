@@ -61,6 +61,7 @@ class Option:
 
 
 LR = ("linear_regression",)
+AR = ("autoregressive",)
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
 
@@ -69,8 +70,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--task", "task", "kind", str, f"task family: {' | '.join(TASKS)}", "linear_regression"),
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
-           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31,
-           LR),
+           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list"
+           " (autoregressive: T_max, the longest context)", 31, LR + AR),
     Option("--spectrum", "task", "spectrum", str,
            f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
     Option("--rotate", "task", "rotate", boolean,
@@ -84,6 +85,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0,
            LR),
     Option("--data-seed", "task", "data_seed", int, "seed of the training data stream", 0),
+    Option("--context-dist", "task", "context_dist", str,
+           "unitary | orthogonal | haar | positional (Sander et al. 2024 §2.2)", "unitary", AR),
+    Option("--representation", "task", "representation", str, "complex | real", "complex", AR),
+    Option("--encoding", "task", "encoding", str, "plain | augmented (e_t = (0, s_t, s_{t-1}))",
+           "plain", AR),
+    Option("--duplicate", "task", "duplicate", int, "copies of s_t in a plain token", 1, AR),
+    Option("--s0", "task", "s0", str, "augmented tokens' s_0: zero (code) | backward (W^-1 s_1)",
+           "zero", AR),
+    Option("--s1", "task", "s1", str, "start s_1: ones (theory) | unit (the §6 code)", "ones", AR),
+    Option("--mu", "task", "mu", float, "μ of the positional distribution 𝒲(μ)", 1.0, AR),
     # model
     Option("--model", "model", "kind", str, f"model family: {' | '.join(MODELS)}", "separate"),
     Option("--heads", "model", "heads", int, "number of heads H (MLP: hidden width)", 5),
@@ -180,9 +191,18 @@ def _linear_regression_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _autoregressive_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """--context is T_max: one length (the loss sums T = 2..T_max)."""
+    if not isinstance(fields.get("context", 31), int):
+        raise ValueError(f"--context is T_max for task autoregressive: one integer; got "
+                         f"{fields['context']!r}")
+    return fields
+
+
 #: task kind → how its option values become the task's fields (when they differ)
 TASK_FIELDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "linear_regression": _linear_regression_fields,
+    "autoregressive": _autoregressive_fields,
 }
 
 
@@ -215,5 +235,8 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     from fastattn.training import TrainConfig
 
     task = build_task(spec["task"])
-    model = build_model(model_config(spec["model"], task.dim))
+    model_options = dict(spec["model"])
+    if task.kind == "autoregressive":     # the autoregressive models' P is T_max × T_max
+        model_options.setdefault("context", task.context)
+    model = build_model(model_config(model_options, task.dim))
     return task, model, TrainConfig(**spec["train"])

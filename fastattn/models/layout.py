@@ -23,8 +23,15 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
     if family == "merged_full":
         return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
+    # Sander et al. 2024 (fastattn.models.autoregressive): dims (d, H, T_max)
+    if family == "diag":
+        return (("A", (h, d)), ("B", (h, d)), ("P", (r, r)))
+    if family == "pe_only":
+        return (("P", (r, r)),)
+    if family == "aug":
+        return (("a", (4,)), ("b", (2,)))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
-                     "softmax_merged or softmax_separate")
+                     "softmax_merged, softmax_separate, diag, pe_only or aug")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

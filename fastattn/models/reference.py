@@ -51,3 +51,34 @@ def separate_softmax_attention(X: torch.Tensor, wv: torch.Tensor, wk: torch.Tens
 def query_readout(out: torch.Tensor) -> torch.Tensor:
     """ŷ_q: the bottom-right entry of ATTN(X) `[B, D+1, N+1]` → `[B]` (Eq. 3)."""
     return out[:, -1, -1]
+
+
+def ar_diag_heads(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, P: torch.Tensor,
+                  T: int) -> torch.Tensor:
+    """Sander et al. Eq. 6, head by head: Σ_h Σ_{t=1}^{T} P_{T−1,t} ⟨e_t | A^h e_{T−1}⟩ B^h e_t with
+    A^h = diag(A[h]), B^h = diag(B[h]) and ⟨x | y⟩ = y* x (the query conjugated).
+
+    tokens `[N, ≥T, d]`, A, B `[H, d]`, P `[T_max, T_max]` (1-based P_{T−1,t} is P[T−2, t−1]) → `[N, d]`.
+    """
+    out = torch.zeros_like(tokens[:, 0])
+    query = tokens[:, T - 2]
+    for h in range(A.shape[0]):
+        a, b = A[h].to(tokens.dtype), B[h].to(tokens.dtype)
+        for t in range(T):
+            e = tokens[:, t]
+            score = ((a * query).conj() * e).sum(-1)                          # (A^h e_{T−1})* e_t
+            out = out + P[T - 2, t] * score[:, None] * (b * e)
+    return out
+
+
+def ar_augmented(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, T: int) -> torch.Tensor:
+    """Sander et al. Eq. 4: (e_T + Σ_{t=1}^{T} ⟨A e_T | e_t⟩ B e_t)_{1:d}, ⟨x | y⟩ = y* x (the key
+    conjugated), with full matrices A, B `[3d, 3d]`. tokens `[N, ≥T, 3d]` → `[N, d]`."""
+    d = tokens.shape[-1] // 3
+    A, B = A.to(tokens.dtype), B.to(tokens.dtype)
+    query = tokens[:, T - 1] @ A.T                                             # A e_T
+    out = tokens[:, T - 1].clone()
+    for t in range(T):
+        e = tokens[:, t]
+        out = out + (e.conj() * query).sum(-1, keepdim=True) * (e @ B.T)
+    return out[:, :d]

@@ -14,7 +14,7 @@ TASK = LinearRegression(3, context=[4, 7], spectrum=[0.5, 0.3, 0.2], rotate=True
 
 
 def test_the_registry_holds_linear_regression_under_its_kind():
-    assert TASKS == {"linear_regression": LinearRegression}
+    assert TASKS["linear_regression"] is LinearRegression
     assert get_task("linear_regression") is LinearRegression
     assert LinearRegression.kind == TASK.kind == "linear_regression"
     assert TASK.losses[0] == "query"
