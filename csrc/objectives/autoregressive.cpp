@@ -16,10 +16,15 @@ using SMat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <typename S>
 using SVec = Eigen::Matrix<S, Eigen::Dynamic, 1>;
 
+// dl/dC = k_R (C1) 1^T + k_C C - k_I I + k_X (c 1^T + R_i e_{i,pi(i)}) + k_Y c_i e_{i,pi(i)}: every T
+// adds to the five scalar coefficients, so the d x d gradient is formed once per evaluation.
 template <typename S>
-S row_loss_t(int context, const SMat<S>& C, const SVec<S>& R, S Ssum, S F, S tr, S X, S Y, const S* p,
-             int T, SMat<S>* gC, S* gp) {
-  const int d = int(C.rows());
+struct CGrad {
+  S kR{0}, kC{0}, kI{0}, kX{0}, kY{0};
+};
+
+template <typename S>
+S row_loss_t(int context, int d, S Ssum, S F, S tr, S X, S Y, const S* p, int T, CGrad<S>* gC, S* gp) {
   const S pT = p[T - 1], pm = p[T - 2];  // p_T and p_{T-1}
   S Q(0), Q2(0);
   for (int t = 0; t < T; ++t)
@@ -32,17 +37,12 @@ S row_loss_t(int context, const SMat<S>& C, const SVec<S>& R, S Ssum, S F, S tr,
   S loss = pm * pm * Ssum + (Q2 + extra) * F - S(2) * pT * tr + S(double(d));
   if (orth) loss += S(2) * pm * Q * X + (Q * Q - Q2) * Y;
   if (gC) {
-    // dl/dC = 2 pm^2 (C1) 1^T + 2 (Q2 + extra) C - 2 pT I (+ the orthogonal terms)
-    gC->colwise() += (S(2) * pm * pm) * R;
-    *gC += (S(2) * (Q2 + extra)) * C;
-    gC->diagonal().array() -= S(2) * pT;
+    gC->kR += S(2) * pm * pm;
+    gC->kC += S(2) * (Q2 + extra);
+    gC->kI += S(2) * pT;
     if (orth) {
-      const S a = S(2) * pm * Q, b = S(2) * (Q * Q - Q2);
-      for (int i = 0; i < d; ++i) {
-        const S c = C(i, i ^ 1);
-        gC->row(i).array() += a * c;
-        (*gC)(i, i ^ 1) += a * R(i) + b * c;
-      }
+      gC->kX += S(2) * pm * Q;
+      gC->kY += S(2) * (Q * Q - Q2);
     }
   }
   if (gp) {
@@ -82,16 +82,25 @@ S loss_grad_t(const Dims& dm, const S* theta, S* grad) {
       Y += c * c;
     }
   const S* P = theta + nC;
-  SMat<S> gC;
-  if (grad) {
-    gC = SMat<S>::Zero(d, d);
-    std::fill(grad, grad + dm.P, S(0));
-  }
+  CGrad<S> k;
+  if (grad) std::fill(grad, grad + dm.P, S(0));
   S loss(0);
   for (int T = 2; T <= tm; ++T) {
     const Index row = Index(T - 2) * tm;
-    loss += row_loss_t<S>(dm.context, C, R, Ssum, F, tr, X, Y, P + row, T, grad ? &gC : nullptr,
+    loss += row_loss_t<S>(dm.context, d, Ssum, F, tr, X, Y, P + row, T, grad ? &k : nullptr,
                           grad ? grad + nC + row : nullptr);
+  }
+  SMat<S> gC;
+  if (grad) {
+    gC = k.kC * C;
+    gC.colwise() += k.kR * R;
+    gC.diagonal().array() -= k.kI;
+    if (dm.context == ORTHOGONAL)
+      for (int i = 0; i < d; ++i) {
+        const S c = C(i, i ^ 1);
+        gC.row(i).array() += k.kX * c;
+        gC(i, i ^ 1) += k.kX * R(i) + k.kY * c;
+      }
   }
   if (grad) {
     if (dm.factored) {
