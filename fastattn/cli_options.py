@@ -108,6 +108,8 @@ OPTIONS: tuple[Option, ...] = (
            "keep every block of W^V, W^KQ (Eq. 91): the same as --model merged_full", False,
            ("merged",)),
     Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
+    Option("--layers", "model", "layers", int, "number of layers L (Sander et al. §6, Fig. 5)", 1,
+           ("aug_layers",)),
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),

@@ -8,6 +8,8 @@ package registers every family (one module each).
 from fastattn.models.autoregressive import (
     ARAugmented,
     ARAugmentedConfig,
+    ARAugmentedLayers,
+    ARAugmentedLayersConfig,
     ARDiag,
     ARDiagConfig,
     ARPEOnly,
@@ -41,7 +43,8 @@ from fastattn.models.softmax_attention import (
     SoftmaxSeparateKQ,
 )
 
-__all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARDiag", "ARDiagConfig", "ARPEOnly",
+__all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
+           "ARAugmentedLayersConfig", "ARDiag", "ARDiagConfig", "ARPEOnly",
            "ARPEOnlyConfig", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
            "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",

@@ -15,15 +15,20 @@ Families (config → model, kind):
 - `ARAugmentedConfig` → `ARAugmented` ("aug", Eq. 4 with Assumption 2): one head on augmented
   tokens e_t = (0, s_t, s_{t−1}), A = [[0,0,0],[0,a1,a2],[0,a3,a4]] ⊗ I_d,
   B = [[0,b1,b2],[0,0,0],[0,0,0]] ⊗ I_d, read-out at τ = T, keys e_1..e_T (conj on the key).
+- `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
+  L-layer real augmented linear transformer with layer norm on the residual branch and a linear
+  read-out (dims (d, 1, L)).
 
 The flat layouts (fastattn.models.layout) take dims (d, H, T_max).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from fastattn import _validate as check
 from fastattn.models.base import BaseModelConfig, ICLModel, register_model
@@ -169,5 +174,69 @@ class ARAugmented(ICLModel):
         causal = torch.ones(s.shape[1], s.shape[1], dtype=torch.bool, device=s.device).tril()
         out = torch.einsum("nqt,ntj->nqj", scores * causal.to(scores.dtype), values)
         return out[:, 1:]                                                       # T = 2..T_max
+
+    forward = predict
+
+
+@dataclass(frozen=True)
+class ARAugmentedLayersConfig(BaseModelConfig):
+    """AUG-L (spec §3.3, the authors' augmented.py): `layers` L (positional after heads) of
+    x ← x + LayerNorm(Attn(x)) on augmented tokens (E = 3d), Attn(x)_t = W_O Σ_{t'≤t} (q_t·k_{t'}/√E)
+    v_{t'} + b_O with biased q, k, v (one head, no softmax, causal), then a linear read-out whose
+    first d outputs predict s_{t+1}. heads is unused (1). Initialisation: PyTorch's nn.Linear
+    default, U(±1/√E) for weights and biases; LayerNorm γ = 1, β = 0 (init_scale unused)."""
+
+    kind = "aug_layers"
+    layers: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("layers", self.layers)
+
+
+@register_model
+class ARAugmentedLayers(ICLModel):
+    """The multi-layer augmented linear transformer of §6 (Fig. 5). Parameters, for L layers and
+    E = 3d: Wq, Wk, Wv, Wo `[L, E, E]` (rows: outputs), bq, bk, bv, bo `[L, E]`, ln_w, ln_b `[L, E]`,
+    fc_w `[E, E]`, fc_b `[E]`."""
+
+    config_class = ARAugmentedLayersConfig
+    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b", "fc_w", "fc_b")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        L, E = self.config.layers, 3 * self.config.dim
+        bound = 1 / math.sqrt(E)
+
+        def uniform(*shape: int) -> nn.Parameter:
+            t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+            return nn.Parameter(t.to(self.config.torch_dtype))
+
+        for name in ("q", "k", "v", "o"):
+            setattr(self, f"W{name}", uniform(L, E, E))
+            setattr(self, f"b{name}", uniform(L, E))
+        self.ln_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
+        self.ln_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
+        self.fc_w, self.fc_b = uniform(E, E), uniform(E)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, 1, L)."""
+        return self.config.dim, 1, self.config.layers
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real augmented tokens
+        `[N, T_max, 3d]` (every position t predicts s_{t+1}; the task's loss reads t ≥ 2)."""
+        d, E = self.config.dim, 3 * self.config.dim
+        causal = torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool,
+                            device=tokens.device).tril()
+        x = tokens
+        for layer in range(self.config.layers):
+            q = x @ self.Wq[layer].T + self.bq[layer]
+            k = x @ self.Wk[layer].T + self.bk[layer]
+            v = x @ self.Wv[layer].T + self.bv[layer]
+            scores = (q @ k.transpose(1, 2)) / math.sqrt(E) * causal
+            attn = (scores @ v) @ self.Wo[layer].T + self.bo[layer]
+            x = x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
+        return (x @ self.fc_w.T + self.fc_b)[:, 1:, :d]
 
     forward = predict

@@ -30,8 +30,12 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return (("P", (r, r)),)
     if family == "aug":
         return (("a", (4,)), ("b", (2,)))
+    if family == "aug_layers":          # dims (d, 1, L), E = 3d
+        e = 3 * d
+        per_layer = [(f"{w}{n}", (r, e, e) if w == "W" else (r, e)) for n in "qkvo" for w in "Wb"]
+        return (*per_layer, ("ln_w", (r, e)), ("ln_b", (r, e)), ("fc_w", (e, e)), ("fc_b", (e,)))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
-                     "softmax_merged, softmax_separate, diag, pe_only or aug")
+                     "softmax_merged, softmax_separate, diag, pe_only, aug or aug_layers")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

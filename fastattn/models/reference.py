@@ -82,3 +82,27 @@ def ar_augmented(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, T: int)
         e = tokens[:, t]
         out = out + (e.conj() * query).sum(-1, keepdim=True) * (e @ B.T)
     return out[:, :d]
+
+
+def ar_augmented_layers(tokens: torch.Tensor, params: dict[str, torch.Tensor], layers: int
+                        ) -> torch.Tensor:
+    """AUG-L (spec §3.3) position by position: x ← x + LN(W_O Σ_{t'≤t} (q_t·k_{t'}/√E) v_{t'} + b_O),
+    then W_fc x + b_fc; tokens `[N, T, E]`, params as `ARAugmentedLayers` names them → `[N, T, E]`."""
+    x = tokens
+    E = x.shape[-1]
+    for layer in range(layers):
+        def lin(name: str, z: torch.Tensor, layer: int = layer) -> torch.Tensor:
+            return z @ params[f"W{name}"][layer].T + params[f"b{name}"][layer]
+
+        out = []
+        for t in range(x.shape[1]):
+            acc = torch.zeros_like(x[:, 0])
+            for s in range(t + 1):
+                score = (lin("q", x[:, t]) * lin("k", x[:, s])).sum(-1, keepdim=True) / E ** 0.5
+                acc = acc + score * lin("v", x[:, s])
+            a = lin("o", acc)
+            mean, var = a.mean(-1, keepdim=True), a.var(-1, unbiased=False, keepdim=True)
+            out.append(x[:, t] + (a - mean) / torch.sqrt(var + 1e-5) * params["ln_w"][layer]
+                       + params["ln_b"][layer])
+        x = torch.stack(out, 1)
+    return x @ params["fc_w"].T + params["fc_b"]

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn.models import ARAugmented, ARDiag, ARPEOnly, build_model, config_from_dict, config_to_dict
+from fastattn.models import (
+    ARAugmented,
+    ARAugmentedLayers,
+    ARDiag,
+    ARPEOnly,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+)
 from fastattn.models import reference as ref
 from fastattn.models.layout import unflatten
 from fastattn.tasks import AutoRegressive
@@ -112,7 +120,7 @@ def test_lemma3_real_coordinates_and_the_trig_identity(rng):
 
 
 def test_configs_layouts_and_records():
-    for model in (ARDiag(3, 2, 5), ARPEOnly(1, 1, 4), ARAugmented(2, 1)):
+    for model in (ARDiag(3, 2, 5), ARPEOnly(1, 1, 4), ARAugmented(2, 1), ARAugmentedLayers(2, 1, 2)):
         again = build_model(config_from_dict(config_to_dict(model.config)))
         np.testing.assert_array_equal(again.to_flat(), model.to_flat())
         blocks = unflatten(model.kind, model.to_flat(), model.dims)
@@ -120,3 +128,21 @@ def test_configs_layouts_and_records():
             np.testing.assert_array_equal(blocks[name], getattr(model, name).detach().numpy())
     with pytest.raises(ValueError, match="context"):
         ARDiag(3, 2, 1)
+
+
+def test_augmented_layers_equal_the_position_by_position_reference():
+    d, tmax, L = 2, 5, 2
+    model = ARAugmentedLayers(d, 1, L, init_seed=3)
+    with torch.no_grad():
+        model.ln_w.add_(0.3 * torch.randn(model.ln_w.shape, dtype=torch.float64))
+        model.ln_b.add_(0.3 * torch.randn(model.ln_b.shape, dtype=torch.float64))
+    task = AutoRegressive(dim=d, context=tmax, context_dist="haar", representation="real",
+                          encoding="augmented", s1="unit")
+    tokens = task.sample(4, 0).tokens
+    params = {n: getattr(model, n).detach() for n in model.PARAM_ORDER}
+    with torch.no_grad():
+        fast = model.predict(tokens)
+    literal = ref.ar_augmented_layers(tokens, params, L)
+    torch.testing.assert_close(fast, literal[:, 1:, :d], rtol=0, atol=1e-12)
+    with torch.no_grad():
+        assert torch.isfinite(task.loss(model, task.sample(8, 1)))
