@@ -95,7 +95,7 @@ def test_prop1_construction_is_one_gd_step():
 def test_prop2_optimum_reaches_its_loss_by_monte_carlo():
     """a3 b1 = η* (others 0) has sampled loss ℓ* of Prop. 2 in both s_0 conventions (d = 5,
     T_max = 50: 76.0 and 79.46), within 4 standard errors."""
-    d, tmax, n = 5, 50, 4000
+    d, tmax, n = 5, 50, 2000
     for s0 in ("backward", "zero"):
         eta, loss = th.augmented_optimum(d, tmax, s0)
         model = ARAugmented(d, 1).load_flat(np.array([0.0, 0.0, 1.0, 0.0, eta, 0.0]))
