@@ -18,6 +18,7 @@
 #include "objectives/induction_gram.h"
 #include "objectives/induction_three_param.h"
 #include "objectives/linear_attention.h"
+#include "objectives/autoregressive.h"
 
 namespace py = pybind11;
 
@@ -495,6 +496,24 @@ its loss, from their Gram matrices G1, G2, GM [S, L, L] and target positions [S]
            py::arg("mask") = "strict")
       .def_property_readonly("L", &induction::Gram19::L)
       .def_property_readonly("n_sequences", &induction::Gram19::n_sequences);
+
+  py::class_<AutoRegressive, Objective>(m, "AutoRegressive", R"doc(
+Sander et al. 2024: the exact population loss (sum over T = 2..tmax) of the diagonal multi-head linear
+attention with positional matrix P on commuting unitary or orthogonal contexts. context: "unitary",
+"orthogonal" or "unitary_paper" (Prop. 4 as printed); factored: parameters (A [H, d], B [H, d],
+P [tmax, tmax]), else (C [d, d], P).)doc")
+      .def(py::init([](const std::string& context, int d, int H, int tmax, bool factored) {
+             const int code = context == "unitary"         ? autoregressive::UNITARY
+                              : context == "orthogonal"    ? autoregressive::ORTHOGONAL
+                              : context == "unitary_paper" ? autoregressive::UNITARY_PAPER
+                                                           : -1;
+             if (code < 0)
+               throw std::invalid_argument("context=" + context +
+                                           " is unknown; use unitary, orthogonal or unitary_paper");
+             return new AutoRegressive(code, d, H, tmax, factored);
+           }),
+           py::arg("context"), py::arg("d"), py::arg("H"), py::arg("tmax"), py::arg("factored") = true)
+      .def_property_readonly("P", &AutoRegressive::size);
 
   py::class_<Event>(m, "Event", R"doc(
 A scalar function of the state crossing a level: coordinate `index` of the parameters (caller's

@@ -79,6 +79,15 @@ class InductionGram19(Objective):
     @property
     def n_sequences(self) -> int: ...
 
+class AutoRegressive(Objective):
+    """Sander et al. 2024: the exact loss of the diagonal linear attention with positional P on
+    commuting unitary / orthogonal contexts; params (A [H, d], B [H, d], P [tmax, tmax]) or
+    (C [d, d], P) when factored is False."""
+
+    def __init__(self, context: str, d: int, H: int, tmax: int, factored: bool = True) -> None: ...
+    @property
+    def P(self) -> int: ...
+
 class Event:
     """Coordinate `index` (caller's basis; -1: the loss) crossing `level`."""
 

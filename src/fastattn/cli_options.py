@@ -67,6 +67,7 @@ LR = ("linear_regression",)
 INDUCTION = ("induction",)
 #: Musat et al. 2025's models (fastattn.models.disentangled; not `MODELS` families)
 INDUCTION_MODELS = ("three_param", "gram19", "disentangled")
+AR = ("autoregressive",)
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
 HE2025 = ("multihead_softmax", "multihead_linear")
@@ -77,8 +78,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--task", "task", "kind", str, f"task family: {' | '.join(TASKS)}", "linear_regression"),
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
-           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31,
-           LR + INDUCTION),
+           "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list"
+           " (autoregressive: T_max, the longest context)", 31, LR + INDUCTION + AR),
     Option("--spectrum", "task", "spectrum", str,
            f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
     Option("--rotate", "task", "rotate", boolean,
@@ -101,6 +102,16 @@ OPTIONS: tuple[Option, ...] = (
            "task prior Σ_w = VAR·I (He et al.: 1/D; default Σ_w = I)", None, LR),
     Option("--cov-rho", "task", "cov", float,
            "Λ_ij = ρ^|i−j| (AR(1) covariance) instead of --spectrum", None, LR),
+    Option("--context-dist", "task", "context_dist", str,
+           "unitary | orthogonal | haar | positional (Sander et al. 2024 §2.2)", "unitary", AR),
+    Option("--representation", "task", "representation", str, "complex | real", "complex", AR),
+    Option("--encoding", "task", "encoding", str, "plain | augmented (e_t = (0, s_t, s_{t-1}))",
+           "plain", AR),
+    Option("--duplicate", "task", "duplicate", int, "copies of s_t in a plain token", 1, AR),
+    Option("--s0", "task", "s0", str, "augmented tokens' s_0: zero (code) | backward (W^-1 s_1)",
+           "zero", AR),
+    Option("--s1", "task", "s1", str, "start s_1: ones (theory) | unit (the §6 code)", "ones", AR),
+    Option("--mu", "task", "mu", float, "μ of the positional distribution 𝒲(μ)", 1.0, AR),
     # model
     Option("--model", "model", "kind", str, f"model family: {' | '.join((*MODELS, *INDUCTION_MODELS))}",
            "separate"),
@@ -123,6 +134,8 @@ OPTIONS: tuple[Option, ...] = (
            "normalised activation: exp (softmax) | linear | square | tanh", "exp", NORMALIZED),
     Option("--norm-context", "model", "norm_context", int,
            "LinTF's hard-coded 1/L (default: the actual context length)", None, ("multihead_linear",)),
+    Option("--layers", "model", "layers", int, "number of layers L (Sander et al. §6, Fig. 5)", 1,
+           ("aug_layers",)),
     # trainer
     Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
@@ -211,9 +224,18 @@ def _linear_regression_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _autoregressive_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """--context is T_max: one length (the loss sums T = 2..T_max)."""
+    if not isinstance(fields.get("context", 31), int):
+        raise ValueError(f"--context is T_max for task autoregressive: one integer; got "
+                         f"{fields['context']!r}")
+    return fields
+
+
 #: task kind → how its option values become the task's fields (when they differ)
 TASK_FIELDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "linear_regression": _linear_regression_fields,
+    "autoregressive": _autoregressive_fields,
 }
 
 
@@ -248,7 +270,10 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     task = build_task(spec["task"])
     if spec["model"].get("kind") in INDUCTION_MODELS:
         return task, induction_model(spec["model"], task.dim), TrainConfig(**spec["train"])
-    model = build_model(model_config(spec["model"], task.dim))
+    model_options = dict(spec["model"])
+    if task.kind == "autoregressive":     # the autoregressive models' P is T_max × T_max
+        model_options.setdefault("context", task.context)
+    model = build_model(model_config(model_options, task.dim))
     return task, model, TrainConfig(**spec["train"])
 
 

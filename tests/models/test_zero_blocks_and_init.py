@@ -121,7 +121,8 @@ def test_a_model_takes_its_config_or_the_config_fields():
 def test_every_registered_kind_builds_its_own_class():
     assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
                            "softmax_separate", "multihead_softmax", "multihead_linear",
-                           "kernel_regressors"}
+                           "kernel_regressors",
+                           "diag", "pe_only", "aug", "aug_layers"}
     for kind, family in MODELS.items():
         m = family.model(family.config(3, 2))
         assert m.kind == kind and get_model(kind) == family

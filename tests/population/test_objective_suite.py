@@ -53,6 +53,9 @@ REGISTERED_CASES = {
     # Musat et al. 2025 (orthonormal data): dims = (N, query uniform?, mask inclusive?)
     ("induction", "three_param"): [(5, 0, 0), (4, 1, 1)],
     ("induction", "gram19"): [(3, 0, 0), (3, 1, 1)],
+    # (d, H, T_max): unitary at odd d, orthogonal at even d (pe_only: positional at d = 1)
+    ("autoregressive", "diag"): [(3, 2, 3), (4, 3, 4)],
+    ("autoregressive", "pe_only"): [(1, 1, 4), (2, 1, 3)],
 }
 CASES = [(pair, dims) for pair, all_dims in REGISTERED_CASES.items() for dims in all_dims]
 CASES += [("quadratic", None), ("stiff_diagonal", None)]
@@ -80,9 +83,22 @@ def build(case, rng):
         model = DisentangledTransformer(dim=2 * N, params=pair[1],
                                         mask="inclusive" if inclusive else "strict")
         return objective_for(task, model), rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
+    if pair[0] == "autoregressive":
+        return _autoregressive_case(pair[1], dims, rng)
     task = StandInTask(pair[0], random_moments(rng, dims[0])[0])
     model = StandInModel(pair[1], dims)
     return objective_for(task, model), random_params(rng, pair[1], dims)
+
+
+def _autoregressive_case(kind, dims, rng):
+    from fastattn.models import build_model, get_model
+    from fastattn.tasks import AutoRegressive
+
+    d, H, tmax = dims
+    dist = "positional" if d == 1 else ("orthogonal" if d % 2 == 0 else "unitary")
+    task = AutoRegressive(dim=d, context=tmax, context_dist=dist, mu=3.0)
+    model = build_model(get_model(kind).config(d, H, tmax, init_scale=0.5))
+    return objective_for(task, model), rng.standard_normal(model.flat_size())
 
 
 @pytest.fixture(params=CASES, ids=_id)

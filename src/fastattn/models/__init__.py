@@ -5,6 +5,16 @@ any of them and `config_from_dict` reads a run record's {"kind": ..., **fields}.
 package registers every family (one module each).
 """
 
+from fastattn.models.autoregressive import (
+    ARAugmented,
+    ARAugmentedConfig,
+    ARAugmentedLayers,
+    ARAugmentedLayersConfig,
+    ARDiag,
+    ARDiagConfig,
+    ARPEOnly,
+    ARPEOnlyConfig,
+)
 from fastattn.models.base import (
     MODELS,
     BaseModelConfig,
@@ -42,7 +52,9 @@ from fastattn.models.softmax_attention import (
     SoftmaxSeparateKQ,
 )
 
-__all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
+__all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
+           "ARAugmentedLayersConfig", "ARDiag", "ARDiagConfig", "ARPEOnly",
+           "ARPEOnlyConfig", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
            "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",

@@ -29,9 +29,20 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
     if family == "kernel_regressors":  # r = ω entries per head: 1 (scalar), d (diagonal), d² (full)
         omega = (h,) if r == 1 else (h, d) if r == d else (h, d, d)
         return (("omega", omega), ("mu", (h,)))
+    # Sander et al. 2024 (fastattn.models.autoregressive): dims (d, H, T_max)
+    if family == "diag":
+        return (("A", (h, d)), ("B", (h, d)), ("P", (r, r)))
+    if family == "pe_only":
+        return (("P", (r, r)),)
+    if family == "aug":
+        return (("a", (4,)), ("b", (2,)))
+    if family == "aug_layers":          # dims (d, 1, L), E = 3d
+        e = 3 * d
+        per_layer = [(f"{w}{n}", (r, e, e) if w == "W" else (r, e)) for n in "qkvo" for w in "Wb"]
+        return (*per_layer, ("ln_w", (r, e)), ("ln_b", (r, e)), ("fc_w", (e, e)), ("fc_b", (e,)))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
-                     "softmax_merged, softmax_separate, multihead_softmax, multihead_linear or "
-                     "kernel_regressors")
+                     "softmax_merged, softmax_separate, multihead_softmax, multihead_linear, "
+                     "kernel_regressors, diag, pe_only, aug or aug_layers")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

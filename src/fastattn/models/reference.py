@@ -102,3 +102,58 @@ def kernel_regressors(X: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, omega
     s = torch.einsum("bld,bd->bl", X, x_q)
     e = torch.exp(omega[None, :, None] * s[:, None, :])                      # [B, H, L]
     return torch.einsum("h,bhl,bl->b", mu, e / e.sum(-1, keepdim=True), y)
+
+
+def ar_diag_heads(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, P: torch.Tensor,
+                  T: int) -> torch.Tensor:
+    """Sander et al. Eq. 6, head by head: Σ_h Σ_{t=1}^{T} P_{T−1,t} ⟨e_t | A^h e_{T−1}⟩ B^h e_t with
+    A^h = diag(A[h]), B^h = diag(B[h]) and ⟨x | y⟩ = y* x (the query conjugated).
+
+    tokens `[N, ≥T, d]`, A, B `[H, d]`, P `[T_max, T_max]` (1-based P_{T−1,t} is P[T−2, t−1]) → `[N, d]`.
+    """
+    out = torch.zeros_like(tokens[:, 0])
+    query = tokens[:, T - 2]
+    for h in range(A.shape[0]):
+        a, b = A[h].to(tokens.dtype), B[h].to(tokens.dtype)
+        for t in range(T):
+            e = tokens[:, t]
+            score = ((a * query).conj() * e).sum(-1)                          # (A^h e_{T−1})* e_t
+            out = out + P[T - 2, t] * score[:, None] * (b * e)
+    return out
+
+
+def ar_augmented(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, T: int) -> torch.Tensor:
+    """Sander et al. Eq. 4: (e_T + Σ_{t=1}^{T} ⟨A e_T | e_t⟩ B e_t)_{1:d}, ⟨x | y⟩ = y* x (the key
+    conjugated), with full matrices A, B `[3d, 3d]`. tokens `[N, ≥T, 3d]` → `[N, d]`."""
+    d = tokens.shape[-1] // 3
+    A, B = A.to(tokens.dtype), B.to(tokens.dtype)
+    query = tokens[:, T - 1] @ A.T                                             # A e_T
+    out = tokens[:, T - 1].clone()
+    for t in range(T):
+        e = tokens[:, t]
+        out = out + (e.conj() * query).sum(-1, keepdim=True) * (e @ B.T)
+    return out[:, :d]
+
+
+def ar_augmented_layers(tokens: torch.Tensor, params: dict[str, torch.Tensor], layers: int
+                        ) -> torch.Tensor:
+    """AUG-L (spec §3.3) position by position: x ← x + LN(W_O Σ_{t'≤t} (q_t·k_{t'}/√E) v_{t'} + b_O),
+    then W_fc x + b_fc; tokens `[N, T, E]`, params as `ARAugmentedLayers` names them → `[N, T, E]`."""
+    x = tokens
+    E = x.shape[-1]
+    for layer in range(layers):
+        def lin(name: str, z: torch.Tensor, layer: int = layer) -> torch.Tensor:
+            return z @ params[f"W{name}"][layer].T + params[f"b{name}"][layer]
+
+        out = []
+        for t in range(x.shape[1]):
+            acc = torch.zeros_like(x[:, 0])
+            for s in range(t + 1):
+                score = (lin("q", x[:, t]) * lin("k", x[:, s])).sum(-1, keepdim=True) / E ** 0.5
+                acc = acc + score * lin("v", x[:, s])
+            a = lin("o", acc)
+            mean, var = a.mean(-1, keepdim=True), a.var(-1, unbiased=False, keepdim=True)
+            out.append(x[:, t] + (a - mean) / torch.sqrt(var + 1e-5) * params["ln_w"][layer]
+                       + params["ln_b"][layer])
+        x = torch.stack(out, 1)
+    return x @ params["fc_w"].T + params["fc_b"]

@@ -21,6 +21,7 @@ from fastattn.population.api import (
     make_evaluator,
     n_params,
 )
+from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
 from fastattn.population.moments import Moments
 from fastattn.population.objectives import FAMILIES, LinearAttentionObjective, Objective
 from fastattn.population.options import METHODS, CoordinateEvent, FlowOptions, LossEvent
@@ -29,6 +30,7 @@ from fastattn.population.registry import objective_for, register_objective, regi
 __all__ = [
     "FAMILIES",
     "METHODS",
+    "AutoRegressiveObjective",
     "CoordinateEvent",
     "EventHit",
     "FlowOptions",
@@ -37,6 +39,7 @@ __all__ = [
     "LossEvent",
     "Moments",
     "Objective",
+    "PEOnlyObjective",
     "conserved_quantities",
     "gamma",
     "hessian",

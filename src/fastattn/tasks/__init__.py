@@ -5,11 +5,12 @@ batch, and knows the exact moments of its distribution. Importing this package r
 family (one module each).
 """
 
+from fastattn.tasks.autoregressive import ARBatch, AutoRegressive
 from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
 from fastattn.tasks.induction import InductionBatch, InductionPairs
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
 
-__all__ = ["TASKS", "Batch", "LinearRegression", "Stats", "Task", "build_task", "get_task",
-           "register_task", "spectrum", "split_tokens"]
+__all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "Stats", "Task",
+           "build_task", "get_task", "register_task", "spectrum", "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]

@@ -1,0 +1,242 @@
+"""Linear attention models of in-context autoregressive learning (Sander et al. 2024, spec §3).
+
+Each reads the tokens e_1..e_{T_max} `[N, T_max, E]` of `fastattn.tasks.AutoRegressive` and
+`predict`s s_{T+1} for every context length T = 2..T_max at once, `[N, T_max−1, d]` (complex tokens
+give complex predictions). The literal formulas live in `fastattn.models.reference`
+(`ar_diag_heads`, `ar_augmented`); the tests check the fast forms against them.
+
+Families (config → model, kind):
+
+- `ARDiagConfig` → `ARDiag` ("diag", Eq. 6 with Assumption 3): H heads with diagonal A^h, B^h
+  (the rows of A, B `[H, d]`) and a positional matrix P `[T_max, T_max]`; the query is e_{T−1}, the
+  keys e_1..e_T (the one-step look-ahead mask), no residual. Lemma 2: the heads enter only through
+  C = BᵀA, out_i = Σ_t P_{T−1,t} e_{t,i} Σ_j C_ij conj(e_{T−1,j}) e_{t,j}.
+- `ARPEOnlyConfig` → `ARPEOnly` ("pe_only", Eq. 7): the same with C = I fixed; only P is trained.
+- `ARAugmentedConfig` → `ARAugmented` ("aug", Eq. 4 with Assumption 2): one head on augmented
+  tokens e_t = (0, s_t, s_{t−1}), A = [[0,0,0],[0,a1,a2],[0,a3,a4]] ⊗ I_d,
+  B = [[0,b1,b2],[0,0,0],[0,0,0]] ⊗ I_d, read-out at τ = T, keys e_1..e_T (conj on the key).
+- `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
+  L-layer real augmented linear transformer with layer norm on the residual branch and a linear
+  read-out (dims (d, 1, L)).
+
+The flat layouts (fastattn.models.layout) take dims (d, H, T_max).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from fastattn import _validate as check
+from fastattn.models.base import BaseModelConfig, ICLModel, register_model
+
+
+def lookahead_mask(tmax: int, device: str | torch.device = "cpu") -> torch.Tensor:
+    """M `[T_max−1, T_max]` bool: query row q (context length T = q + 2, query e_{T−1}) reads the
+    keys t ≤ q + 1 (0-based), i.e. e_1..e_T: `tril(ones, k=1)` without its last row."""
+    return torch.ones(tmax, tmax, dtype=torch.bool, device=device).tril(1)[:-1]
+
+
+def diag_forward(tokens: torch.Tensor, C: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
+    """Lemma 2's reduced form of Eq. 6 for every T at once.
+
+    Args:
+        tokens: e_1..e_{T_max} `[N, T_max, d]` (real or complex). C: `[d, d]` real. P: `[T_max, T_max]`.
+    Returns:
+        `[N, T_max−1, d]`: row q is the prediction of s_{q+3} from e_1..e_{q+2} (T = q + 2).
+    """
+    tmax = tokens.shape[1]
+    q = tokens[:, :-1].conj()                                                  # queries e_{T−1}
+    scores = torch.einsum("nqj,ntj,ij->nqti", q, tokens, C.to(tokens.dtype))  # Σ_j C_ij ē_qj e_tj
+    weights = (P[:-1] * lookahead_mask(tmax, P.device)).to(tokens.dtype)       # [T_max−1, T_max]
+    return torch.einsum("qt,nqti,nti->nqi", weights, scores, tokens)
+
+
+@dataclass(frozen=True)
+class ARDiagConfig(BaseModelConfig):
+    """DIAG (Eq. 6): dim d, heads H, context T_max (positional after heads; P is T_max × T_max).
+    Initialisation (the authors' Fig. 3 code): A, B, P ~ init_scale · N(0, 1) per entry."""
+
+    kind = "diag"
+    context: int = 20
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("context", self.context)
+        if self.context < 2:
+            raise ValueError(f"context (T_max) must be at least 2; got {self.context}")
+
+
+@register_model
+class ARDiag(ICLModel):
+    """Multi-head diagonal linear attention with a positional matrix (Eq. 6). Parameters: A, B
+    `[H, d]` (row h: the diagonals a_h, b_h), P `[T_max, T_max]`."""
+
+    config_class = ARDiagConfig
+    PARAM_ORDER = ("A", "B", "P")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        c, var = self.config, self.config.init_scale ** 2
+        self.A = self._normal(g, (c.heads, c.dim), var)
+        self.B = self._normal(g, (c.heads, c.dim), var)
+        self.P = self._normal(g, (c.context, c.context), var)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, T_max)."""
+        return self.config.dim, self.config.heads, self.config.context
+
+    def merged(self) -> torch.Tensor:
+        """C = BᵀA `[d, d]` (Lemma 2)."""
+        return self.B.T @ self.A
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from tokens `[N, T_max, d]`."""
+        return diag_forward(tokens, self.merged(), self.P)
+
+    forward = predict
+
+
+@dataclass(frozen=True)
+class ARPEOnlyConfig(BaseModelConfig):
+    """PE-only attention (Eq. 7): C = I fixed, only P `[T_max, T_max]` is trained (heads unused).
+    The authors' Fig. 6 code starts from P = 0 (init_scale=0)."""
+
+    kind = "pe_only"
+    context: int = 20
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("context", self.context)
+        if self.context < 2:
+            raise ValueError(f"context (T_max) must be at least 2; got {self.context}")
+
+
+@register_model
+class ARPEOnly(ICLModel):
+    """Positional-attention-only model (Eq. 7). Parameter: P `[T_max, T_max]`."""
+
+    config_class = ARPEOnlyConfig
+    PARAM_ORDER = ("P",)
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        c = self.config
+        self.P = self._normal(g, (c.context, c.context), c.init_scale ** 2)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, T_max)."""
+        return self.config.dim, self.config.heads, self.config.context
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max."""
+        eye = torch.eye(self.config.dim, dtype=self.P.dtype, device=self.P.device)
+        return diag_forward(tokens, eye, self.P)
+
+    forward = predict
+
+
+@dataclass(frozen=True)
+class ARAugmentedConfig(BaseModelConfig):
+    """AUG-1 (Eq. 4, Assumption 2): six scalars a1..a4, b1, b2 (heads unused, 1 head).
+    Initialisation: each ~ init_scale · N(0, 1)."""
+
+    kind = "aug"
+
+
+@register_model
+class ARAugmented(ICLModel):
+    """One-layer augmented linear attention. Parameters: a = (a1, a2, a3, a4) `[4]`,
+    b = (b1, b2) `[2]` (Assumption 2's block scalars)."""
+
+    config_class = ARAugmentedConfig
+    PARAM_ORDER = ("a", "b")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        var = self.config.init_scale ** 2
+        self.a = self._normal(g, (4,), var)
+        self.b = self._normal(g, (2,), var)
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from augmented tokens
+        `[N, T_max, 3d]`: Σ_{t≤T} (e_t* A e_T) (B e_t)_{1:d}."""
+        d = self.config.dim
+        s, sp = tokens[..., d:2 * d], tokens[..., 2 * d:]                       # s_t, s_{t−1}
+        a, b = self.a.to(tokens.dtype), self.b.to(tokens.dtype)
+        q1 = a[0] * s + a[1] * sp                                               # A e_T, block 2
+        q2 = a[2] * s + a[3] * sp                                               # A e_T, block 3
+        scores = torch.einsum("ntj,nqj->nqt", s.conj(), q1) + \
+            torch.einsum("ntj,nqj->nqt", sp.conj(), q2)                         # e_t* A e_q
+        values = b[0] * s + b[1] * sp                                           # (B e_t)_{1:d}
+        causal = torch.ones(s.shape[1], s.shape[1], dtype=torch.bool, device=s.device).tril()
+        out = torch.einsum("nqt,ntj->nqj", scores * causal.to(scores.dtype), values)
+        return out[:, 1:]                                                       # T = 2..T_max
+
+    forward = predict
+
+
+@dataclass(frozen=True)
+class ARAugmentedLayersConfig(BaseModelConfig):
+    """AUG-L (spec §3.3, the authors' augmented.py): `layers` L (positional after heads) of
+    x ← x + LayerNorm(Attn(x)) on augmented tokens (E = 3d), Attn(x)_t = W_O Σ_{t'≤t} (q_t·k_{t'}/√E)
+    v_{t'} + b_O with biased q, k, v (one head, no softmax, causal), then a linear read-out whose
+    first d outputs predict s_{t+1}. heads is unused (1). Initialisation: PyTorch's nn.Linear
+    default, U(±1/√E) for weights and biases; LayerNorm γ = 1, β = 0 (init_scale unused)."""
+
+    kind = "aug_layers"
+    layers: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("layers", self.layers)
+
+
+@register_model
+class ARAugmentedLayers(ICLModel):
+    """The multi-layer augmented linear transformer of §6 (Fig. 5). Parameters, for L layers and
+    E = 3d: Wq, Wk, Wv, Wo `[L, E, E]` (rows: outputs), bq, bk, bv, bo `[L, E]`, ln_w, ln_b `[L, E]`,
+    fc_w `[E, E]`, fc_b `[E]`."""
+
+    config_class = ARAugmentedLayersConfig
+    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b", "fc_w", "fc_b")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        L, E = self.config.layers, 3 * self.config.dim
+        bound = 1 / math.sqrt(E)
+
+        def uniform(*shape: int) -> nn.Parameter:
+            t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+            return nn.Parameter(t.to(self.config.torch_dtype))
+
+        for name in ("q", "k", "v", "o"):
+            setattr(self, f"W{name}", uniform(L, E, E))
+            setattr(self, f"b{name}", uniform(L, E))
+        self.ln_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
+        self.ln_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
+        self.fc_w, self.fc_b = uniform(E, E), uniform(E)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, 1, L)."""
+        return self.config.dim, 1, self.config.layers
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real augmented tokens
+        `[N, T_max, 3d]` (every position t predicts s_{t+1}; the task's loss reads t ≥ 2)."""
+        d, E = self.config.dim, 3 * self.config.dim
+        causal = torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool,
+                            device=tokens.device).tril()
+        x = tokens
+        for layer in range(self.config.layers):
+            q = x @ self.Wq[layer].T + self.bq[layer]
+            k = x @ self.Wk[layer].T + self.bk[layer]
+            v = x @ self.Wv[layer].T + self.bv[layer]
+            scores = (q @ k.transpose(1, 2)) / math.sqrt(E) * causal
+            attn = (scores @ v) @ self.Wo[layer].T + self.bo[layer]
+            x = x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
+        return (x @ self.fc_w.T + self.fc_b)[:, 1:, :d]
+
+    forward = predict

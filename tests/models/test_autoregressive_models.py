@@ -1,0 +1,148 @@
+"""The autoregressive models (Sander et al. 2024) against their literal formulas: DIAG's Lemma 2
+reduction C = BᵀA against the head-by-head Eq. 6, AUG-1 under Assumption 2 against Eq. 4 with full
+3d × 3d matrices, Prop. 1's construction (one GD step), PE-only as DIAG with C = I, and the
+real-coordinate trigonometric predictor of Lemma 3 / Fig. 2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fastattn.models import (
+    ARAugmented,
+    ARAugmentedLayers,
+    ARDiag,
+    ARPEOnly,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+)
+from fastattn.models import reference as ref
+from fastattn.models.layout import unflatten
+from fastattn.tasks import AutoRegressive
+from fastattn.theory import sander2024 as th
+
+
+@pytest.mark.parametrize("dist,rep", [("unitary", "complex"), ("orthogonal", "complex"),
+                                      ("haar", "real")])
+def test_diag_lemma2_equals_the_multi_head_forward(dist, rep):
+    d, H, tmax = 4, 3, 6
+    model = ARDiag(d, H, tmax, init_scale=0.7, init_seed=4)
+    tokens = AutoRegressive(dim=d, context=tmax, context_dist=dist, representation=rep).sample(8, 1).tokens
+    with torch.no_grad():
+        fast = model.predict(tokens)
+        for T in range(2, tmax + 1):
+            literal = ref.ar_diag_heads(tokens, model.A, model.B, model.P, T)
+            torch.testing.assert_close(fast[:, T - 2], literal, rtol=0, atol=1e-12)
+
+
+def test_pe_only_is_diag_with_identity_C():
+    d, tmax = 2, 5
+    pe = ARPEOnly(d, 1, tmax, init_scale=1.0, init_seed=0)
+    diag = ARDiag(d, d, tmax)
+    with torch.no_grad():
+        diag.A.copy_(torch.eye(d))
+        diag.B.copy_(torch.eye(d))
+        diag.P.copy_(pe.P)
+    tokens = AutoRegressive(dim=d, context=tmax).sample(4, 0).tokens
+    with torch.no_grad():
+        torch.testing.assert_close(pe.predict(tokens), diag.predict(tokens), rtol=0, atol=1e-13)
+
+
+def _full_weights(model: ARAugmented, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Assumption 2's A, B `[3d, 3d]` from the six scalars."""
+    a, b = model.a.detach(), model.b.detach()
+    eye = torch.eye(d, dtype=torch.float64)
+    A = torch.zeros(3 * d, 3 * d, dtype=torch.float64)
+    B = torch.zeros_like(A)
+    A[d:2 * d, d:2 * d], A[d:2 * d, 2 * d:] = a[0] * eye, a[1] * eye
+    A[2 * d:, d:2 * d], A[2 * d:, 2 * d:] = a[2] * eye, a[3] * eye
+    B[:d, d:2 * d], B[:d, 2 * d:] = b[0] * eye, b[1] * eye
+    return A, B
+
+
+@pytest.mark.parametrize("rep,s0", [("complex", "zero"), ("complex", "backward"), ("real", "zero")])
+def test_augmented_equals_eq4_with_full_matrices(rep, s0):
+    d, tmax = 3, 6
+    dist = "haar" if rep == "real" else "unitary"
+    model = ARAugmented(d, 1, init_scale=1.0, init_seed=2)
+    task = AutoRegressive(dim=d, context=tmax, context_dist=dist, representation=rep,
+                          encoding="augmented", s0=s0)
+    tokens = task.sample(8, 0).tokens
+    A, B = _full_weights(model, d)
+    with torch.no_grad():
+        fast = model.predict(tokens)
+    for T in range(2, tmax + 1):
+        torch.testing.assert_close(fast[:, T - 2], ref.ar_augmented(tokens, A, B, T), rtol=0, atol=1e-12)
+
+
+def test_prop1_construction_is_one_gd_step():
+    """A3 = I, B1 = η I: T_θ(e_{1:T}) = η Σ_t s_t s_{t−1}* s_T = −η ∇L(0) s_T (s_0 = 0)."""
+    d, tmax, eta = 3, 7, 0.3
+    model = ARAugmented(d, 1)
+    model.load_flat(np.array([0.0, 0.0, 1.0, 0.0, eta, 0.0]))
+    batch = AutoRegressive(dim=d, context=tmax, encoding="augmented").sample(5, 0)
+    s = batch.states.numpy()
+    with torch.no_grad():
+        out = model.predict(batch.tokens).numpy()
+    for T in range(2, tmax + 1):
+        grad = -sum(np.einsum("ni,nj->nij", s[:, t + 1], s[:, t].conj()) for t in range(T - 1))
+        want = np.einsum("nij,nj->ni", -eta * grad, s[:, T - 1])
+        np.testing.assert_allclose(out[:, T - 2], want, atol=1e-12)
+
+
+def test_prop2_optimum_reaches_its_loss_by_monte_carlo():
+    """a3 b1 = η* (others 0) has sampled loss ℓ* of Prop. 2 in both s_0 conventions (d = 5,
+    T_max = 50: 76.0 and 79.46), within 4 standard errors."""
+    d, tmax, n = 5, 50, 2000
+    for s0 in ("backward", "zero"):
+        eta, loss = th.augmented_optimum(d, tmax, s0)
+        model = ARAugmented(d, 1).load_flat(np.array([0.0, 0.0, 1.0, 0.0, eta, 0.0]))
+        batch = AutoRegressive(dim=d, context=tmax, encoding="augmented", s0=s0).sample(n, 0)
+        with torch.no_grad():
+            per = (model.predict(batch.tokens) - batch.targets).abs().square().sum((1, 2)).numpy()
+        assert abs(per.mean() - loss) < 4 * per.std(ddof=1) / np.sqrt(n)
+    assert th.augmented_optimum(5, 50, "backward") == pytest.approx((1274 / 48020, 76.0))
+    assert th.augmented_optimum(5, 50, "zero")[0] == pytest.approx(3 / 111)
+
+
+def test_lemma3_real_coordinates_and_the_trig_identity(rng):
+    """Fig. 2: 2cos θ R_θ − I = R_{2θ}; on real rotation sequences 2cos θ s_T − s_{T−1} = s_{T+1}."""
+    theta = rng.uniform(0, 2 * np.pi, 9)
+    R = th.rotation(theta)
+    lhs = 2 * np.cos(theta)[:, None, None] * R - np.eye(2)
+    np.testing.assert_allclose(lhs, th.rotation(2 * theta), atol=1e-14)
+    batch = AutoRegressive(dim=2, context=6, context_dist="orthogonal", representation="real").sample(9, 0)
+    s = batch.states.numpy()
+    cos = batch.W[:, 0, 0].numpy()
+    np.testing.assert_allclose(2 * cos[:, None, None] * s[:, 1:-1] - s[:, :-2], s[:, 2:], atol=1e-13)
+
+
+def test_configs_layouts_and_records():
+    for model in (ARDiag(3, 2, 5), ARPEOnly(1, 1, 4), ARAugmented(2, 1), ARAugmentedLayers(2, 1, 2)):
+        again = build_model(config_from_dict(config_to_dict(model.config)))
+        np.testing.assert_array_equal(again.to_flat(), model.to_flat())
+        blocks = unflatten(model.kind, model.to_flat(), model.dims)
+        for name in model.PARAM_ORDER:
+            np.testing.assert_array_equal(blocks[name], getattr(model, name).detach().numpy())
+    with pytest.raises(ValueError, match="context"):
+        ARDiag(3, 2, 1)
+
+
+def test_augmented_layers_equal_the_position_by_position_reference():
+    d, tmax, L = 2, 5, 2
+    model = ARAugmentedLayers(d, 1, L, init_seed=3)
+    with torch.no_grad():
+        model.ln_w.add_(0.3 * torch.randn(model.ln_w.shape, dtype=torch.float64))
+        model.ln_b.add_(0.3 * torch.randn(model.ln_b.shape, dtype=torch.float64))
+    task = AutoRegressive(dim=d, context=tmax, context_dist="haar", representation="real",
+                          encoding="augmented", s1="unit")
+    tokens = task.sample(4, 0).tokens
+    params = {n: getattr(model, n).detach() for n in model.PARAM_ORDER}
+    with torch.no_grad():
+        fast = model.predict(tokens)
+    literal = ref.ar_augmented_layers(tokens, params, L)
+    torch.testing.assert_close(fast, literal[:, 1:, :d], rtol=0, atol=1e-12)
+    with torch.no_grad():
+        assert torch.isfinite(task.loss(model, task.sample(8, 1)))

@@ -1,0 +1,59 @@
+"""theory.sander2024: the closed forms against their definitions (spec §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastattn.theory import sander2024 as th
+
+# spec §5.3 table: (d, T_max) → (η*, ℓ*) with s_0 backward, then s_0 = 0
+TABLE = {(3, 6): (0.153846, 5.7692, 0.176471, 7.0588), (2, 8): (0.147059, 3.7059, 0.166667, 4.6667),
+         (1, 10): (0.140625, 1.40625, 0.157895, 1.8947), (5, 20): (0.056410, 36.0513, 0.058824, 39.1176),
+         (5, 50): (0.026531, 76.0000, 0.027027, 79.4595), (10, 50): (0.023423, 191.5856, 0.023810, 198.3333)}
+
+
+@pytest.mark.parametrize("dims", list(TABLE))
+def test_prop2_table(dims):
+    d, tmax = dims
+    eb, lb, ez, lz = TABLE[dims]
+    np.testing.assert_allclose(th.augmented_optimum(d, tmax, "backward"), (eb, lb), rtol=2e-5)
+    np.testing.assert_allclose(th.augmented_optimum(d, tmax, "zero"), (ez, lz), rtol=2e-5)
+    assert th.augmented_optimum(d, tmax, "zero")[0] == pytest.approx(3 / (2 * tmax + 3 * d - 4))
+    # ℓ* is the minimum over η of the reduced loss d Σ_T (η² K_T − 2ηT + 1) (backward convention)
+    T = np.arange(2, tmax + 1)
+    eta = np.linspace(0.5, 1.5, 2001) * eb
+    reduced = d * ((eta[:, None] ** 2) * (T * T + (d - 1) * T) - 2 * eta[:, None] * T + 1).sum(1)
+    assert reduced.min() == pytest.approx(lb, rel=1e-5)
+
+
+def test_inner_gd_closed_form_equals_the_loop(rng):
+    states = rng.standard_normal((5, 9, 3)) + 1j * rng.standard_normal((5, 9, 3))
+    for T, steps in ((3, 4), (8, 10)):                      # G singular at T = 3 (2 tokens, d = 3)
+        np.testing.assert_allclose(th.inner_gd_closed_form(states, T, steps, 0.05),
+                                   th.inner_gd(states, T, steps, 0.05), atol=1e-10)
+
+
+def test_early_stopped_pe_equals_gd_on_pe_loss():
+    tmax, mu, lr, steps = 6, 20.0, 0.5, 40
+    P = np.zeros((tmax, tmax))
+    for _ in range(steps):                                   # GD on the averaged loss, finite differences
+        grad = np.zeros_like(P)
+        for T in range(2, tmax + 1):
+            q = P[T - 2, :T].copy()
+            q[-1] -= 1
+            grad[T - 2, :T] = 2 * th.pe_hessian(T, mu) @ q / (tmax - 1)
+        P -= lr * grad
+    np.testing.assert_allclose(th.pe_early_stopped(tmax, mu, lr, steps), P, atol=1e-13)
+    assert th.pe_loss(np.eye(tmax, k=1), mu) == pytest.approx(0.0, abs=1e-14)   # p = e_T: zero loss
+
+
+def test_prop6_family_and_its_rank_one_member():
+    block = th.prop6_block(1.7, 0.4)
+    assert block[0, 1] == block[1, 0] == pytest.approx(-0.4 / (1.7 * 2.1))
+    lemma3 = th.prop6_block(2.0, -1.0)                      # p_T = −2 p_{T−1}: rank one, ½ J
+    np.testing.assert_allclose(lemma3, 0.5 * np.ones((2, 2)))
+    with pytest.raises(ValueError, match="p_T"):
+        th.prop6_block(1.0, -1.0)
+    with pytest.raises(ValueError, match="s0"):
+        th.augmented_optimum(2, 5, "one")
