@@ -61,6 +61,7 @@ class Option:
 
 
 LR = ("linear_regression",)
+WT = ("wishart_tasks",)
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
 
@@ -70,12 +71,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
            "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list", 31,
-           LR),
+           LR + WT),
     Option("--spectrum", "task", "spectrum", str,
-           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
+           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR + WT),
     Option("--rotate", "task", "rotate", boolean,
-           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True, LR),
-    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0, LR),
+           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True, LR + WT),
+    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0, LR + WT),
     Option("--w-mean", "task", "w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)",
            None, LR),
     Option("--noise", "task", "noise", float, "label-noise variance σ²", 0.0, LR),
@@ -84,6 +85,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0,
            LR),
     Option("--data-seed", "task", "data_seed", int, "seed of the training data stream", 0),
+    Option("--tasks", "task", "tasks", lambda v: None if v == "fresh" else int(v),
+           "number P of fixed tasks, or 'fresh' (a new task every sequence)", 64, WT),
+    Option("--center-tasks", "task", "center_tasks", boolean, "subtract the task set's mean λ",
+           False, WT),
+    Option("--whiten-tasks", "task", "whiten_tasks", boolean,
+           "rescale each mode of the task set to (1/P) Σ λ² = 1", False, WT),
+    Option("--task-seed", "task", "task_seed", int, "seed of the fixed task set", 0, WT),
     # model
     Option("--model", "model", "kind", str, f"model family: {' | '.join(MODELS)}", "separate"),
     Option("--heads", "model", "heads", int, "number of heads H (MLP: hidden width)", 5),
@@ -97,8 +105,17 @@ OPTIONS: tuple[Option, ...] = (
            "keep every block of W^V, W^KQ (Eq. 91): the same as --model merged_full", False,
            ("merged",)),
     Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
+    Option("--init-mode", "model", "init_mode", str,
+           "aligned (p2 = q1 = init·I, p1 = q2 = 0) | gaussian (every block N(0, init²))", "aligned",
+           ("linear_transformer",)),
+    Option("--init-noise", "model", "init_noise", float, "std of noise added to every block", 0.0,
+           ("linear_transformer",)),
+    Option("--reduced", "model", "reduced", boolean, "freeze the null blocks p1 = q2 = 0", False,
+           ("linear_transformer",)),
     # trainer
-    Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
+    Option("--method", "train", "method", str,
+           "flow | gd | sgd | adam | task_sgd (epochs over the fixed tasks; --steps counts updates)",
+           "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
            "flow: auto (RK45 while not stiff; stabilized, Hessian-free Rodas4 once settled)"
@@ -205,6 +222,8 @@ def model_config(model_options: Mapping[str, Any], dim: int):
     if kind == "merged" and fields.get("full"):
         kind = "merged_full"
     config = get_model(kind).config
+    if kind == "linear_transformer":
+        fields.pop("heads", None)                      # one head by definition
     names = {f.name for f in dataclasses.fields(config)} - {"dim"}
     return config(dim=dim, **{k: v for k, v in fields.items() if k in names})
 

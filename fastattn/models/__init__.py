@@ -26,6 +26,7 @@ from fastattn.models.linear_attention import (
     SeparateKQ,
     beta,
 )
+from fastattn.models.linear_transformer import LinearTransformer, LinearTransformerConfig
 from fastattn.models.softmax_attention import (
     SoftmaxMergedConfig,
     SoftmaxMergedKQ,
@@ -33,7 +34,8 @@ from fastattn.models.softmax_attention import (
     SoftmaxSeparateKQ,
 )
 
-__all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
+__all__ = ["MODELS", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "LinearTransformer",
+           "LinearTransformerConfig", "MergedConfig",
            "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",

@@ -23,6 +23,8 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
     if family == "merged_full":
         return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
+    if family == "linear_transformer":
+        return tuple((name, (d, d)) for name in ("p1", "p2", "q1", "q2"))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
                      "softmax_merged or softmax_separate")
 

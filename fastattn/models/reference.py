@@ -51,3 +51,9 @@ def separate_softmax_attention(X: torch.Tensor, wv: torch.Tensor, wk: torch.Tens
 def query_readout(out: torch.Tensor) -> torch.Tensor:
     """ŷ_q: the bottom-right entry of ATTN(X) `[B, D+1, N+1]` → `[B]` (Eq. 3)."""
     return out[:, -1, -1]
+
+
+def linear_transformer(Z: torch.Tensor, wp: torch.Tensor, wq: torch.Tensor, n: int) -> torch.Tensor:
+    """f(Z) = Z + W^P (Z Zᵀ/N) W^Q Z (Mainali & Teixeira 2025, Eq. 1): Z `[B, 2d, N+1]` (the last
+    column the query [x_q; 0]), W^P, W^Q `[2d, 2d]`, N the number of context pairs → `[B, 2d, N+1]`."""
+    return Z + wp @ (Z @ Z.transpose(1, 2) / n) @ wq @ Z

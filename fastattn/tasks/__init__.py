@@ -8,6 +8,19 @@ family (one module each).
 from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
+from fastattn.tasks.wishart_tasks import VectorBatch, WishartTasks
 
-__all__ = ["TASKS", "Batch", "LinearRegression", "Stats", "Task", "build_task", "get_task",
-           "register_task", "spectrum", "split_tokens"]
+__all__ = [
+           "TASKS",
+           "Batch",
+           "LinearRegression",
+           "Stats",
+           "Task",
+           "VectorBatch",
+           "WishartTasks",
+           "build_task",
+           "get_task",
+           "register_task",
+           "spectrum",
+           "split_tokens",
+]
