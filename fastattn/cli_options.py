@@ -85,7 +85,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fixed-task-seed", "task", "fixed_task_seed", int, "seed of the fixed task vector", 0,
            LR),
     Option("--data-seed", "task", "data_seed", int, "seed of the training data stream", 0),
-    Option("--tasks", "task", "tasks", lambda v: None if v == "fresh" else int(v),
+    Option("--tasks", "task", "tasks", lambda v: v if v == "fresh" else int(v),
            "number P of fixed tasks, or 'fresh' (a new task every sequence)", 64, WT),
     Option("--center-tasks", "task", "center_tasks", boolean, "subtract the task set's mean λ",
            False, WT),

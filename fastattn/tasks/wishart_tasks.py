@@ -63,7 +63,7 @@ class WishartTasks:
         spectrum: s, the eigenvalues of Σ_x: a name or "v1,v2,..." (fastattn.tasks.spectrum; named
             spectra have trace 1); None: s = 1 (Σ_x = I). C0 of the spec is "2,1,0.5,0.25".
         context: N, the number of context pairs.
-        tasks: P, the size of the fixed task set; None: a fresh task for every sequence.
+        tasks: P, the size of the fixed task set; None (or "fresh"): a fresh task every sequence.
         center_tasks: subtract the task set's mean λ̄ (the null blocks p1, q2 then get no drive).
         whiten_tasks: rescale each mode so that (1/P) Σ_μ λ²_{μ,α} = 1 exactly (ω = 1).
         rotate: a Haar-random U from `rotation_seed` (else U = I).
@@ -78,7 +78,7 @@ class WishartTasks:
     dim: int
     spectrum: str | None = None
     context: int = 32
-    tasks: int | None = 64
+    tasks: int | str | None = 64
     center_tasks: bool = False
     whiten_tasks: bool = False
     rotate: bool = True
@@ -89,6 +89,8 @@ class WishartTasks:
     def __post_init__(self) -> None:
         check.positive_int("dim", self.dim)
         check.positive_int("context", self.context)
+        if self.tasks == "fresh":
+            object.__setattr__(self, "tasks", None)
         if self.tasks is not None:
             check.positive_int("tasks", self.tasks)
             if (self.center_tasks or self.whiten_tasks) and self.tasks < 2:

@@ -53,6 +53,16 @@ def train_task_sgd(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     if not (hasattr(model, "query_loss_grad") and hasattr(task, "sample_task")):
         raise ValueError(f"method='task_sgd' needs a model with query_loss_grad (linear_transformer) "
                          f"and a task with sample_task (wishart_tasks); got {model.kind} on {task.kind}")
+    # tiny tensors: one intra-op thread (several spin-wait, far slower on a busy machine)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads or 1)
+    try:
+        return _run(model, task, cfg)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     dtype = model.config.torch_dtype
     per_epoch = epoch_size(task)
     n_epochs = max(1, math.ceil(cfg.steps / per_epoch))
