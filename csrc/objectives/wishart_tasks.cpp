@@ -42,11 +42,15 @@ Mat WishartReduced::wishart(const Mat& b) const {
 }
 
 double WishartReduced::loss_grad(const double* theta, double* grad) const {
+  // Four d x d products (Q S Q^T, P^T P, P (Omega o K), E(G) Q S); everything else is O(d^2).
+  // Column-major copies of the blocks and explicit temporaries keep every product a plain GEMM.
   const Index dd = d_ * d_;
-  const CRMap P(theta + dd, d_, d_), Q(theta + 2 * dd, d_, d_);
+  const Mat P = CRMap(theta + dd, d_, d_), Q = CRMap(theta + 2 * dd, d_, d_);
   const Mat QS = Q * s_.asDiagonal();
-  const Mat K = wishart(QS * Q.transpose());               // E(Q S Q^T)
-  const Mat PtP = P.transpose() * P;
+  Mat QSQt(d_, d_), PtP(d_, d_);
+  QSQt.noalias() = QS * Q.transpose();
+  PtP.noalias() = P.transpose() * P;
+  const Mat K = wishart(QSQt);                             // E(Q S Q^T)
   const Mat G = omega_.cwiseProduct(PtP);                  // Omega o P^T P
   const Mat OP = omega_.cwiseProduct(P);                   // Omega o P
   const Mat SQS = ss_.cwiseProduct(Q);                     // S Q S
@@ -54,9 +58,15 @@ double WishartReduced::loss_grad(const double* theta, double* grad) const {
                              omega_.diagonal().dot(s_));
   if (grad != nullptr) {
     std::fill(grad, grad + 4 * dd, 0.0);
-    RMap gP(grad + dd, d_, d_), gQ(grad + 2 * dd, d_, d_);
-    gP = P * omega_.cwiseProduct(K) - omega_.cwiseProduct(SQS.transpose());
-    gQ = wishart(G) * QS - ss_.cwiseProduct(OP.transpose());
+    const Mat OK = omega_.cwiseProduct(K);
+    const Mat EG = wishart(G);
+    Mat gP(d_, d_), gQ(d_, d_);
+    gP.noalias() = P * OK;
+    gP -= omega_.cwiseProduct(SQS.transpose());
+    gQ.noalias() = EG * QS;
+    gQ -= ss_.cwiseProduct(OP.transpose());
+    RMap(grad + dd, d_, d_) = gP;
+    RMap(grad + 2 * dd, d_, d_) = gQ;
   }
   return loss;
 }
@@ -109,13 +119,17 @@ std::unique_ptr<HessianOperator> WishartReduced::hessian_operator() const {
 
 void WishartReduced::rotate(const double* in, double* out, bool to_working) const {
   const Index dd = d_ * d_;
+  Mat x(d_, d_), tmp(d_, d_), y(d_, d_);
   for (int b = 0; b < 4; ++b) {
-    const CRMap x(in + b * dd, d_, d_);
-    RMap y(out + b * dd, d_, d_);
-    if (to_working)
-      y = u_.transpose() * x * u_;
-    else
-      y = u_ * x * u_.transpose();
+    x = CRMap(in + b * dd, d_, d_);
+    if (to_working) {
+      tmp.noalias() = u_.transpose() * x;
+      y.noalias() = tmp * u_;
+    } else {
+      tmp.noalias() = u_ * x;
+      y.noalias() = tmp * u_.transpose();
+    }
+    RMap(out + b * dd, d_, d_) = y;
   }
 }
 

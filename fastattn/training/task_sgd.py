@@ -45,10 +45,11 @@ def train_task_sgd(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     """Run `cfg.steps` per-task updates of learning rate `cfg.lr` (batch mean over
     `cfg.batch_size` contexts); returns the trajectory with one record per logged epoch.
 
-    Records: `loss` is the epoch's training loss (1/P) Σ_μ L_μ (A93), the mean of its per-task
-    batch losses, at the epoch's end; `test_loss["population"]` the exact population loss there
-    (when the pair has one); a parameter snapshot at every record (so ‖p1‖, ‖q2‖ and Uᵀp2q1U can
-    always be read off, spec §6.7).
+    Records, at about `cfg.n_records` log-spaced update counts (always 0 and the last): `loss` is
+    the mean of the per-task batch losses since the previous record (over whole epochs it is the
+    epoch loss (1/P) Σ_μ L_μ of A93); `test_loss["population"]` the exact population loss of the
+    iterate (when the pair has one); a parameter snapshot at every record, so ‖p1‖, ‖q2‖ and
+    Uᵀp2q1U can always be read off (spec §6.7).
     """
     if not (hasattr(model, "query_loss_grad") and hasattr(task, "sample_task")):
         raise ValueError(f"method='task_sgd' needs a model with query_loss_grad (linear_transformer) "
@@ -66,7 +67,7 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     dtype = model.config.torch_dtype
     per_epoch = epoch_size(task)
     n_epochs = max(1, math.ceil(cfg.steps / per_epoch))
-    record = set(flow.record_steps(n_epochs, cfg.n_records).tolist())
+    record = set(flow.record_steps(cfg.steps, cfg.n_records).tolist())
     exact = flow.population_loss(task, model)
     params = {n: getattr(model, n) for n in model.PARAM_ORDER if getattr(model, n).requires_grad}
     out: dict[str, list] = {"step": [], "loss": [], "population": [], "params": []}
@@ -78,12 +79,11 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
         if exact is not None:
             out["population"].append(exact(out["params"][-1]))
 
-    status, k = "steps", 0
+    status, k, total, count = "steps", 0, 0.0, 0
     first = task.sample_task(0, cfg.batch_size, 0, dtype=dtype)
     log(0, model.query_loss_grad(first.x, first.y, first.x_q, first.y_q)[0])
     try:
         for epoch in range(n_epochs):
-            total, count = 0.0, 0
             for mu in task_order(task, epoch):
                 if k == cfg.steps:
                     break
@@ -96,12 +96,13 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
                     for name, p in params.items():
                         p.sub_(cfg.lr * grads[name])
                 total, count, k = total + loss, count + 1, k + 1
-            if status == "diverged":
-                break
-            if epoch + 1 in record or k == cfg.steps:
-                log(k, total / max(count, 1))
-            if cfg.target_loss is not None and total / max(count, 1) <= cfg.target_loss:
-                status = "target_loss"
+                if k in record:
+                    log(k, total / count)
+                    if cfg.target_loss is not None and total / count <= cfg.target_loss:
+                        status = "target_loss"
+                        break
+                    total, count = 0.0, 0
+            if status != "steps":
                 break
     except KeyboardInterrupt:
         status = "interrupted"

@@ -76,12 +76,15 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
         diag = np.einsum("tii->ti", m)
         off = np.abs(m - np.einsum("ti,ij->tij", diag, np.eye(D))).max((1, 2))
         tail = t >= 0.9 * t[-1]
-        loss_t = r[label].traj.time / (2 * ETA_P)
-        loss_tail = loss_t >= t[-1] - 30 if label == "sgd" else loss_t >= loss_t[-1]
+        traj = r[label].traj
+        loss_t = traj.time / (2 * ETA_P)
+        # SGD: each record's loss is the mean over the updates since the previous one: weight by them
+        span = np.diff(traj.step, prepend=0).astype(float) if label == "sgd" else np.ones(loss_t.size)
+        loss_tail = (loss_t >= t[-1] - 30) if label == "sgd" else (loss_t >= loss_t[-1])
         blocks = r[label].traj.params.reshape(len(t), 4, D, D)
         out[label] = {"a_final": diag[tail].mean(0), "t_half": th.half_times(t, diag, diag[tail].mean(0)),
                       "max_offdiag_final": float(off[-1]),
-                      "final_loss": float(r[label].traj.loss[loss_tail].mean()),
+                      "final_loss": float(np.average(traj.loss[loss_tail], weights=span[loss_tail])),
                       "conserved_C": [float(blocks[0, 1].ravel() @ blocks[0, 1].ravel()
                                             - blocks[0, 2].ravel() @ blocks[0, 2].ravel()),
                                       float((blocks[-1, 1] ** 2).sum() - (blocks[-1, 2] ** 2).sum())],
@@ -158,7 +161,8 @@ def plot_fig3(runs_: list[Run], summary: dict[str, Any]):
     r = _by_label(runs_)
     fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
     sgd, flow = r["sgd"].traj, r["flow"].traj
-    ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.loss[1:], "o", ms=2, label="SGD epoch loss")
+    ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.loss[1:], "o", ms=2,
+            label="SGD training loss (mean since the previous record)")
     if "population" in sgd.test_loss:
         ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.test_loss["population"][1:], ".", ms=2,
                 label="SGD iterate, exact population loss")
