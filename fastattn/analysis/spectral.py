@@ -87,14 +87,6 @@ def to_uniform(t: ArrayLike, y: ArrayLike, n: int, log: bool = True) -> tuple[np
     return grid, np.interp(grid, t, y)
 
 
-def second_derivative(x: ArrayLike, y: ArrayLike, window: int = 9, order: int = 3) -> np.ndarray:
-    """d²y/dx² on a uniform grid x `[T]` by a Savitzky–Golay filter of `window` points."""
-    from scipy.signal import savgol_filter
-
-    x = np.asarray(x, dtype=np.float64)
-    return savgol_filter(np.asarray(y, dtype=np.float64), window, order, deriv=2, delta=x[1] - x[0])
-
-
 def loss_autocorrelation(loss: ArrayLike, centered: bool = False) -> np.ndarray:
     """Variant A (global lag, spec §8.4): A(τ) = (1/(T−τ)) Σ_t L_t L_{t+τ} on a uniform grid, by FFT;
     centered subtracts the mean (autocovariance). `[T]` → `[T]`."""
@@ -118,12 +110,29 @@ def windowed_autocorrelation(loss: ArrayLike, lag: int = 1, window: int = 9) -> 
 
 def landmarks(x: ArrayLike, y: ArrayLike, kind: str = "peak", prominence: float = 0.0
               ) -> np.ndarray:
-    """Positions x of the local maxima ("peak") or minima ("dip") of y `[T]` with at least the
-    given prominence (scipy.signal.find_peaks)."""
-    from scipy.signal import find_peaks
-
+    """Positions x of the local maxima ("peak") or minima ("dip") of y `[T]` whose topographic
+    prominence (height above the higher of the two lowest points separating it from higher ground
+    on either side) is at least `prominence`; plateaus count once, at their first point."""
     if kind not in ("peak", "dip"):
         raise ValueError(f"kind must be 'peak' or 'dip'; got {kind!r}")
     y = np.asarray(y, dtype=np.float64)
-    idx, _ = find_peaks(y if kind == "peak" else -y, prominence=prominence)
-    return np.asarray(x, dtype=np.float64)[idx]
+    y = y if kind == "peak" else -y
+    x = np.asarray(x, dtype=np.float64)
+    out = []
+    for i in range(1, y.size - 1):
+        if not (y[i] > y[i - 1] and y[i] >= y[i + 1]):
+            continue
+        j = i + 1
+        while j < y.size and y[j] == y[i]:
+            j += 1
+        if j < y.size and y[j] > y[i]:
+            continue                                   # a shoulder, not a maximum
+        left = y[:i][::-1]
+        higher = np.nonzero(left > y[i])[0]
+        base_left = left[: higher[0]].min() if higher.size else left.min()
+        right = y[j:]
+        higher = np.nonzero(right > y[i])[0]
+        base_right = (right[: higher[0]].min() if higher.size else right.min()) if right.size else y[i]
+        if y[i] - max(base_left, base_right) >= prominence:
+            out.append(x[i])
+    return np.asarray(out)

@@ -76,3 +76,13 @@ def test_c0_closed_form_landmarks():
     mer = sp.marginalized_effective_rank(a, 2)
     dips = [sp.landmarks(t, mer[:, k], "dip", prominence=1e-3)[0] for k in range(3)]
     np.testing.assert_allclose(dips, [1.9, 7.2, 27.4], atol=0.2)
+
+
+def test_landmarks_equal_scipy_find_peaks(rng):
+    from scipy.signal import find_peaks
+
+    y = np.cumsum(rng.standard_normal(300))
+    x = np.arange(300.0)
+    for prom in (0.0, 1.0, 5.0):
+        np.testing.assert_array_equal(sp.landmarks(x, y, "peak", prom), x[find_peaks(y, prominence=prom)[0]])
+        np.testing.assert_array_equal(sp.landmarks(x, y, "dip", prom), x[find_peaks(-y, prominence=prom)[0]])

@@ -32,10 +32,11 @@ def c0_task() -> WishartTasks:
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    epochs = 12 if quick else 250
+    epochs = 4 if quick else 250
     model = LinearTransformerConfig(D, init_scale=INIT, reduced=True)
     task = c0_task()
-    sgd = TrainConfig(method="task_sgd", lr=LR, steps=P * epochs, batch_size=BATCH, n_records=400)
+    sgd = TrainConfig(method="task_sgd", lr=LR, steps=P * epochs, batch_size=32 if quick else BATCH,
+                      n_records=100 if quick else 400)
     flow = TrainConfig(method="flow", t_end=2 * ETA_P * epochs, integrator="rk45", rtol=1e-10,
                        atol=1e-14, n_records=400, n_snapshots=400)
     return [RunSpec("sgd", task, model, sgd, {"method": "task_sgd"}),

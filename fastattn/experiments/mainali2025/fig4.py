@@ -24,7 +24,7 @@ from fastattn.training import TrainConfig
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    epochs = 60 if quick else 250
+    epochs = 30 if quick else 250
     cfg = TrainConfig(method="flow", t_end=2 * ETA_P * epochs, integrator="rk45", rtol=1e-10,
                       atol=1e-14, n_records=200, n_snapshots=5)
     return [RunSpec("flow", c0_task(), LinearTransformerConfig(D, init_scale=INIT, reduced=True), cfg)]
