@@ -120,9 +120,9 @@ def test_a_model_takes_its_config_or_the_config_fields():
 
 def test_every_registered_kind_builds_its_own_class():
     assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
-                           "softmax_separate"}
+                           "softmax_separate", "linear_transformer"}
     for kind, family in MODELS.items():
-        m = family.model(family.config(3, 2))
+        m = family.model(family.config(3, 1 if kind == "linear_transformer" else 2))
         assert m.kind == kind and get_model(kind) == family
     assert MergedKQ(3, 2).PARAM_ORDER != MergedKQFull(3, 2).PARAM_ORDER  # never set per instance
 
