@@ -19,6 +19,7 @@
 #include "objectives/induction_three_param.h"
 #include "objectives/linear_attention.h"
 #include "objectives/autoregressive.h"
+#include "objectives/wishart_tasks.h"
 
 namespace py = pybind11;
 
@@ -590,4 +591,26 @@ final_params [K, P], params [K, T, P] or None, status (K strings), n_evals, n_st
 n_hvp, t_final [K], events (per model, a list of (event index, t, params [P]) in time order).)doc");
   m.def("stabilized_table", &stabilized_table, py::arg("s"),
         "Coefficients of the 'stabilized' method with s stages (integrators/stabilized_tables.h).");
+
+  // Mainali & Teixeira 2025 (csrc/objectives/wishart_tasks.h)
+  py::class_<WishartReduced, Objective>(m, "WishartReduced", R"doc(
+Exact population loss of the reduced linear transformer (p1 = q2 = 0 frozen; general p2, q1) on
+vector in-context regression with x ~ N(0, U diag(s) U^T), tasks U diag(lambda) U^T, E lambda lambda^T =
+omega. Parameters: [p1, p2, q1, q2] row-major d x d blocks; working basis: blocks conjugated by U.)doc")
+      .def(py::init([](const Arr& s, double n, const Arr& omega, const Arr& u) {
+             if (s.ndim() != 1) throw std::invalid_argument("s must be a vector [d]");
+             const int d = int(s.shape(0));
+             return new WishartReduced(CVMap(s.data(), d), n, square(omega, d, "omega"), square(u, d, "u"));
+           }),
+           py::arg("s"), py::arg("N"), py::arg("omega"), py::arg("U"));
+  py::class_<WishartAligned, Objective>(m, "WishartAligned", R"doc(
+Exact population loss of the aligned per-mode linear transformer: parameters [p (d), q (d)], the
+diagonals of U^T p2 U and U^T q1 U; omega [d] the per-mode task second moments.)doc")
+      .def(py::init([](const Arr& s, double n, const Arr& omega) {
+             if (s.ndim() != 1 || omega.ndim() != 1 || omega.shape(0) != s.shape(0))
+               throw std::invalid_argument("s and omega must be vectors [d] of one length");
+             const int d = int(s.shape(0));
+             return new WishartAligned(CVMap(s.data(), d), n, CVMap(omega.data(), d));
+           }),
+           py::arg("s"), py::arg("N"), py::arg("omega"));
 }

@@ -58,10 +58,11 @@ def test_train_help_shows_each_family_under_its_own_heading(capsys):
         main(["train", "--help"])
     out = capsys.readouterr().out
     for heading in ("task options (every family):", "task options (linear_regression):",
+                    "task options (linear_regression, wishart_tasks):", "task options (wishart_tasks):",
                     "model options (every family):", "model options (separate, softmax_separate):",
                     "model options (softmax_merged, softmax_separate):", "trainer options:"):
         assert heading in out
-    lr = out.index("task options (linear_regression):")
+    lr = out.index("task options (linear_regression, wishart_tasks):")
     assert lr < out.index("--spectrum SPECTRUM  ") < out.index("model options (every family):")
     separate = out.index("model options (separate, softmax_separate):")
     assert separate < out.index("--rank RANK  ") < out.index("model options (merged):")

@@ -63,7 +63,8 @@ def test_every_model_matches_the_one_flat_layout():
 
     d, h, r = 3, 2, 2
     for name, family in MODELS.items():
-        m = family.model(d, h, r) if "separate" in name else family.model(d, h)
+        heads = 1 if name == "linear_transformer" else h          # one head by definition
+        m = family.model(d, heads, r) if "separate" in name else family.model(d, heads)
         dims = m.dims
         shapes = layout.param_shapes(name, dims)
         assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes)

@@ -88,6 +88,16 @@ class AutoRegressive(Objective):
     @property
     def P(self) -> int: ...
 
+class WishartReduced(Objective):
+    """Mainali et al. reduced linear transformer (p1 = q2 = 0); params [p1, p2, q1, q2] (4 d²)."""
+
+    def __init__(self, s: ArrayLike, N: float, omega: ArrayLike, U: ArrayLike) -> None: ...
+
+class WishartAligned(Objective):
+    """Mainali et al. aligned per-mode form; params [p (d), q (d)]."""
+
+    def __init__(self, s: ArrayLike, N: float, omega: ArrayLike) -> None: ...
+
 class Event:
     """Coordinate `index` (caller's basis; -1: the loss) crossing `level`."""
 

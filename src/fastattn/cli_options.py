@@ -68,6 +68,7 @@ INDUCTION = ("induction",)
 #: Musat et al. 2025's models (fastattn.models.disentangled; not `MODELS` families)
 INDUCTION_MODELS = ("three_param", "gram19", "disentangled")
 AR = ("autoregressive",)
+WT = ("wishart_tasks",)
 SEPARATE = ("separate", "softmax_separate")
 SOFTMAX = ("softmax_merged", "softmax_separate")
 HE2025 = ("multihead_softmax", "multihead_linear")
@@ -79,12 +80,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dim", "task", "dim", int, "token dimension D", 4),
     Option("--context", "task", "context", context_value,
            "context length N; '1..31' draws N uniformly (next-token loss, Eq. 23); '8,16' a list"
-           " (autoregressive: T_max, the longest context)", 31, LR + INDUCTION + AR),
+           " (autoregressive: T_max, the longest context)", 31, LR + INDUCTION + AR + WT),
     Option("--spectrum", "task", "spectrum", str,
-           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR),
+           f"eigenvalues of Λ: one of {', '.join(SPECTRA)}", "linear", LR + WT),
     Option("--rotate", "task", "rotate", boolean,
-           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True, LR),
-    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0, LR),
+           "random eigenvectors for Λ (true/false), drawn from --rotation-seed", True, LR + WT),
+    Option("--rotation-seed", "task", "rotation_seed", int, "seed of Λ's random eigenbasis", 0, LR + WT),
     Option("--w-mean", "task", "w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)",
            None, LR),
     Option("--noise", "task", "noise", float, "label-noise variance σ²", 0.0, LR),
@@ -112,6 +113,13 @@ OPTIONS: tuple[Option, ...] = (
            "zero", AR),
     Option("--s1", "task", "s1", str, "start s_1: ones (theory) | unit (the §6 code)", "ones", AR),
     Option("--mu", "task", "mu", float, "μ of the positional distribution 𝒲(μ)", 1.0, AR),
+    Option("--tasks", "task", "tasks", lambda v: v if v == "fresh" else int(v),
+           "number P of fixed tasks, or 'fresh' (a new task every sequence)", 64, WT),
+    Option("--center-tasks", "task", "center_tasks", boolean, "subtract the task set's mean λ",
+           False, WT),
+    Option("--whiten-tasks", "task", "whiten_tasks", boolean,
+           "rescale each mode of the task set to (1/P) Σ λ² = 1", False, WT),
+    Option("--task-seed", "task", "task_seed", int, "seed of the fixed task set", 0, WT),
     # model
     Option("--model", "model", "kind", str, f"model family: {' | '.join((*MODELS, *INDUCTION_MODELS))}",
            "separate"),
@@ -129,15 +137,23 @@ OPTIONS: tuple[Option, ...] = (
     Option("--mask", "model", "mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
            INDUCTION_MODELS),
     Option("--init-mode", "model", "init_mode", str,
-           "torch (nn.Linear default) | small_id | small_id_qk | oppo_small_id", "torch", HE2025),
+           "He et al.: torch (nn.Linear default; the default) | small_id | small_id_qk | oppo_small_id; "
+           "linear_transformer: aligned (p2 = q1 = init·I, p1 = q2 = 0; the default) | gaussian "
+           "(every block N(0, init²))", None, (*HE2025, "linear_transformer")),
     Option("--activation", "model", "activation", str,
            "normalised activation: exp (softmax) | linear | square | tanh", "exp", NORMALIZED),
     Option("--norm-context", "model", "norm_context", int,
            "LinTF's hard-coded 1/L (default: the actual context length)", None, ("multihead_linear",)),
     Option("--layers", "model", "layers", int, "number of layers L (Sander et al. §6, Fig. 5)", 1,
            ("aug_layers",)),
+    Option("--init-noise", "model", "init_noise", float, "std of noise added to every block", 0.0,
+           ("linear_transformer",)),
+    Option("--reduced", "model", "reduced", boolean, "freeze the null blocks p1 = q2 = 0", False,
+           ("linear_transformer",)),
     # trainer
-    Option("--method", "train", "method", str, "flow | gd | sgd | adam", "flow"),
+    Option("--method", "train", "method", str,
+           "flow | gd | sgd | adam | task_sgd (epochs over the fixed tasks; --steps counts updates)",
+           "flow"),
     Option("--time", "train", "t_end", float, "flow: gradient-flow time to reach (τ = 1)"),
     Option("--integrator", "train", "integrator", str,
            "flow: auto (RK45 while not stiff; stabilized, Hessian-free Rodas4 once settled)"
@@ -258,6 +274,8 @@ def model_config(model_options: Mapping[str, Any], dim: int):
     if kind == "merged" and fields.get("full"):
         kind = "merged_full"
     config = get_model(kind).config
+    if kind == "linear_transformer":
+        fields.pop("heads", None)                      # one head by definition
     names = {f.name for f in dataclasses.fields(config)} - {"dim"}
     return config(dim=dim, **{k: v for k, v in fields.items() if k in names})
 

@@ -56,6 +56,7 @@ REGISTERED_CASES = {
     # (d, H, T_max): unitary at odd d, orthogonal at even d (pe_only: positional at d = 1)
     ("autoregressive", "diag"): [(3, 2, 3), (4, 3, 4)],
     ("autoregressive", "pe_only"): [(1, 1, 4), (2, 1, 3)],
+    ("wishart_tasks", "linear_transformer"): [(1, 1, 1), (3, 1, 1)],
 }
 CASES = [(pair, dims) for pair, all_dims in REGISTERED_CASES.items() for dims in all_dims]
 CASES += [("quadratic", None), ("stiff_diagonal", None)]
@@ -85,6 +86,15 @@ def build(case, rng):
         return objective_for(task, model), rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
     if pair[0] == "autoregressive":
         return _autoregressive_case(pair[1], dims, rng)
+    if pair[0] == "wishart_tasks":        # the reduced model on a real task (C++ WishartReduced)
+        from fastattn.models import LinearTransformer
+        from fastattn.tasks import WishartTasks
+
+        d = dims[0]
+        task = WishartTasks(d, spectrum=",".join(map(str, rng.uniform(0.2, 2, d))), context=5,
+                            tasks=4, task_seed=int(rng.integers(100)))
+        model = LinearTransformer(d, reduced=True)
+        return objective_for(task, model), rng.uniform(-1, 1, 4 * d * d)
     task = StandInTask(pair[0], random_moments(rng, dims[0])[0])
     model = StandInModel(pair[1], dims)
     return objective_for(task, model), random_params(rng, pair[1], dims)

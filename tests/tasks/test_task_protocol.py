@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fastattn.models import MergedKQ, SeparateKQ
-from fastattn.tasks import TASKS, LinearRegression, build_task, get_task, register_task
+from fastattn.tasks import TASKS, LinearRegression, WishartTasks, build_task, get_task, register_task
 from fastattn.training.records import to_jsonable
 
 TASK = LinearRegression(3, context=[4, 7], spectrum=[0.5, 0.3, 0.2], rotate=True, noise=0.1)
@@ -15,6 +15,7 @@ TASK = LinearRegression(3, context=[4, 7], spectrum=[0.5, 0.3, 0.2], rotate=True
 
 def test_the_registry_holds_linear_regression_under_its_kind():
     assert TASKS["linear_regression"] is LinearRegression
+    assert TASKS["wishart_tasks"] is WishartTasks
     assert get_task("linear_regression") is LinearRegression
     assert LinearRegression.kind == TASK.kind == "linear_regression"
     assert TASK.losses[0] == "query"

@@ -14,6 +14,16 @@ from fastattn.analysis.plateaus import (
     find_plateaus_and_drops,
     smooth_log_curve,
 )
+from fastattn.analysis.spectral import (
+    entropy_effective_rank,
+    landmarks,
+    loss_autocorrelation,
+    marginalized_effective_rank,
+    marginalized_effective_rank_by_mode,
+    mode_components,
+    subspace_distance,
+    windowed_autocorrelation,
+)
 from fastattn.analysis.weights import (
     alignment,
     best_aligned,
@@ -37,12 +47,20 @@ __all__ = [
     "detect_drops",
     "detect_plateaus",
     "effective_rank",
+    "entropy_effective_rank",
     "find_plateaus_and_drops",
     "fit_time_shift",
     "head_cosine_similarity",
+    "landmarks",
+    "loss_autocorrelation",
+    "marginalized_effective_rank",
+    "marginalized_effective_rank_by_mode",
+    "mode_components",
     "participation_ratio",
     "smooth_log_curve",
     "split_merged",
     "split_separate",
+    "subspace_distance",
     "value_weights",
+    "windowed_autocorrelation",
 ]

@@ -28,7 +28,7 @@ from fastattn.training.records import atomic_write, environment, to_jsonable
 
 #: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
 #: (a tuple of `Figure`) names its figures without importing their modules
-PAPERS = ("zhang2025", "he2025", "sander2024")
+PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025")
 
 
 def _index() -> dict[str, Figure]:

@@ -37,6 +37,7 @@ from fastattn.models.linear_attention import (
     SeparateKQ,
     beta,
 )
+from fastattn.models.linear_transformer import LinearTransformer, LinearTransformerConfig
 from fastattn.models.multihead_softmax import (
     KernelRegressors,
     KernelRegressorsConfig,
@@ -54,7 +55,8 @@ from fastattn.models.softmax_attention import (
 
 __all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
            "ARAugmentedLayersConfig", "ARDiag", "ARDiagConfig", "ARPEOnly",
-           "ARPEOnlyConfig", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "MergedConfig",
+           "ARPEOnlyConfig", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "LinearTransformer",
+           "LinearTransformerConfig", "MergedConfig",
            "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
            "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
            "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",

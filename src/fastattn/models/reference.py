@@ -157,3 +157,9 @@ def ar_augmented_layers(tokens: torch.Tensor, params: dict[str, torch.Tensor], l
                        + params["ln_b"][layer])
         x = torch.stack(out, 1)
     return x @ params["fc_w"].T + params["fc_b"]
+
+
+def linear_transformer(Z: torch.Tensor, wp: torch.Tensor, wq: torch.Tensor, n: int) -> torch.Tensor:
+    """f(Z) = Z + W^P (Z Zᵀ/N) W^Q Z (Mainali & Teixeira 2025, Eq. 1): Z `[B, 2d, N+1]` (the last
+    column the query [x_q; 0]), W^P, W^Q `[2d, 2d]`, N the number of context pairs → `[B, 2d, N+1]`."""
+    return Z + wp @ (Z @ Z.transpose(1, 2) / n) @ wq @ Z

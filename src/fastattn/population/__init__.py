@@ -26,6 +26,11 @@ from fastattn.population.moments import Moments
 from fastattn.population.objectives import FAMILIES, LinearAttentionObjective, Objective
 from fastattn.population.options import METHODS, CoordinateEvent, FlowOptions, LossEvent
 from fastattn.population.registry import objective_for, register_objective, registered_objectives
+from fastattn.population.wishart_tasks import (
+    FullModelObjective,
+    WishartAlignedObjective,
+    WishartReducedObjective,
+)
 
 __all__ = [
     "FAMILIES",
@@ -34,12 +39,15 @@ __all__ = [
     "CoordinateEvent",
     "EventHit",
     "FlowOptions",
+    "FullModelObjective",
     "IntegrationResult",
     "LinearAttentionObjective",
     "LossEvent",
     "Moments",
     "Objective",
     "PEOnlyObjective",
+    "WishartAlignedObjective",
+    "WishartReducedObjective",
     "conserved_quantities",
     "gamma",
     "hessian",

@@ -10,7 +10,9 @@ from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
 from fastattn.tasks.induction import InductionBatch, InductionPairs
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
+from fastattn.tasks.wishart_tasks import VectorBatch, WishartTasks
 
 __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "Stats", "Task",
-           "build_task", "get_task", "register_task", "spectrum", "split_tokens"]
+           "VectorBatch", "WishartTasks", "build_task", "get_task", "register_task", "spectrum",
+           "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]

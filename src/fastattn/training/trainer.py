@@ -5,6 +5,8 @@ for any registered (task, model) pair.
   objective, integrated in the C++ core (fastattn.training.flow).
 - "gd": population gradient descent with a fixed learning rate (explicit Euler of the flow with
   Δt = 2η), what the papers' figures call training, minus the sampling noise.
+- "task_sgd": task-centric SGD (Mainali & Teixeira 2025): epochs over a fixed task set, one
+  batch-mean update per task (fastattn.training.task_sgd).
 - "sgd" / "adam": torch training of `task.loss(model, batch)` on fresh batches every step (online)
   or on one fixed data set (`dataset_size`, full batch, as the papers' code does).
 """
@@ -25,12 +27,12 @@ from fastattn import _validate as check
 from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
-from fastattn.training import flow
+from fastattn.training import flow, task_sgd
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.trajectory import Trajectory
 
-METHODS = ("flow", "gd", "sgd", "adam")
+METHODS = ("flow", "gd", "sgd", "adam", "task_sgd")
 INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
 SAMPLERS = ("tokens", "stats")
 
@@ -173,6 +175,8 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     start = time.perf_counter()
     if cfg.method in ("flow", "gd"):
         traj = flow.population_runs([model], [task], cfg)[0][0]
+    elif cfg.method == "task_sgd":
+        traj = task_sgd.train_task_sgd(model, task, cfg)
     else:
         size = (cfg.dataset_size or cfg.batch_size) * task.sequence_size
         threads = cfg.threads or (1 if size < 2**20 else torch.get_num_threads())

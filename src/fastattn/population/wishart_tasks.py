@@ -1,0 +1,175 @@
+"""Exact population objectives of the linear transformer on `wishart_tasks` (Mainali & Teixeira
+2025; docs/mainali2025.md §2).
+
+- `WishartReducedObjective` (C++): the reduced model (p1 = q2 = 0 frozen) for general, non-aligned
+  p2, q1, with the full Wishart coupling E[M B M] = (N+1)/N S B S + tr(BS)/N S that the paper's
+  diagonal-Ŝ step drops. Parameters: the model's flat layout [p1, p2, q1, q2]; working basis: the
+  blocks conjugated by U. A fixed task set enters through Ω = (1/P) Σ_μ λ_μ λ_μᵀ, exactly (the
+  loss is quadratic in λ).
+- `WishartAlignedObjective` (C++): the aligned per-mode form, parameters [p, q] (the diagonals of
+  Uᵀ p2 U, Uᵀ q1 U), O(d) per evaluation.
+- `FullModelObjective` (torch float64, autograd): the full model (every block, query-in-Gram term
+  included; spec §6.6), averaged over the fixed task set, or for fresh tasks over the degree-5
+  Gaussian cubature with 2d² + 1 nodes, which is exact because the conditional loss has degree 4
+  in λ.
+
+The objectives follow the integrators' flow dθ/dτ = −½ ∇L; the paper's flow dθ/dt = −ηP ∇L in
+epochs is the same path with t = τ / (2ηP) (docs/conventions.md, "Task-centric SGD").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fastattn._core_loader import CORE_ERROR, core
+from fastattn.population.objectives import Objective
+from fastattn.population.registry import register_objective
+
+
+def _need_core(what: str) -> None:
+    if core is None:
+        raise ValueError(f"{what} needs the compiled core ({CORE_ERROR}); rebuild fastattn "
+                         "(pip install -e .)")
+
+
+class WishartReducedObjective(core.WishartReduced if core is not None else object):
+    """The reduced model's exact population loss (C++). s `[d]`, N, omega `[d, d]`, U `[d, d]`."""
+
+    def __init__(self, s, N: float, omega, U):
+        _need_core("WishartReducedObjective")
+        s = np.asarray(s, dtype=np.float64)
+        super().__init__(s, float(N), np.asarray(omega, dtype=np.float64),
+                         np.asarray(U, dtype=np.float64))
+        self.s, self.N = s, float(N)
+
+    @classmethod
+    def of_task(cls, task) -> WishartReducedObjective:
+        return cls(task.s, task.context, task.omega(), task.U)
+
+
+class WishartAlignedObjective(core.WishartAligned if core is not None else object):
+    """The aligned per-mode exact population loss (C++). s `[d]`, N, omega `[d]` (default 1)."""
+
+    def __init__(self, s, N: float, omega=None):
+        _need_core("WishartAlignedObjective")
+        s = np.asarray(s, dtype=np.float64)
+        w = np.ones_like(s) if omega is None else np.asarray(omega, dtype=np.float64)
+        super().__init__(s, float(N), w)
+        self.s, self.N, self.omega = s, float(N), w
+
+
+# ------------------------------------------------------------------------------ full model
+def cubature5(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Degree-5 Gaussian cubature for λ ~ N(0, I_d): nodes `[2d²+1, d]`, weights `[2d²+1]`
+    (spec (M4)): 0 with weight (d² − 7d + 18)/18, ±√3 e_i with (4 − d)/18, ±√3 e_i ± √3 e_j (i < j)
+    with 1/36. Integrates every polynomial of degree ≤ 5 exactly (weights may be negative, d > 4)."""
+    r = np.sqrt(3.0)
+    nodes, weights = [np.zeros(d)], [(d * d - 7 * d + 18) / 18]
+    eye = np.eye(d)
+    for i in range(d):
+        for sign in (1, -1):
+            nodes.append(sign * r * eye[i])
+            weights.append((4 - d) / 18)
+    for i in range(d):
+        for j in range(i + 1, d):
+            for si in (1, -1):
+                for sj in (1, -1):
+                    nodes.append(r * (si * eye[i] + sj * eye[j]))
+                    weights.append(1 / 36)
+    return np.array(nodes), np.array(weights)
+
+
+def full_conditional_loss(sigma: torch.Tensor, n: float, w: torch.Tensor, p1: torch.Tensor,
+                          p2: torch.Tensor, q1: torch.Tensor, q2: torch.Tensor,
+                          include_query: bool = True) -> torch.Tensor:
+    """E over contexts and query of ½‖ŷ − W x_q‖² for tasks W `[T, d, d]` (spec §6.6) → `[T]`.
+
+    A = p1 + p2 W, B = q1 + Wᵀ q2, H = sym(q1); with E(C) = (N+1)/N ΣCΣ + tr(CΣ)/N Σ and c = 1/N
+    (0 without the query column in the Gram matrix):
+    2L = tr[AᵀA E(BΣBᵀ)] + tr[WᵀWΣ] − 2 tr[BᵀΣAᵀWΣ] + c² m6(p1ᵀp1, H) + 2c m4(sym((AΣB)ᵀp1), H)
+         − 2c m4(sym(p1ᵀW), H), m4, m6 the Gaussian quartic / sextic moments (spec (M2)).
+    """
+    c = 1.0 / n if include_query else 0.0
+
+    def tr(x):
+        return torch.diagonal(x, dim1=-2, dim2=-1).sum(-1)
+
+    def sym(x):
+        return 0.5 * (x + x.transpose(-1, -2))
+
+    def wish(cm):
+        return (n + 1) / n * sigma @ cm @ sigma + (tr(cm @ sigma) / n)[..., None, None] * sigma
+
+    def m4(f, h):
+        return tr(f @ sigma) * tr(h @ sigma) + 2 * tr(f @ sigma @ h @ sigma)
+
+    def m6(g, h):
+        tg, th = tr(g @ sigma), tr(h @ sigma)
+        return (tg * th**2 + 2 * tg * tr(h @ sigma @ h @ sigma) + 4 * th * tr(g @ sigma @ h @ sigma)
+                + 8 * tr(g @ sigma @ h @ sigma @ h @ sigma))
+
+    a = p1 + p2 @ w
+    b = q1 + w.transpose(-1, -2) @ q2
+    h = sym(q1)
+    wt = w.transpose(-1, -2)
+    two_l = (tr(a.transpose(-1, -2) @ a @ wish(b @ sigma @ b.transpose(-1, -2))) + tr(wt @ w @ sigma)
+             - 2 * tr(b.transpose(-1, -2) @ sigma @ a.transpose(-1, -2) @ w @ sigma)
+             + c**2 * m6(p1.T @ p1, h)
+             + 2 * c * m4(sym((a @ sigma @ b).transpose(-1, -2) @ p1), h)
+             - 2 * c * m4(sym(p1.T @ w), h))
+    return 0.5 * two_l
+
+
+class FullModelObjective(Objective):
+    """The full model's exact population loss (torch float64 closed form, gradient by autograd).
+
+    Args: s `[d]`, N, U `[d, d]`, task_eigs `[P, d]` (a fixed set, weights 1/P) or None (fresh
+    tasks: the exact degree-5 cubature), include_query: the query column in the Gram matrix.
+    Parameters: the model's flat layout [p1, p2, q1, q2] (4 d²), original basis.
+    """
+
+    def __init__(self, s, N: float, U, task_eigs=None, include_query: bool = True):
+        super().__init__()
+        s = np.asarray(s, dtype=np.float64)
+        u = np.asarray(U, dtype=np.float64)
+        self.d, self.N, self.include_query = s.size, float(N), include_query
+        if task_eigs is None:
+            lam, wts = cubature5(self.d)
+        else:
+            lam = np.asarray(task_eigs, dtype=np.float64)
+            wts = np.full(lam.shape[0], 1.0 / lam.shape[0])
+        self._sigma = torch.as_tensor((u * s) @ u.T)
+        self._w = torch.as_tensor(np.einsum("ij,tj,kj->tik", u, lam, u))
+        self._wts = torch.as_tensor(wts)
+
+    def size(self) -> int:
+        return 4 * self.d * self.d
+
+    def _loss(self, theta: torch.Tensor) -> torch.Tensor:
+        blocks = theta.reshape(4, self.d, self.d)
+        losses = full_conditional_loss(self._sigma, self.N, self._w, *blocks,
+                                       include_query=self.include_query)
+        return (self._wts * losses).sum()
+
+    def loss_grad(self, params):
+        theta = torch.tensor(np.asarray(params, dtype=np.float64), requires_grad=True)
+        loss = self._loss(theta)
+        (grad,) = torch.autograd.grad(loss, theta)
+        return loss.item(), grad.numpy()
+
+    def hvp(self, params, u):
+        theta = torch.as_tensor(np.asarray(params, dtype=np.float64))
+        v = torch.as_tensor(np.asarray(u, dtype=np.float64))
+        return torch.autograd.functional.hvp(self._loss, theta, v)[1].numpy()
+
+    def hessian(self, params):
+        theta = torch.as_tensor(np.asarray(params, dtype=np.float64))
+        return torch.autograd.functional.hessian(self._loss, theta).numpy()
+
+
+@register_objective("wishart_tasks", "linear_transformer")
+def _linear_transformer(task, model):
+    if model.config.reduced:
+        return WishartReducedObjective.of_task(task)
+    return FullModelObjective(task.s, task.context, task.U, task.task_eigs)
