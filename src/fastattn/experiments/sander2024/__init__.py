@@ -1,0 +1,16 @@
+"""Figure recipes of Sander, Giryes, Suzuki, Blondel & Peyré (ICML 2024), in-context autoregressive
+learning. Exact population training (GD through the C++ objective) wherever the figure shows the
+theory's setting (Figs. 3, 6); Fig. 2 is the trigonometric identity itself. Measured numbers and the
+text-vs-code choices: docs/sander2024.md.
+"""
+
+from fastattn.experiments.recipe import Figure
+
+FIGURES = (
+    Figure("sander2024-fig2", "Sander et al. 2024, Fig. 2: the identity 2cos θ R_θ − I = R_2θ",
+           f"{__name__}.fig2:RECIPE"),
+    Figure("sander2024-fig3", "Sander et al. 2024, Fig. 3: DIAG trained on the exact loss (unitary "
+           "H = 10; orthogonal H = 8 and the H = 10 control)", f"{__name__}.fig3:RECIPE"),
+    Figure("sander2024-fig6", "Sander et al. 2024, Fig. 6: early-stopped PE-only attention, "
+           "μ = 50..300", f"{__name__}.fig6:RECIPE"),
+)
