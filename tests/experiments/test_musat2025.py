@@ -1,4 +1,5 @@
-"""The musat2025 figure recipes (quick settings): files written, numbers consistent with the theory."""
+"""The musat2025 figure recipes (quick settings) through `fastattn reproduce`: files written, numbers
+consistent with the theory. The all-figures smoke test (test_zhang2025.py) also runs each of them."""
 
 from __future__ import annotations
 
@@ -7,27 +8,38 @@ import json
 import pytest
 
 from fastattn._core_loader import has_cpp
-from fastattn.experiments.musat2025 import FIGURES, run_figure
+from fastattn.cli import main
+from fastattn.experiments import registry
+from fastattn.experiments.musat2025 import FIGURES, gram19
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
-def test_fig6_quick(tmp_path):
-    doc = run_figure("musat2025-fig6", tmp_path, quick=True)
-    assert (tmp_path / "musat2025-fig6.png").exists()
-    saved = json.loads((tmp_path / "musat2025-fig6.json").read_text())
-    assert saved["N"] == doc["N"]
-    assert all(e < 0.01 for N, e in zip(doc["N"], doc["asymptote_rel_error"], strict=True) if N >= 64)
-    assert all(1.3 < r < 1.5 for N, r in zip(doc["N"], doc["t_loss_over_t_icl"], strict=True) if N >= 16)
-    steps = dict(zip(doc["gd"]["N"], doc["gd"]["steps"], strict=True))
+def test_fig6_quick_through_the_cli(tmp_path, capsys):
+    assert main(["reproduce", "musat2025-fig6", "--quick", "--out", str(tmp_path)]) == 0
+    assert "musat2025-fig6: 0 runs" in capsys.readouterr().out
+    assert (tmp_path / "musat2025-fig6.png").stat().st_size > 0
+    doc = json.loads((tmp_path / "musat2025-fig6.json").read_text())
+    assert doc["quick"] and doc["runs"] == {}
+    s = doc["summary"]
+    assert s["N"] == [4 * 2**k for k in range(8)]      # --quick reaches summarize
+    assert all(e < 0.01 for N, e in zip(s["N"], s["asymptote_rel_error"], strict=True) if N >= 64)
+    assert all(1.3 < r < 1.5 for N, r in zip(s["N"], s["t_loss_over_t_icl"], strict=True) if N >= 16)
+    steps = dict(zip(s["gd"]["N"], s["gd"]["steps"], strict=True))
     assert steps[16]["half"]["T_alpha"] == 1155 and steps[16]["fig6"]["T_beta"] == 171
 
 
-def test_gram19_quick_and_the_index(tmp_path):
-    assert set(FIGURES) == {"musat2025-fig6", "musat2025-gram19", "musat2025-uniform", "musat2025-fig4"}
-    doc = run_figure("musat2025-gram19", tmp_path, quick=True)
-    row = next(r for r in doc["rows"] if (r["query"], r["mask"], r["N"]) == ("last", "strict", 8))
+def test_gram19_quick_and_the_index():
+    assert {f.name for f in FIGURES} == {"musat2025-fig6", "musat2025-gram19", "musat2025-uniform",
+                                         "musat2025-fig4"}
+    assert all(registry.get(f.name) is not None for f in FIGURES)
+    s = gram19.summarize([], quick=True)
+    row = next(r for r in s["rows"] if (r["query"], r["mask"], r["N"]) == ("last", "strict", 8))
     assert row["gram19"]["t_loss"] == pytest.approx(100.0, abs=0.05)   # spec §11.3
     assert row["three_param"]["t_loss"] == pytest.approx(158.4, abs=0.05)
-    with pytest.raises(ValueError, match="unknown figure"):
-        run_figure("musat2025-fig99", tmp_path)
+
+
+def test_listed(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert {f.name for f in FIGURES} <= set(listed)

@@ -40,7 +40,11 @@ class Run:
 @dataclass(frozen=True)
 class Recipe:
     """What a figure computes: `runs(quick, **options)` lists its runs; `summarize` compares them
-    with theory (a JSON-able dict); `plot(runs, summary)` returns a matplotlib Figure."""
+    with theory (a JSON-able dict); `plot(runs, summary)` returns a matplotlib Figure.
+
+    A `summarize` that declares a keyword `quick` is given the --quick flag (`summarize(runs,
+    quick=...)`): a recipe that computes without runs (exact flows, Monte Carlo) sizes itself there.
+    """
 
     caption: str
     runs: Callable[..., list[RunSpec]]
@@ -74,3 +78,10 @@ class Figure:
         if missing:
             raise TypeError(f"{self.name}: options {missing} are not arguments of {self.recipe}.runs")
         return recipe
+
+
+def summarize(recipe: Recipe, runs: list[Run], quick: bool) -> dict[str, Any]:
+    """`recipe.summarize(runs)`, passing `quick` to a `summarize` that declares it."""
+    if "quick" in inspect.signature(recipe.summarize).parameters:
+        return recipe.summarize(runs, quick=quick)
+    return recipe.summarize(runs)

@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis import find_plateaus_and_drops
-from fastattn.experiments.recipe import Figure, Run, RunSpec
+from fastattn.experiments.recipe import Figure, Run, RunSpec, summarize
 from fastattn.models import build_model
 from fastattn.training import Trajectory, train
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 #: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
 #: (a tuple of `Figure`) names its figures without importing their modules
-PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025")
+PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025", "musat2025")
 
 
 def _index() -> dict[str, Figure]:
@@ -84,7 +84,7 @@ def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -
     recipe = figure.load()
     start = time.perf_counter()
     runs = run_specs(recipe.runs(quick, **options))
-    summary = recipe.summarize(runs)
+    summary = summarize(recipe, runs, quick)
     out = Path(out)
     records = {}
     for run in runs:

@@ -1,10 +1,18 @@
-"""Figures of Musat et al. 2025 (spec §6.1, §11): `python -m fastattn.experiments.musat2025 NAME
-[--quick] [--out DIR]` writes DIR/NAME.png and DIR/NAME.json. Names: `FIGURES` (figures.py).
-
-These recipes call the theory module and the exact objectives directly; they are not (yet) in
-`fastattn reproduce`'s index, whose recipes train registered `fastattn.models` families.
+"""Figure recipes of Musat et al. 2025, induction-head emergence (spec §6.1, §7.7, §11). Nothing is
+trained through `fastattn reproduce`'s run specs: the flows are the theory module's exact
+integrations and Fig. 4's sampled SGD runs the torch model directly, so every recipe has no runs and
+computes in `summarize` (which takes `quick`). Measured numbers and decisions: docs/musat2025.md.
 """
 
-from fastattn.experiments.musat2025.figures import FIGURES, run_figure
+from fastattn.experiments.recipe import Figure
 
-__all__ = ["FIGURES", "run_figure"]
+FIGURES = (
+    Figure("musat2025-fig6", "Musat et al. 2025, Fig. 6: emergence times of the 3-parameter flow vs N, "
+           "and discrete GD step counts", f"{__name__}.fig6:RECIPE"),
+    Figure("musat2025-gram19", "Musat et al. 2025, §11.3: exact 19-parameter vs 3-parameter flows",
+           f"{__name__}.gram19:RECIPE"),
+    Figure("musat2025-uniform", "Musat et al. 2025, §11.4: emergence with a uniform query position",
+           f"{__name__}.uniform:RECIPE"),
+    Figure("musat2025-fig4", "Musat et al. 2025, Figs. 4/5: sampled SGD of the disentangled transformer "
+           "(full and 3-parameter)", f"{__name__}.fig4:RECIPE"),
+)
