@@ -157,6 +157,7 @@ class MultiHeadSoftmax(_FactorisedHeads):
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         """Prediction at the query from x `[B, L, d]`, y `[B, L]`, x_q `[B, d]` → `[B]` (or each
         head's term `[B, H]`); `lengths` `[B]` for zero-padded contexts."""
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         z, z_q = tokens(x, y, x_q)
         q = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)                 # [B, H, D]
         cfg = self.config
@@ -197,6 +198,7 @@ class MultiHeadLinear(_FactorisedHeads):
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         """As `MultiHeadSoftmax.forward` (padded rows are zero, so they add nothing)."""
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         z, z_q = tokens(x, y, x_q)
         second = torch.einsum("bli,blj->bij", z, z) + z_q[:, :, None] * z_q[:, None, :]
         kq_zq = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)             # [B, H, D]
@@ -268,6 +270,7 @@ class KernelRegressors(ICLModel):
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         """Prediction at the query from x `[B, L, d]`, y `[B, L]`, x_q `[B, d]` → `[B]` (or
         `[B, H]`). The scalar form scores with s_ℓ = x_ℓᵀ x_q once for all heads (O(Ld + HL))."""
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
         cfg = self.config
         mask = _context_mask(lengths, y.shape[1])
         if cfg.omega_form == "scalar":
