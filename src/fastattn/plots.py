@@ -43,13 +43,17 @@ def draw_levels(ax: plt.Axes, levels: Sequence[float], label: str = "theory", **
 
 
 def heatmap(ax: plt.Axes, values: np.ndarray, xticklabels: Sequence[str] | None = None,
-            yticklabels: Sequence[str] | None = None, colorbar: str | None = "", **kw):
-    """`values` `[rows, cols]` as an image with one tick per row and column (labelled 1, 2, … unless
-    given) and, unless `colorbar` is None, a colour bar labelled `colorbar`. `kw` go to imshow."""
+            yticklabels: Sequence[str] | None = None, colorbar: str | None = "", tick_step: int = 1,
+            **kw):
+    """`values` `[rows, cols]` as an image with a tick on the first and every `tick_step`-th row and
+    column (1, step, 2·step, … counting from 1; labelled by that count unless labels are given) and,
+    unless `colorbar` is None, a colour bar labelled `colorbar`. `kw` go to imshow."""
     rows, cols = np.shape(values)
     im = ax.imshow(values, **({"cmap": "viridis", "aspect": "auto"} | kw))
-    ax.set_xticks(range(cols), xticklabels if xticklabels is not None else range(1, cols + 1))
-    ax.set_yticks(range(rows), yticklabels if yticklabels is not None else range(1, rows + 1))
+    for set_ticks, n, labels in ((ax.set_xticks, cols, xticklabels), (ax.set_yticks, rows, yticklabels)):
+        at = sorted({0, *range(tick_step - 1, n, tick_step)})   # one per row (step 1) or 1, 5, 10, …
+        labels = list(labels) if labels is not None else range(1, n + 1)
+        set_ticks(at, [labels[i] for i in at])
     if colorbar is not None:
         ax.figure.colorbar(im, ax=ax, label=colorbar)
     return im

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn import plots
 from fastattn.analysis.patterns import pattern_metrics
 from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, trained_heads
 from fastattn.experiments.recipe import Recipe, Run
@@ -36,22 +37,23 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     import matplotlib.pyplot as plt
 
     heads = [summary["models"][r.spec.label]["heads"] for r in runs]
-    fig, axes = plt.subplots(len(runs), 2 * max(heads), figsize=(1.3 * 2 * max(heads), 1.5 * len(runs)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(runs), 2 * max(heads), figsize=(1.3 * 2 * max(heads) + 1, 1.5 * len(runs)),
+                             squeeze=False, layout="constrained")
     for i, run in enumerate(runs):
         m = summary["models"][run.spec.label]
         for h in range(max(heads)):
             for j, (mat, name) in enumerate(((m["kq"], "KQ"), (m["ov"], "OV"))):
                 ax = axes[i, 2 * h + j]
-                ax.set_xticks([])
-                ax.set_yticks([])
                 if h >= m["heads"]:
                     ax.axis("off")
                     continue
-                a = mat[h] if name == "KQ" else mat[h][None, :]
-                lim = float(np.abs(a).max()) or 1.0
-                ax.imshow(a, cmap="RdBu_r", vmin=-lim, vmax=lim)
+                a = np.asarray(mat[h] if name == "KQ" else mat[h][None, :])
+                # each panel on its own scale (heads differ by orders of magnitude), one shared bar
+                im = plots.heatmap(ax, a / (float(np.abs(a).max()) or 1.0), colorbar=None,
+                                   cmap="RdBu_r", vmin=-1, vmax=1)
+                ax.tick_params(labelsize=5)
                 ax.set_title(f"{run.spec.label} {name}{h + 1}", fontsize=6)
+    fig.colorbar(im, ax=axes, label="entry / largest |entry| of its panel", shrink=0.8)
     return fig
 
 

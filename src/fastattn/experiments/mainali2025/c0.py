@@ -110,9 +110,8 @@ def plot_fig1(runs_: list[Run], summary: dict[str, Any]):
     paper = np.diag(summary["paper"]["a_inf"])
     vmax = max(np.abs(m[-1]).max(), paper.max())
     for ax, mat, title in ((axes[0], m[-1], "SGD: Uᵀ p2 q1 U"), (axes[1], paper, "paper: [s^∞(S)]⁻¹")):
-        im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=vmax)
+        plots.heatmap(ax, mat, colorbar="a_α", vmin=0, vmax=vmax)
         ax.set_title(title, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
     x = np.arange(D)
     for k, (key, label) in enumerate((("sgd", "SGD"), ("flow", "exact flow (Ω)"))):
         axes[2].bar(x + 0.25 * k, summary[key]["a_final"], 0.25, label=label)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import ARDiagConfig
 from fastattn.tasks import AutoRegressive
@@ -84,11 +85,13 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         for ax, (name, mat) in zip(row[:3], (("A", m.A.detach().numpy()), ("B", m.B.detach().numpy()),
                                              ("C = BᵀA", C)), strict=True):
             lim = float(np.abs(mat).max())
-            ax.imshow(mat, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.tick_params(labelsize=6)
             ax.set_title(f"{run.spec.label}: {name}", fontsize=8)
         P = m.P.detach().numpy()[:-1]
         lim = float(np.abs(P).max())
-        row[3].imshow(P, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        plots.heatmap(row[3], P, colorbar="entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        row[3].tick_params(labelsize=6)
         row[3].set_title(f"P (loss {run.traj.final_loss:.1e})", fontsize=8)
     return fig
 

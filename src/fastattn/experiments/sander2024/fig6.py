@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import ARPEOnlyConfig
 from fastattn.tasks import AutoRegressive
@@ -65,7 +66,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         P = run.model.P.detach().numpy()
         shown = np.tril(P)[:-1, :-1]                    # (P ⊙ tril)[:-1, :-1]: P_{T−1,T} masked
         lim = float(np.abs(shown).max())
-        col[0].imshow(shown, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        plots.heatmap(col[0], shown, colorbar="P entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        col[0].tick_params(labelsize=6)
         s = summary[run.spec.label]
         col[0].set_title(f"μ = {s['mu']:g}: stop at {s['stop_iteration']}", fontsize=8)
         col[1].plot(np.arange(1, TMAX), s["last_row"], label="trained")
