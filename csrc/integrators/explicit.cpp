@@ -25,7 +25,7 @@ void Runner::run_euler(Vec& y) {
     if ((k & 255) == 0 && over_time()) { res_.status = "max_seconds"; return; }
     yn = y + dtt * f0_;  // theta - eta grad L
     const double Ln = eval(yn, fn);
-    if (!all_finite(yn) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; return; }
+    if (diverging(yn, fn, Ln)) { res_.status = "diverged"; return; }
     if (accept(dtt * double(k), dtt * double(k + 1), y, yn, fn, Ln)) return;
   }
 }
@@ -47,7 +47,7 @@ void Runner::run_fixed_rk4(Vec& y) {
     eval(yt, k4);
     yt = y + (h / 6.0) * (f0_ + 2.0 * k2 + 2.0 * k3 + k4);
     const double Ln = eval(yt, fn);
-    if (!all_finite(yt) || !std::isfinite(Ln) || !all_finite(fn)) { res_.status = "diverged"; res_.t_final = t; return; }
+    if (diverging(yt, fn, Ln)) { res_.status = "diverged"; res_.t_final = t; return; }
     const double t1 = (h == tt - t) ? tt : t + h;
     if (accept(t, t1, y, yt, fn, Ln)) return;
     t = t1;

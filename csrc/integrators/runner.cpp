@@ -61,6 +61,7 @@ Result Runner::run(Vec& y) {
   land_ = false;
   try {
     L0_ = eval(y, f0_);
+    L_init_ = L0_;
     if (!std::isfinite(L0_) || !all_finite(f0_) || !all_finite(y)) {
       res_.status = "diverged";
       return res_;

@@ -51,6 +51,11 @@ struct Interrupted {};
 
 inline bool all_finite(const Vec& x) { return x.allFinite(); }
 
+// A fixed-step method (GD, rk4) has diverged when a step's state, field or loss is not finite or
+// the loss exceeds this multiple of the initial loss: the sampled trainers' rule
+// (fastattn.training.trainer.DIVERGENCE_FACTOR), so every method stops a blow-up the same way.
+constexpr double kDivergenceFactor = 1e8;
+
 // Work per unit time over the last n accepted steps ("auto" compares its methods by it).
 class WorkRate {
  public:
@@ -177,6 +182,7 @@ class Runner {
   Index P_ = 0;
   Vec f0_;  // flow field f = -1/2 grad L at the current state
   double L0_ = 0;
+  double L_init_ = 0;  // the loss at the start of the run
   size_t next_rec_ = 0;
   // Hessian-free Rosenbrock: Hessian-vector products at the step's base point, the stage
   // preconditioner (null: none), MINRES buffers
@@ -198,6 +204,10 @@ class Runner {
   bool land_ = false;
 
   // The max_evals budget counts gradient evaluations and Hessian-vector products.
+  bool diverging(const Vec& y, const Vec& f, double L) const {
+    return !all_finite(y) || !std::isfinite(L) || !all_finite(f) ||
+           (L_init_ > 0 && L > kDivergenceFactor * L_init_);
+  }
   bool over_budget() const { return o_.max_evals > 0 && res_.n_evals + res_.n_hvp >= o_.max_evals; }
   bool over_time() const { return o_.max_seconds > 0 && intr_.elapsed() - t_start_ >= o_.max_seconds; }
 

@@ -361,6 +361,8 @@ def test_divergence_returns_last_finite_state(rng):
     L, g = loss_and_grad("separate", r.final_params, dims, m)
     assert np.isfinite(L) and np.all(np.isfinite(g))
     assert r.n_steps < 500
+    # the sampled trainers' rule: a loss above 1e8 × the initial one is divergence already
+    assert L <= 1e8 * r.loss[0]
     # an explicit fixed step far beyond its stability limit diverges the same way
     r = integrate("separate", 30 * th, dims, m, "rk4", t_end=1e3, dt=2.0)
     assert r.status == "diverged"
