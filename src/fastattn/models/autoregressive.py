@@ -56,11 +56,9 @@ def diag_forward(tokens: torch.Tensor, C: torch.Tensor, P: torch.Tensor) -> torc
 
 
 @dataclass(frozen=True)
-class ARDiagConfig(BaseModelConfig):
-    """DIAG (Eq. 6): dim d, heads H, context T_max (positional after heads; P is T_max × T_max).
-    Initialisation (the authors' Fig. 3 code): A, B, P ~ init_scale · N(0, 1) per entry."""
+class _PositionalConfig(BaseModelConfig):
+    """A model with a positional matrix P `[T_max, T_max]`: context is T_max (at least 2)."""
 
-    kind = "diag"
     context: int = 20
 
     def __post_init__(self) -> None:
@@ -68,6 +66,14 @@ class ARDiagConfig(BaseModelConfig):
         check.positive_int("context", self.context)
         if self.context < 2:
             raise ValueError(f"context (T_max) must be at least 2; got {self.context}")
+
+
+@dataclass(frozen=True)
+class ARDiagConfig(_PositionalConfig):
+    """DIAG (Eq. 6): dim d, heads H, context T_max (positional after heads; P is T_max × T_max).
+    Initialisation (the authors' Fig. 3 code): A, B, P ~ init_scale · N(0, 1) per entry."""
+
+    kind = "diag"
 
 
 @register_model
@@ -101,18 +107,11 @@ class ARDiag(ICLModel):
 
 
 @dataclass(frozen=True)
-class ARPEOnlyConfig(BaseModelConfig):
+class ARPEOnlyConfig(_PositionalConfig):
     """PE-only attention (Eq. 7): C = I fixed, only P `[T_max, T_max]` is trained (heads unused).
     The authors' Fig. 6 code starts from P = 0 (init_scale=0)."""
 
     kind = "pe_only"
-    context: int = 20
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.positive_int("context", self.context)
-        if self.context < 2:
-            raise ValueError(f"context (T_max) must be at least 2; got {self.context}")
 
 
 @register_model
