@@ -8,6 +8,7 @@ family (one module each).
 from fastattn.tasks.autoregressive import ARBatch, AutoRegressive
 from fastattn.tasks.base import TASKS, Task, build_task, get_task, register_task
 from fastattn.tasks.induction import InductionBatch, InductionPairs
+from fastattn.tasks.induction_tokens import InductionTokens, TokenBatch
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
 from fastattn.tasks.wishart_tasks import VectorBatch, WishartTasks
@@ -16,3 +17,4 @@ __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "S
            "VectorBatch", "WishartTasks", "build_task", "get_task", "register_task", "spectrum",
            "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]
+__all__ += ["InductionTokens", "TokenBatch"]
