@@ -30,3 +30,28 @@ def triton_device(where: str, monkeypatch) -> torch.device:
         pytest.skip("compiled Triton kernels need a CUDA device; none is visible")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     return torch.device("cuda")
+
+
+def induction_head(N_T: int, N_P: int, c: float, b: float, g: float, self_penalty: float = 0.0,
+                   seed: int = 0):
+    """The paper's matrices (`fastattn.analysis.induction_circuit.CircuitWeights`) of an exact
+    induction head in D = 4n, n = N_T + N_P: T, P and the three written subspaces are orthonormal
+    blocks E1..E4; O1V1 swaps E1 and E2, O2V2 maps E1 → E3 and E2 → E4; layer 1 queries position
+    i for position i − 1 (c), layer 2 token t for O1V1 t (b), the read-out reads O2V2 T (g).
+    `self_penalty` s adds −s to layer 2's (query t, key t) scores: the first token of a sequence has
+    no previous one and attends to itself, so the first item matches its own query as well as the
+    label after it; the penalty breaks that tie."""
+    from fastattn.analysis.induction_circuit import CircuitWeights
+
+    n = N_T + N_P
+    gen = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(4 * n, 4 * n, generator=gen, dtype=torch.float64))
+    E1, E2, E3, E4 = Q[:, :n], Q[:, n:2 * n], Q[:, 2 * n:3 * n], Q[:, 3 * n:]
+    T, P = E1[:, :N_T], E1[:, N_T:]
+    eye = torch.eye(4 * n, dtype=torch.float64)
+    R1 = E2 @ E1.T + E1 @ E2.T + E3 @ E3.T + E4 @ E4.T
+    R2 = E3 @ E1.T + E4 @ E2.T + E1 @ E3.T + E2 @ E4.T
+    WQ1 = c * P[:, :-1] @ P[:, 1:].T
+    WQ2 = b * E2[:, :N_T] @ T.T - self_penalty * T @ T.T
+    Wo = g * E3[:, :N_T].T
+    return CircuitWeights(T, P, WQ1, eye, eye, R1, WQ2, eye, eye, R2, Wo)

@@ -14,26 +14,10 @@ from fastattn.analysis.induction_circuit import (
     interpretable_weights,
     progress_measures,
 )
+from helpers import induction_head
 
 N_T, N_P = 5, 7
 n = N_T + N_P
-
-
-def induction_head(c: float, b: float, g: float, seed: int = 0) -> CircuitWeights:
-    """An exact induction head in D = 4n: T, P and the three written subspaces are orthonormal
-    blocks E1..E4; O1V1 swaps E1 and E2, O2V2 maps E1 → E3 and E2 → E4; layer 1 queries position
-    i for position i − 1 (c), layer 2 token t for O1V1 t (b), the read-out reads O2V2 T (g)."""
-    gen = torch.Generator().manual_seed(seed)
-    Q, _ = torch.linalg.qr(torch.randn(4 * n, 4 * n, generator=gen, dtype=torch.float64))
-    E1, E2, E3, E4 = Q[:, :n], Q[:, n:2 * n], Q[:, 2 * n:3 * n], Q[:, 3 * n:]
-    T, P = E1[:, :N_T], E1[:, N_T:]
-    eye = torch.eye(4 * n, dtype=torch.float64)
-    R1 = E2 @ E1.T + E1 @ E2.T + E3 @ E3.T + E4 @ E4.T
-    R2 = E3 @ E1.T + E4 @ E2.T + E1 @ E3.T + E2 @ E4.T
-    WQ1 = c * P[:, :-1] @ P[:, 1:].T
-    WQ2 = b * E2[:, :N_T] @ T.T
-    Wo = g * E3[:, :N_T].T
-    return CircuitWeights(T, P, WQ1, eye, eye, R1, WQ2, eye, eye, R2, Wo)
 
 
 def random_weights(D=9, D_H=6, seed=1) -> CircuitWeights:
@@ -43,7 +27,7 @@ def random_weights(D=9, D_H=6, seed=1) -> CircuitWeights:
 
 
 def test_measures_of_an_exact_induction_head():
-    m = progress_measures(induction_head(c=2.0, b=3.0, g=5.0))
+    m = progress_measures(induction_head(N_T, N_P, c=2.0, b=3.0, g=5.0))
     assert m["alpha3"] == pytest.approx(2.0 * (N_P - 1), rel=1e-12)
     assert m["beta2"] == pytest.approx(3.0 * N_T, rel=1e-12)
     assert m["gamma3"] == pytest.approx(5.0 * N_T, rel=1e-12)
@@ -52,7 +36,7 @@ def test_measures_of_an_exact_induction_head():
 def test_interpretable_blocks_of_an_exact_induction_head():
     """Each matrix is one diagonal (or subdiagonal) in one block, zero elsewhere (Fig. 7)."""
     c, b, g = 2.0, 3.0, 5.0
-    m = interpretable_weights(induction_head(c, b, g))
+    m = interpretable_weights(induction_head(N_T, N_P, c, b, g))
     assert m["layer1_qk"].shape == (n, n)
     assert m["layer2_qk"].shape == (n, 2 * n) and m["readout"].shape == (N_T, 4 * n)
     want1 = np.zeros((n, n))

@@ -69,3 +69,7 @@ __all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "Mu
 from fastattn.models.transformer import Transformer, TransformerConfig  # noqa: E402
 
 __all__ += ["Transformer", "TransformerConfig"]
+# Musat et al. 2025 §4: the standard attention-only transformer, a configuration of Transformer
+from fastattn.models.standard_transformer import StandardConfig, StandardTransformer  # noqa: E402
+
+__all__ += ["StandardConfig", "StandardTransformer"]

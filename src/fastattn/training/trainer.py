@@ -50,6 +50,8 @@ class TrainConfig:
             (fastattn.population.FlowOptions).
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
+        weight_decay: adam: decoupled weight decay λ (AdamW: θ ← θ − ηλθ before the Adam step;
+            0, the default, is Adam).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
             sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
             that data set's task vectors as the Zhang et al. code does.
@@ -81,6 +83,7 @@ class TrainConfig:
     dt: float | None = None
     lr: float | None = None
     steps: int | None = None
+    weight_decay: float = 0.0
     batch_size: int = 1024
     dataset_size: int | None = None
     whiten: bool = False
@@ -114,6 +117,8 @@ class TrainConfig:
                 raise ValueError(f"method={self.method!r} needs lr and steps")
             check.positive_float("lr", self.lr)
             check.positive_int("steps", self.steps)
+        if check.nonnegative_float("weight_decay", self.weight_decay) and self.method != "adam":
+            raise ValueError(f"weight_decay is for method='adam' (AdamW); method={self.method!r} takes none")
         check.positive_int("batch_size", self.batch_size)
         if self.dataset_size is not None:
             check.positive_int("dataset_size", self.dataset_size)
@@ -221,8 +226,12 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
 
     dtype = model.config.torch_dtype
     loss_name = cfg.loss or task.losses[0]
-    opt_cls = torch.optim.SGD if cfg.method == "sgd" else torch.optim.Adam
-    opt = opt_cls(model.parameters(), lr=cfg.lr)
+    if cfg.method == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+    elif cfg.weight_decay:
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     data = None
     if cfg.dataset_size is not None:
         data = task.fixed_dataset(cfg.dataset_size, task.data_seed, dtype=dtype, whiten=cfg.whiten)
