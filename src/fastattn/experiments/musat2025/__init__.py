@@ -15,4 +15,10 @@ FIGURES = (
            f"{__name__}.uniform:RECIPE"),
     Figure("musat2025-fig4", "Musat et al. 2025, Figs. 4/5: sampled SGD of the disentangled transformer "
            "(full and 3-parameter)", f"{__name__}.fig4:RECIPE"),
+    Figure("musat2025-fig7", "Musat et al. 2025, Fig. 7: the small standard transformer's weights in the "
+           "interpretable basis", f"{__name__}.fig7:RECIPE"),
+    Figure("musat2025-fig8", "Musat et al. 2025, Fig. 8: progress measures of the standard transformer "
+           "over training", f"{__name__}.fig8:RECIPE"),
+    Figure("musat2025-fig20", "Musat et al. 2025, Fig. 20: training loss of the small standard transformer",
+           f"{__name__}.fig20:RECIPE"),
 )

@@ -1,0 +1,119 @@
+"""The standard attention-only transformer runs of Musat et al. 2025 §4 / App. E (spec §9.3), shared
+by Figs. 7, 8 and 20: the two configurations at CPU size, training through `fastattn.training.train`
+(AdamW), and the progress measures over the recorded parameter snapshots.
+
+The paper's widths (D = 2048 and 4096) and batches (512 and 4096) are GPU sizes; here D, the batch
+and (large configuration) the learning rate and step count are scaled down and recorded in every
+figure's JSON ("settings"). Vocabulary, block, pairs, optimiser, and the small configuration's
+learning rate, weight decay and 300 steps are the paper's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastattn.analysis.induction_circuit import progress_measures
+from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
+from fastattn.tasks import InductionTokens
+from fastattn.training import Trajectory, train
+
+MEASURES = ("gamma3", "beta2", "alpha3")
+#: held-out sequences the loss is also recorded on at every step
+TEST_SIZE = 256
+LABELS = {"alpha3": "α̃₃ (layer 1: previous position)", "beta2": "β̃₂ (layer 2: token match)",
+          "gamma3": "γ̃₃ (read-out)"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration: vocab N_T = block N_P, pairs K, width D, batch, steps, AdamW lr and weight
+    decay, parameter snapshots kept (log-spaced, as the trainer records them)."""
+
+    name: str
+    vocab: int
+    pairs: int
+    d_model: int
+    batch: int
+    steps: int
+    lr: float
+    weight_decay: float
+    snapshots: int
+    paper: str
+
+    def task(self, seed: int = 0) -> InductionTokens:
+        return InductionTokens(self.vocab, self.vocab, self.pairs, data_seed=seed)
+
+    def model(self, seed: int = 0) -> StandardTransformer:
+        return StandardTransformer(StandardConfig(self.vocab, self.vocab, self.d_model, init_seed=seed))
+
+
+#: (configuration, quick) → Setting. "paper" says what App. E used.
+SETTINGS = {
+    ("small", False): Setting("small", 32, 8, 64, 512, 300, 1e-3, 0.01, 150,
+                              "N_T = N_P = 32, K = 8, D = 2048, B = 512, 300 steps, AdamW lr 1e-3 wd 0.01"),
+    ("small", True): Setting("small", 16, 4, 32, 128, 100, 5e-3, 0.01, 40,
+                             "quick: N_T = N_P = 16, K = 4, D = 32"),
+    ("large", False): Setting("large", 64, 16, 64, 256, 1000, 1e-3, 0.0, 200,
+                              "N_T = N_P = 64, K = 16, D = 4096, B = 4096, AdamW lr 1e-4 no wd, steps "
+                              "not given"),
+    ("large", True): Setting("large", 16, 4, 32, 128, 100, 5e-3, 0.0, 40,
+                             "quick: N_T = N_P = 16, K = 4, D = 32"),
+}
+
+
+def setting(name: str, quick: bool) -> Setting:
+    return SETTINGS[name, quick]
+
+
+def run(s: Setting, seed: int = 0) -> tuple[StandardTransformer, Trajectory]:
+    """Train `s` from init seed `seed` (data seed `seed`, test seed `seed + 1`); returns the trained
+    model and its trajectory (loss at every step, held-out loss on TEST_SIZE sequences, snapshots)."""
+    model, task = s.model(seed), s.task(seed)
+    traj = train(model, task, method="adam", lr=s.lr, weight_decay=s.weight_decay, steps=s.steps,
+                 batch_size=s.batch, n_records=s.steps + 1, n_snapshots=s.snapshots,
+                 test_size=TEST_SIZE, eval_seed=seed + 1, progress=False)
+    return model, traj
+
+
+def measures_over_training(s: Setting, traj: Trajectory) -> dict[str, np.ndarray]:
+    """α̃₃, β̃₂, γ̃₃ at every parameter snapshot: {"step": `[S]`, name: `[S]`}."""
+    model = s.model()
+    out: dict[str, list] = {"step": []} | {k: [] for k in MEASURES}
+    for t, flat in zip(traj.snapshot_time, traj.params, strict=True):
+        m = progress_measures(model.load_flat(flat).circuit_weights())
+        out["step"].append(round(t / (2 * s.lr)))
+        for k in MEASURES:
+            out[k].append(m[k])
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def first_step(steps: np.ndarray, values: np.ndarray, level: float, below: bool = False) -> int | None:
+    """The first step at which `values` reaches `level` (from below; `below`: falls to it)."""
+    hit = np.nonzero(values <= level if below else values >= level)[0]
+    return int(steps[hit[0]]) if hit.size else None
+
+
+def emergence(traj: Trajectory, measures: dict[str, np.ndarray],
+              fractions: tuple[float, ...] = (0.1, 0.25, 0.5)) -> dict[str, Any]:
+    """When each progress measure has covered `fraction` of its largest rise above its initial value
+    (β̃₂ overshoots, so not of its final value), when the loss has covered the same fraction of its
+    fall to its final value, and the order of the three measures at each fraction (spec §9.5: γ̃₃,
+    β̃₂, α̃₃ in the paper's Fig. 8)."""
+    out: dict[str, Any] = {}
+    loss = np.asarray(traj.loss)
+    for f in fractions:
+        row = {k: first_step(measures["step"], v, v[0] + f * (np.max(v) - v[0]))
+               for k, v in measures.items() if k in MEASURES}
+        row["loss"] = first_step(traj.step, loss, loss[0] - f * (loss[0] - loss[-1]), below=True)
+        row["order"] = sorted(MEASURES, key=lambda k: (row[k] is None, row[k] or 0))
+        out[str(f)] = row
+    return out
+
+
+def settings_json(s: Setting) -> dict[str, Any]:
+    return dataclasses.asdict(s) | {"length": 2 * s.pairs + 1, "test_size": TEST_SIZE,
+                                    "parameters": s.model().flat_size()}
