@@ -40,10 +40,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.plot(c["step"], c["loss"], color="k", lw=1, label="training loss (fresh batch each step)")
     ax.plot(c["step"], c["test_loss"], color="C3", lw=1, ls="--",
             label=f"held-out loss ({s['test_size']} sequences)")
-    for name, level in summary["baselines"].items():
-        if name != "context_but_query":
-            ax.axhline(level, color="0.6", lw=0.8, ls="-.")
-            ax.annotate(f"ln ({name})", (c["step"][-1], level), fontsize=7, ha="right", va="bottom")
+    standard.draw_baselines(ax, summary["baselines"], c["step"][-1])
     ax.set(xlabel="AdamW step", ylabel="cross-entropy at the query (nats)",
            title=f"N_T = N_P = {s['vocab']}, K = {s['pairs']}, D = {s['d_model']}, B = {s['batch']}, "
                  f"lr {s['lr']:g}, wd {s['weight_decay']:g}")

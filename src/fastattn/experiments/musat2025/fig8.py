@@ -53,10 +53,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     mid.legend(fontsize=8, title="dotted: half of the largest rise", title_fontsize=8)
     bottom.plot(c["step"], c["loss"], color="k", lw=1, label="training loss (fresh batch)")
     bottom.plot(c["step"], c["test_loss"], color="C3", lw=1, ls="--", label="held-out loss")
-    for name, level in summary["baselines"].items():
-        if name != "context_but_query":
-            bottom.axhline(level, color="0.6", lw=0.8, ls="-.")
-            bottom.annotate(f"ln ({name})", (c["step"][-1], level), fontsize=7, ha="right", va="bottom")
+    standard.draw_baselines(bottom, summary["baselines"], c["step"][-1])
     bottom.set(xlabel="AdamW step", ylabel="cross-entropy (nats)")
     bottom.legend(fontsize=8, loc="lower left")
     return fig

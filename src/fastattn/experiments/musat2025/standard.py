@@ -114,6 +114,18 @@ def emergence(traj: Trajectory, measures: dict[str, np.ndarray],
     return out
 
 
+#: how the plots name the baselines of `InductionTokens.baselines` (the context-but-query level is
+#: within 0.07 of the context level and not drawn)
+BASELINE_NAMES = {"uniform": "ln N_T", "context": "ln 2K", "labels": "ln K"}
+
+
+def draw_baselines(ax, baselines: dict[str, float], x_end: float) -> None:
+    """Dash-dotted lines at the baselines' cross-entropies, named at the right end."""
+    for name, label in BASELINE_NAMES.items():
+        ax.axhline(baselines[name], color="0.6", lw=0.8, ls="-.")
+        ax.annotate(label, (x_end, baselines[name]), fontsize=7, ha="right", va="bottom")
+
+
 def settings_json(s: Setting) -> dict[str, Any]:
     return dataclasses.asdict(s) | {"length": 2 * s.pairs + 1, "test_size": TEST_SIZE,
                                     "parameters": s.model().flat_size()}
