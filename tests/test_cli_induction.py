@@ -40,3 +40,22 @@ def test_gram19_gd_and_disentangled_sgd(tmp_path, capsys):
     assert main([*ORTHO, "--model", "disentangled", "--method", "flow", "--time", "1",
                  "--out", str(tmp_path)]) == 2
     assert "no exact population objective" in capsys.readouterr().err
+
+
+def test_standard_transformer_adamw_on_the_token_task(tmp_path, capsys):
+    """§4 / App. E: `--task induction_tokens --model standard_transformer`, AdamW via --weight-decay;
+    the record rebuilds the task and the model's size; the pair is checked both ways."""
+    base = ["train", "--task", "induction_tokens", "--vocab", "8", "--block", "10", "--pairs", "2",
+            "--method", "adam", "--lr", "1e-3", "--steps", "3", "--batch-size", "4", "--quiet",
+            "--out", str(tmp_path)]
+    assert main([*base, "--model", "standard_transformer", "--d-model", "6",
+                 "--weight-decay", "0.01"]) == 0
+    config = json.loads((tmp_path / "run.json").read_text())["config"]
+    assert config["task"] == {"kind": "induction_tokens", "vocab": 8, "block": 10, "pairs": 2,
+                              "placement": "random", "data_seed": 0}
+    assert config["model"]["d_model"] == 6 and config["train"]["weight_decay"] == 0.01
+    assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 2 * 8 * 6 + 10 * 6 + 8 * 36
+    assert main([*base, "--model", "separate", "--name", "b"]) == 2
+    assert "go together" in capsys.readouterr().err
+    assert main(["train", "--model", "standard_transformer", "--method", "adam", "--lr", "1e-3",
+                 "--steps", "1", "--quiet", "--out", str(tmp_path), "--name", "c"]) == 2

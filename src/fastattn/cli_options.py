@@ -67,6 +67,8 @@ LR = ("linear_regression",)
 INDUCTION = ("induction",)
 #: Musat et al. 2025's models (fastattn.models.disentangled; not `MODELS` families)
 INDUCTION_MODELS = ("three_param", "gram19", "disentangled")
+INDUCTION_MODELS += ("standard_transformer",)     # §4's token transformer (models/standard_transformer)
+TOKENS = ("induction_tokens",)
 AR = ("autoregressive",)
 WT = ("wishart_tasks",)
 SEPARATE = ("separate", "softmax_separate")
@@ -99,6 +101,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--query", "task", "query", str, "uniform | last (q = N, Theorem 2)", "uniform", INDUCTION),
     Option("--reduction", "task", "reduction", str, "sum (theory) | mean (App. C/D SGD) over D", "sum",
            INDUCTION),
+    Option("--vocab", "task", "vocab", int, "vocabulary size N_T", 32, TOKENS),
+    Option("--block", "task", "block", int, "number of positions N_P", 32, TOKENS),
+    Option("--pairs", "task", "pairs", int, "item-label pairs K per sequence", 8, TOKENS),
+    Option("--placement", "task", "placement", str, "random (offset in the block, App. E) | start",
+           "random", TOKENS),
     Option("--w-var", "task", "w_cov", float,
            "task prior Σ_w = VAR·I (He et al.: 1/D; default Σ_w = I)", None, LR),
     Option("--cov-rho", "task", "cov", float,
@@ -136,6 +143,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--scale", "model", "scale", float, "score scale 1/ρ", 1.0, SOFTMAX),
     Option("--mask", "model", "mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
            INDUCTION_MODELS),
+    Option("--d-model", "model", "d_model", int, "residual width D (= D_H)", 64, ("standard_transformer",)),
+    Option("--attn-scale", "model", "attn_scale", boolean, "divide the scores by √D (Eq. 19: no)", False,
+           ("standard_transformer",)),
     Option("--init-mode", "model", "init_mode", str,
            "He et al.: torch (nn.Linear default; the default) | small_id | small_id_qk | oppo_small_id; "
            "linear_transformer: aligned (p2 = q1 = init·I, p1 = q2 = 0; the default) | gaussian "
@@ -164,6 +174,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--lr", "train", "lr", float, "gd/sgd/adam: learning rate η (time advances 2η per step)"),
     Option("--steps", "train", "steps", int, "gd/sgd/adam: number of steps"),
     Option("--batch-size", "train", "batch_size", int, "sgd/adam: online batch size", 1024),
+    Option("--weight-decay", "train", "weight_decay", float, "adam: decoupled weight decay (AdamW)", 0.0),
     Option("--dataset-size", "train", "dataset_size", int,
            "sgd/adam: train full-batch on this many fixed sequences"),
     Option("--whiten", "train", "whiten", boolean, "whiten the fixed data set's tasks (code)", False),
@@ -286,8 +297,11 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     from fastattn.training import TrainConfig
 
     task = build_task(spec["task"])
+    if (spec["model"].get("kind") == "standard_transformer") != (task.kind == "induction_tokens"):
+        raise ValueError("--task induction_tokens and --model standard_transformer go together (a token "
+                         f"task and its model); got --task {task.kind} --model {spec['model'].get('kind')}")
     if spec["model"].get("kind") in INDUCTION_MODELS:
-        return task, induction_model(spec["model"], task.dim), TrainConfig(**spec["train"])
+        return task, induction_model(spec["model"], task.dim, task), TrainConfig(**spec["train"])
     model_options = dict(spec["model"])
     if task.kind == "autoregressive":     # the autoregressive models' P is T_max × T_max
         model_options.setdefault("context", task.context)
@@ -314,14 +328,26 @@ def cli_names(message: str) -> str:
     return message
 
 
-def induction_model(model_options: Mapping[str, Any], dim: int):
+def induction_model(model_options: Mapping[str, Any], dim: int, task: Any = None):
     """Musat et al. 2025's disentangled transformer ("disentangled": full weights) or its
-    pseudo-parameter restriction ("gram19", "three_param") from the model option values."""
+    pseudo-parameter restriction ("gram19", "three_param") from the model option values; or its
+    standard transformer ("standard_transformer", sized by the token `task`)."""
     from fastattn.models.disentangled import DisentangledConfig, DisentangledTransformer
 
     fields = dict(model_options)
     kind = fields.pop("kind")
+    if kind == "standard_transformer":
+        return standard_model(fields, task)
     names = {f.name for f in dataclasses.fields(DisentangledConfig)} - {"dim", "params"}
     config = DisentangledConfig(dim, params="full" if kind == "disentangled" else kind,
                                 **{k: v for k, v in fields.items() if k in names})
     return DisentangledTransformer(config)
+
+
+def standard_model(fields: Mapping[str, Any], task: Any):
+    """The standard transformer (Musat et al. 2025 §4) for the token task's vocabulary and block."""
+    from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
+
+    names = {f.name for f in dataclasses.fields(StandardConfig)} - {"vocab", "block"}
+    return StandardTransformer(StandardConfig(task.vocab, task.block,
+                                              **{k: v for k, v in fields.items() if k in names}))
