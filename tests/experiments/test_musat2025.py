@@ -65,6 +65,7 @@ def test_standard_transformer_quick_figures():
     for name in ("layer2_qk", "readout"):
         assert st[name]["expected_mean"] > 2 * st[name]["other_rms"], (name, st[name])
     s8 = fig8.summarize([], quick=True)
-    first = s8["emergence"]["0.1"]
-    assert first["order"][0] == "gamma3" and first["gamma3"] < first["loss"], first
+    first = s8["emergence"]["per_entry"]["0.25"]
+    assert first["order"][0] == "gamma3", first
+    assert first["gamma3"] < s8["emergence"]["loss"]["half"], s8["emergence"]
     assert all(s8["peak"][k] > 10 for k in ("alpha3", "beta2", "gamma3")), s8["peak"]

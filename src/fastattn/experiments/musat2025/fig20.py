@@ -1,5 +1,7 @@
 """Fig. 20 (App. E): the training loss of the small standard transformer. Every step draws fresh
-sequences, so the training loss is a test loss: drawn with the loss on a held-out set."""
+sequences, so the training loss is a test loss: drawn with the loss on a held-out set. The summary
+also times the progress measures' rise in this run (`standard.emergence`), as Fig. 8 does for the
+large configuration."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
             | {"0.1": standard.first_step(traj.step, loss, 0.1, below=True)},
             "train_minus_test": {"mean": float(np.mean(loss - test)),
                                  "max_abs": float(np.max(np.abs(loss - test)))},
+            "emergence": standard.emergence(s, traj, standard.measures_over_training(s, traj)),
             "curves": {"step": traj.step, "loss": loss, "test_loss": test},
             "wall_time_training": traj.wall_time}
 

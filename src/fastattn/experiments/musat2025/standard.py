@@ -97,20 +97,45 @@ def first_step(steps: np.ndarray, values: np.ndarray, level: float, below: bool 
     return int(steps[hit[0]]) if hit.size else None
 
 
-def emergence(traj: Trajectory, measures: dict[str, np.ndarray],
-              fractions: tuple[float, ...] = (0.1, 0.25, 0.5)) -> dict[str, Any]:
-    """When each progress measure has covered `fraction` of its largest rise above its initial value
-    (β̃₂ overshoots, so not of its final value), when the loss has covered the same fraction of its
-    fall to its final value, and the order of the three measures at each fraction (spec §9.5: γ̃₃,
-    β̃₂, α̃₃ in the paper's Fig. 8)."""
-    out: dict[str, Any] = {}
-    loss = np.asarray(traj.loss)
+def per_entry(s: Setting, measures: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The measures per summed entry: α̃₃/(N_P − 1), β̃₂/N_T, γ̃₃/N_T, the mean score (logit) that
+    each matched pair of basis vectors gets; 1 is a score that moves a softmax by a factor e."""
+    n = {"alpha3": s.vocab - 1, "beta2": s.vocab, "gamma3": s.vocab}
+    return {"step": measures["step"]} | {k: measures[k] / n[k] for k in MEASURES}
+
+
+def _order(row: dict[str, int | None]) -> list[str]:
+    return sorted(MEASURES, key=lambda k: (row[k] is None, row[k] or 0))
+
+
+def emergence(s: Setting, traj: Trajectory, measures: dict[str, np.ndarray],
+              levels: tuple[float, ...] = (0.25, 0.5, 1.0),
+              fractions: tuple[float, ...] = (0.1, 0.5)) -> dict[str, Any]:
+    """When the progress measures emerge and the loss falls, in steps (the paper defines no
+    threshold for Fig. 8; spec §9.5 names only the order γ̃₃, β̃₂, α̃₃):
+
+    - "per_entry": the first step at which each measure per summed entry (`per_entry`) reaches each
+      of `levels`, and the order of the three;
+    - "rise": the first step at which each has covered each of `fractions` of its largest rise above
+      its initial value (β̃₂ overshoots, so not of its final value), and the order;
+    - "loss": the first step at which the loss is 0.1 below its initial value ("leaves_plateau"),
+      below ln K ("below_labels": better than knowing the pairs but not the query), and halfway
+      between its initial and final values ("half").
+    """
+    loss = np.asarray(traj.loss, dtype=float)
+    base = s.task().baselines()
+    entries = per_entry(s, measures)
+    out: dict[str, Any] = {"per_entry": {}, "rise": {}}
+    for level in levels:
+        row = {k: first_step(entries["step"], entries[k], level) for k in MEASURES}
+        out["per_entry"][str(level)] = row | {"order": _order(row)}
     for f in fractions:
         row = {k: first_step(measures["step"], v, v[0] + f * (np.max(v) - v[0]))
                for k, v in measures.items() if k in MEASURES}
-        row["loss"] = first_step(traj.step, loss, loss[0] - f * (loss[0] - loss[-1]), below=True)
-        row["order"] = sorted(MEASURES, key=lambda k: (row[k] is None, row[k] or 0))
-        out[str(f)] = row
+        out["rise"][str(f)] = row | {"order": _order(row)}
+    out["loss"] = {"leaves_plateau": first_step(traj.step, loss, loss[0] - 0.1, below=True),
+                   "below_labels": first_step(traj.step, loss, base["labels"], below=True),
+                   "half": first_step(traj.step, loss, (loss[0] + loss[-1]) / 2, below=True)}
     return out
 
 
