@@ -32,20 +32,24 @@ def structure(mats: dict[str, np.ndarray], N_T: int, N_P: int) -> dict[str, Any]
     """For each matrix, its expected block (layer 1: P-P subdiagonal; layer 2: query T × key O1V1·T
     diagonal; read-out: O2V2·T diagonal): the mean of the expected entries, the RMS of every other
     entry of the matrix, and the fraction of rows whose largest entry in the block is the expected
-    one (previous position; the key that layer 1 wrote the query's token to; the retrieved token)."""
+    one (previous position, among the keys the causal mask lets position i see, 1..i; the key that
+    layer 1 wrote the query's token to; the retrieved token)."""
     n = N_T + N_P
     A1, A2, R = mats["layer1_qk"], mats["layer2_qk"], mats["readout"]
     k = _columns(READOUT_BLOCKS.index("O2V2·T"), N_T, N_P).start
     picks = {"layer1_qk": (A1, A1[N_T:, N_T:], np.arange(1, N_P), np.arange(0, N_P - 1), (N_T, N_T)),
              "layer2_qk": (A2, A2[:N_T, n:n + N_T], np.arange(N_T), np.arange(N_T), (0, n)),
              "readout": (R, R[:, k:k + N_T], np.arange(N_T), np.arange(N_T), (0, k))}
+    # a position never scores a later one: mask the p-p block's future keys (not the other blocks)
+    causal = {"layer1_qk": np.tril(np.ones((N_P, N_P), bool))}
     out = {}
     for name, (full, block, rows, cols, (r0, c0)) in picks.items():
         mask = np.ones(full.shape, bool)
         mask[rows + r0, cols + c0] = False
+        seen = np.where(causal.get(name, np.ones(block.shape, bool)), block, -np.inf)
         out[name] = {"expected_mean": float(block[rows, cols].mean()),
                      "other_rms": float(np.sqrt(np.mean(full[mask] ** 2))),
-                     "argmax_fraction": float(np.mean(block[rows].argmax(1) == cols))}
+                     "argmax_fraction": float(np.mean(seen[rows].argmax(1) == cols))}
     out["readout"]["block_norms"] = {name: float(np.linalg.norm(R[:, _columns(b, N_T, N_P)]))
                                      for b, name in enumerate(READOUT_BLOCKS)}
     return out

@@ -50,7 +50,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     top.legend(fontsize=8)
     mid.axhline(0.5, color="0.5", lw=0.8, ls="--")
     mid.set_yscale("symlog", linthresh=0.1)
-    mid.set(ylabel="per summed entry")
+    mid.set(ylabel="per summed entry", ylim=(-0.05, None))
     mid.legend(fontsize=8, title="dotted: reaches 0.5 per entry", title_fontsize=8)
     bottom.plot(c["step"], c["loss"], color="k", lw=1, label="training loss (fresh batch)")
     bottom.plot(c["step"], c["test_loss"], color="C3", lw=1, ls="--", label="held-out loss")
