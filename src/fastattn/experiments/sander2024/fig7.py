@@ -58,7 +58,7 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
     for k in COPIES:
         mine = sorted((r for r in out["runs"].values() if r["duplicate"] == k),
                       key=lambda r: r["heads"])
-        out[f"k{k}"] = {"heads": [r["heads"] for r in mine],
+        out[f"k{k}"] = {"zero_predictor_mse": 1 / DIM, "heads": [r["heads"] for r in mine],
                         "test_mse_final": [r["test_mse_final"] for r in mine],
                         # > 1: more heads help (MSE at the fewest heads over MSE at the most)
                         "gain_fewest_to_most_heads": mine[0]["test_mse_final"] / mine[-1]["test_mse_final"]}
@@ -73,6 +73,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         s = summary[f"k{k}"]
         name = "e_t = s_t" if k == 1 else "e_t = (s_t, s_t)"
         left.plot(s["heads"], s["test_mse_final"], style, label=name)
+    for ax in (left, right):              # ‖s_t‖ = 1: predicting 0 scores 1/d per coordinate
+        ax.axhline(1 / DIM, color="k", ls=":", lw=1, label="predict 0 (1/d)")
     left.set_xscale("log", base=2)
     left.set_xticks(summary["k1"]["heads"], [str(h) for h in summary["k1"]["heads"]])
     left.set_xlabel("number of heads H")
