@@ -256,28 +256,29 @@ class ARAugmentedLayers(ICLModel):
 
 #: rows of the learned position table: the authors' `nn.Embedding(max_length=100, E)`
 MAX_POSITIONS = 100
-MASKS = ("causal", "lookahead")
 
 
 @dataclass(frozen=True)
 class NonAugmentedConfig(BaseModelConfig):
     """NONAUG-§6 (spec §3.6, the authors' non_augmented.py; Figs. 7–8): dim d, heads H,
-    `duplicate` k copies of s_t per token (E = k·d; 2 is §6's e_t = (s_t, s_t)), `mask` "causal"
-    (the code: position t reads t' ≤ t and predicts s_{t+1}) or "lookahead" (Eq. 6: the query
-    e_{T−1} reads e_1..e_T), `init_same` (Fig. 8: every head's Q, K, V = head 0's + 0.05·N(0, 1)).
-    Initialisation: PyTorch's defaults as in the code: nn.Linear U(±1/√E) for weights and biases,
-    positions N(0, 1), LayerNorm γ = 1, β = 0 (init_scale unused)."""
+    `duplicate` k copies of s_t per token (E = k·d; 2 is §6's e_t = (s_t, s_t)), `lookahead`
+    False (the code's standard causal mask: position t reads t' ≤ t and predicts s_{t+1}) or True
+    (Eq. 6's one-step look-ahead: the query e_{T−1} reads e_1..e_T), `init_same` (Fig. 8: every
+    head's Q, K, V = head 0's + 0.05·N(0, 1)). Initialisation: PyTorch's defaults as in the
+    code: nn.Linear U(±1/√E) for weights and biases, positions N(0, 1), LayerNorm γ = 1, β = 0
+    (init_scale unused)."""
 
     kind = "non_aug"
     duplicate: int = 1
-    mask: str = "causal"
+    lookahead: bool = False
     init_same: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check.positive_int("duplicate", self.duplicate)
-        if self.mask not in MASKS:
-            raise ValueError(f"mask must be one of {MASKS}; got {self.mask!r}")
+        if not isinstance(self.lookahead, bool):
+            raise ValueError(f"lookahead must be True (Eq. 6) or False (the code's causal mask); "
+                             f"got {self.lookahead!r}")
 
 
 @register_model
@@ -286,7 +287,7 @@ class NonAugmented(ICLModel):
     (spec §3.6), for E = k·d:
 
         q, k, v = W^h e + b^h (h = 1..H, head dim E); qp, kp = W_Q^h pos_t + b_Q^h, W_K^h pos_t + b_K^h
-        Ppos^h_{t,t'} = softmax_{t' ≤ t + L}(qp_t · kp_t' / √E)         (L = 0 causal, 1 look-ahead)
+        Ppos^h_{t,t'} = softmax_{t' ≤ t + L}(qp_t · kp_t' / √E)   (L = 1 with lookahead, else 0)
         o_t = W_O Σ_h Σ_{t' ≤ t + L} Ppos^h_{t,t'} (q_t · k_t' / √E) v_t' + b_O    (W_O shared)
         ŝ_{t+1} = W_fc LayerNorm(o_t) + b_fc                                  (no residual)
 
@@ -328,17 +329,14 @@ class NonAugmented(ICLModel):
         """(d, H, k): E = k·d."""
         return self.config.dim, self.config.heads, self.config.duplicate
 
-    @property
-    def lookahead(self) -> int:
-        return 1 if self.config.mask == "lookahead" else 0
-
     def positional(self, tmax: int) -> torch.Tensor:
         """Ppos `[H, T_max, T_max]`: the causal (or look-ahead) softmax of the positions' scores."""
         E = self.pos.shape[1]
         pos = self.pos[:tmax]
         qp = torch.einsum("te,hfe->htf", pos, self.Wq) + self.bq[:, None]
         kp = torch.einsum("te,hfe->htf", pos, self.Wk) + self.bk[:, None]
-        allowed = torch.ones(tmax, tmax, dtype=torch.bool, device=pos.device).tril(self.lookahead)
+        allowed = torch.ones(tmax, tmax, dtype=torch.bool, device=pos.device).tril(
+            int(self.config.lookahead))
         logits = (qp @ kp.transpose(1, 2) / math.sqrt(E)).masked_fill(~allowed, -math.inf)
         return torch.softmax(logits, dim=-1)
 
@@ -367,7 +365,7 @@ class NonAugmented(ICLModel):
         P = self.positional(tmax) / math.sqrt(E)                 # the token scores' 1/√E folded in
         # the scored query rows, each reading one key past its own row index here: look-ahead,
         # the queries e_{T−1} (0-based 0..T_max−2); causal, e_T for T = 2..T_max (row 1 unscored)
-        rows = slice(0, -1) if self.lookahead else slice(1, None)
+        rows = slice(0, -1) if self.config.lookahead else slice(1, None)
         out = pe_attention(q[:, :, rows], k, v, P[:, rows].contiguous(), lookahead=1)
         o = out.sum(1) @ self.Wo.T + self.bo
         y = nn.functional.layer_norm(o, (E,), self.ln_w, self.ln_b) @ self.fc_w.T + self.fc_b
