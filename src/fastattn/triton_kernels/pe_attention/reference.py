@@ -35,8 +35,10 @@ def pe_attention_backward_reference(dout: torch.Tensor, q: torch.Tensor, k: torc
     """(dq, dk, dv, dp) of Σ dout ⊙ O: with S = q kᵀ, W = S ⊙ P ⊙ M and G = dout vᵀ,
     dv = Wᵀ dout, dq = (G ⊙ P ⊙ M) k, dk = (G ⊙ P ⊙ M)ᵀ q, dp = Σ_b G ⊙ S ⊙ M."""
     m = causal_mask(q.shape[-2], k.shape[-2], lookahead, q.device)
-    s = q @ k.transpose(-1, -2)                                               # [B, H, Tq, Tk]
-    g = dout @ v.transpose(-1, -2)
-    ds = g * (p * m)
-    return ds @ k, ds.transpose(-1, -2) @ q, (s * (p * m)).transpose(-1, -2) @ dout, \
-        (g * s).sum(0) * m
+    pm = p * m
+    with torch.no_grad():         # a closed form, not differentiated: reuse the [B, H, Tq, Tk] buffers
+        s = q @ k.transpose(-1, -2)
+        g = dout @ v.transpose(-1, -2)
+        dp = (g * s).sum(0) * m
+        ds, w = g.mul_(pm), s.mul_(pm)
+        return ds @ k, ds.transpose(-1, -2) @ q, w.transpose(-1, -2) @ dout, dp
