@@ -18,6 +18,13 @@ Families (config → model, kind):
 - `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
   L-layer real augmented linear transformer with layer norm on the residual branch and a linear
   read-out (dims (d, 1, L)).
+- `NonAugmentedConfig` → `NonAugmented` ("non_aug", spec §3.6, Figs. 7–8): the authors' §6
+  non-augmented model: H heads of full Q, K, V maps, a positional softmax multiplying the token
+  scores, a shared W_O, layer norm and a linear read-out; tokens duplicated k times (dims (d, H, k)).
+
+The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
+`fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
+a Triton kernel on CUDA).
 
 The flat layouts (fastattn.models.layout) take dims (d, H, T_max).
 """
