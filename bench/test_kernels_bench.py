@@ -23,6 +23,7 @@ from fastattn.triton_kernels.icl_readout.reference import (
     icl_readout_next_token_reference,
     icl_readout_reference,
 )
+from fastattn.triton_kernels.pe_attention.reference import pe_attention_reference
 from fastattn.triton_kernels.single_query_attention.reference import (
     single_query_attention_reference,
 )
@@ -105,6 +106,8 @@ CUDA_CASES = {
     "cubic_hidden": [(1 << 20, 1, 4, 4), (1 << 20, 1, 16, 4), (1 << 18, 1, 64, 4)],
     "single_query_attention": [(1 << 16, 32, 4, 4), (1 << 16, 1024, 16, 4),
                                (1 << 14, 1024, 64, 4), (1 << 12, 4096, 128, 4)],
+    # (B, T, E, H): Sander et al. Fig. 7 (B = 1024, T = 50, E = 10, H = 64), and a longer T
+    "pe_attention": [(1 << 10, 50, 10, 64), (1 << 12, 256, 16, 4)],
 }
 
 
@@ -130,6 +133,11 @@ def _cuda_case(op, b, n, d, h):
         ins = 2 * b * d + h * d * d
         args = (r(b, d), r(b, d), r(h, d * d, scale=1 / d))
         return args, ops.cubic_hidden, cubic_hidden_reference, ins + b * h, 2 * ins + b * h
+    if op == "pe_attention":
+        ins = 3 * b * h * n * d + h * n * n
+        args = (r(b, h, n, d, scale=d**-0.5), r(b, h, n, d), r(b, h, n, d), r(h, n, n, scale=1 / n))
+        return (args, ops.pe_attention, pe_attention_reference, ins + b * h * n * d,
+                2 * ins + b * h * n * d)
     scale = d**-0.5
     ins = b * h * d + b * n * d + b * n
     args = (r(b, h, d), r(b, n, d), r(b, n, 1))

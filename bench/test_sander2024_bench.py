@@ -103,3 +103,135 @@ def test_fig3_orthogonal_flow_to_the_gd_loss(benchmark, method):
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, t_final=r.t_final)
     print(f"\nflow {method}: status {r.status}, {r.n_evals} evaluations, t {r.t_final:.4g} "
           f"(GD's t {2 * LR * STEPS:g}), loss {obj.loss_grad(r.final_params)[0]:.3e}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 7: per-epoch time of sampled Adam training of the §6 non-augmented model (spec §3.6), the
+# library's NonAugmented + `train` against the authors' non_augmented.py structure (below, plain
+# torch, same sizes, same run). An epoch is EPOCH sequences in batches of 1024 (the paper: 2¹⁴,
+# i.e. 16 Adam steps); the library draws fresh batches, the authors' loop reads a stored data set.
+# FASTATTN_BENCH_SANDER_EPOCH and FASTATTN_BENCH_SANDER_HEADS set the epoch size and H.
+
+NA_D, NA_K, NA_T, NA_BATCH = 5, 2, 50, 1024
+NA_EPOCH = int(os.environ.get("FASTATTN_BENCH_SANDER_EPOCH", 4096))
+NA_HEADS = int(os.environ.get("FASTATTN_BENCH_SANDER_HEADS", 8))
+
+
+class AuthorsSelfAttention(torch.nn.Module):
+    """non_augmented.py's SelfAttention: Q, K, V `nn.Linear(E, E·H)` shared by tokens and positions,
+    scores masked by −1e20, scaled by 1/√E and multiplied by the causal softmax of the positions'
+    scores (computed per sequence, as there), heads summed, `fc_out` shared."""
+
+    def __init__(self, E: int, heads: int):
+        super().__init__()
+        self.E, self.heads = E, heads
+        self.values, self.keys, self.queries = (torch.nn.Linear(E, E * heads) for _ in range(3))
+        self.fc_out = torch.nn.Linear(E, E)
+
+    def forward(self, x, pos, mask):
+        N, T, _ = x.shape
+
+        def split(z):
+            return z.reshape(N, T, self.heads, self.E)
+
+        v, k, q = split(self.values(x)), split(self.keys(x)), split(self.queries(x))
+        energy = torch.einsum("nqhd,nkhd->nhqk", q, k).masked_fill(mask == 0, float("-1e20"))
+        tok = energy / self.E ** 0.5
+        kp, qp = split(self.keys(pos)), split(self.queries(pos))
+        energy_pos = torch.einsum("nqhd,nkhd->nhqk", qp, kp).masked_fill(mask == 0, float("-1e20"))
+        att = tok * torch.softmax(energy_pos / self.E ** 0.5, dim=3)
+        return self.fc_out(torch.einsum("nhql,nlhd->nqhd", att, v).sum(2))
+
+
+class AuthorsTransformer(torch.nn.Module):
+    """non_augmented.py's Transformer with one layer: repeat the tokens, the attention above,
+    LayerNorm, then `fc_out` E → d (max_length 100 positions)."""
+
+    def __init__(self, d: int, E: int, heads: int):
+        super().__init__()
+        self.attention = AuthorsSelfAttention(E, heads)
+        self.norm1 = torch.nn.LayerNorm(E)
+        self.position_embedding = torch.nn.Embedding(100, E)
+        self.fc_out = torch.nn.Linear(E, d)
+        self.E = E
+
+    def forward(self, src):
+        N, T, d = src.shape
+        src = src.repeat(1, 1, self.E // d)
+        mask = torch.tril(torch.ones(T, T)).expand(N, 1, T, T)
+        pos = self.position_embedding(torch.arange(T).expand(N, T))
+        return self.fc_out(self.norm1(self.attention(src, pos, mask)))
+
+
+def _authors_from_library(model) -> AuthorsTransformer:
+    """The authors' module holding the library model's parameters (float32)."""
+    d, H, k = model.dims
+    E = k * d
+    net = AuthorsTransformer(d, E, H)
+    a = net.attention
+    with torch.no_grad():
+        for name, lin in (("q", a.queries), ("k", a.keys), ("v", a.values)):
+            lin.weight.copy_(getattr(model, f"W{name}").reshape(H * E, E))
+            lin.bias.copy_(getattr(model, f"b{name}").reshape(H * E))
+        a.fc_out.weight.copy_(model.Wo)
+        a.fc_out.bias.copy_(model.bo)
+        net.norm1.weight.copy_(model.ln_w)
+        net.norm1.bias.copy_(model.ln_b)
+        net.position_embedding.weight.copy_(model.pos)
+        net.fc_out.weight.copy_(model.fc_w)
+        net.fc_out.bias.copy_(model.fc_b)
+    return net
+
+
+def _nonaug(heads: int = NA_HEADS):
+    from fastattn.models import NonAugmented
+    from fastattn.tasks import AutoRegressive
+
+    task = AutoRegressive(dim=NA_D, context=NA_T, context_dist="haar", representation="real",
+                          duplicate=NA_K, s1="unit")
+    return NonAugmented(NA_D, heads, duplicate=NA_K, dtype="float32", init_seed=0), task
+
+
+def test_authors_structure_equals_non_augmented():
+    """The authors' structure with the library model's parameters predicts what NonAugmented does
+    (positions 2..T; float32)."""
+    model, task = _nonaug(heads=3)
+    batch = task.sample(16, 0, dtype=torch.float32)
+    with torch.no_grad():
+        ours = model.predict(batch.tokens)[..., :NA_D]
+        theirs = _authors_from_library(model)(batch.states[:, :NA_T])[:, 1:]
+    torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_fig7_epoch_library(benchmark):
+    from fastattn.training import TrainConfig, train
+
+    torch.set_num_threads(1)
+    model, task = _nonaug()
+    cfg = TrainConfig(method="adam", lr=1e-2, steps=NA_EPOCH // NA_BATCH, batch_size=NA_BATCH,
+                      n_records=1, n_snapshots=1, progress=False, threads=1)
+    traj = benchmark.pedantic(lambda: train(model, task, cfg), rounds=3, iterations=1)
+    benchmark.extra_info.update(sequences=NA_EPOCH, heads=NA_HEADS, T=NA_T,
+                                final_loss=float(traj.final_loss))
+
+
+def test_fig7_epoch_authors_structure(benchmark):
+    torch.set_num_threads(1)
+    model, task = _nonaug()
+    net = _authors_from_library(model)
+    data = task.fixed_dataset(NA_EPOCH, 0, dtype=torch.float32).states         # [n, T+1, d]
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data[:, :-1], data[:, 1:]),
+                                         batch_size=NA_BATCH, shuffle=True)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    criterion = torch.nn.MSELoss()
+
+    def epoch():
+        for inputs, targets in loader:
+            opt.zero_grad()
+            loss = criterion(net(inputs), targets)
+            loss.backward()
+            opt.step()
+        return loss.item()
+
+    last = benchmark.pedantic(epoch, rounds=3, iterations=1)
+    benchmark.extra_info.update(sequences=NA_EPOCH, heads=NA_HEADS, T=NA_T, final_mse=last)

@@ -40,3 +40,14 @@ def test_orthogonal_flow_run(tmp_path):
 def test_options_of_the_task_family_are_checked(tmp_path, capsys):
     assert main(["train", "--context-dist", "unitary", "--out", str(tmp_path), "--quiet"]) == 2
     assert "--context-dist applies to task autoregressive" in capsys.readouterr().err
+
+
+def test_non_augmented_model_takes_the_tasks_duplication(tmp_path):
+    """`--model non_aug` (spec §3.6) reads E = k·d tokens: its `duplicate` follows the task's."""
+    args = ["train", "--task", "autoregressive", "--context-dist", "haar", "--representation", "real",
+            "--duplicate", "2", "--s1", "unit", "--model", "non_aug", "--dim", "3", "--heads", "2",
+            "--context", "5", "--method", "adam", "--lr", "0.01", "--steps", "3", "--batch-size", "8",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 0
+    model = json.loads((tmp_path / "run.json").read_text())["config"]["model"]
+    assert model["kind"] == "non_aug" and model["duplicate"] == 2 and model["lookahead"] is False

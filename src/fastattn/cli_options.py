@@ -305,6 +305,7 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     model_options = dict(spec["model"])
     if task.kind == "autoregressive":     # the autoregressive models' P is T_max × T_max
         model_options.setdefault("context", task.context)
+        model_options.setdefault("duplicate", task.duplicate)   # non_aug: E = k·d
     model = build_model(model_config(model_options, task.dim))
     return task, model, TrainConfig(**spec["train"])
 

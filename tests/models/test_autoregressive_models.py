@@ -14,6 +14,7 @@ from fastattn.models import (
     ARAugmentedLayers,
     ARDiag,
     ARPEOnly,
+    NonAugmented,
     build_model,
     config_from_dict,
     config_to_dict,
@@ -146,3 +147,48 @@ def test_augmented_layers_equal_the_position_by_position_reference():
     torch.testing.assert_close(fast, literal[:, 1:, :d], rtol=0, atol=1e-12)
     with torch.no_grad():
         assert torch.isfinite(task.loss(model, task.sample(8, 1)))
+
+
+@pytest.mark.parametrize("lookahead,duplicate,init_same", [(False, 2, False), (True, 1, True),
+                                                           (False, 1, True)])
+def test_non_augmented_equals_the_per_position_formula_values_and_gradients(lookahead, duplicate,
+                                                                           init_same):
+    """NONAUG-§6 (spec §3.6) against the authors' formula written position by position (float64):
+    predictions and the gradient of every parameter, at odd sizes."""
+    d, H, tmax = 3, 2, 5
+    model = NonAugmented(d, H, duplicate=duplicate, lookahead=lookahead, init_same=init_same,
+                         init_seed=2)
+    with torch.no_grad():
+        model.ln_w.add_(0.3 * torch.randn(model.ln_w.shape, dtype=torch.float64))
+        model.ln_b.add_(0.3 * torch.randn(model.ln_b.shape, dtype=torch.float64))
+    task = AutoRegressive(dim=d, context=tmax, context_dist="haar", representation="real",
+                          duplicate=duplicate, s1="unit")
+    batch = task.sample(4, 0)
+    params = {n: getattr(model, n) for n in model.PARAM_ORDER}
+    literal = ref.ar_non_augmented(batch.tokens, params, int(lookahead))
+    literal = (literal[:, :-1] if lookahead else literal[:, 1:]).repeat(1, 1, duplicate)
+    fast = model.predict(batch.tokens)
+    torch.testing.assert_close(fast, literal, rtol=0, atol=1e-12)
+    weights = torch.randn(fast.shape, dtype=torch.float64)
+    g_fast = torch.autograd.grad((fast * weights).sum(), list(params.values()))
+    g_lit = torch.autograd.grad((literal * weights).sum(), list(params.values()))
+    for name, a, b in zip(params, g_fast, g_lit, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-11, msg=name)
+    assert torch.isfinite(task.loss(model, batch))
+
+
+def test_non_augmented_init_records_and_errors():
+    model = NonAugmented(5, 4, duplicate=2, init_same=True, init_seed=1)
+    again = build_model(config_from_dict(config_to_dict(model.config)))
+    np.testing.assert_array_equal(again.to_flat(), model.to_flat())
+    blocks = unflatten("non_aug", model.to_flat(), model.dims)
+    for name in model.PARAM_ORDER:
+        np.testing.assert_array_equal(blocks[name], getattr(model, name).detach().numpy())
+    spread = (model.Wq - model.Wq.mean(0)).std().item()          # heads = one init + 0.05·N(0, 1)
+    assert 0.03 < spread < 0.07 and NonAugmented(5, 4, duplicate=2).Wq.std().item() > 0.15
+    assert model.head_maps().shape == (4, 10, 10)
+    with pytest.raises(ValueError, match="lookahead must be True"):
+        NonAugmented(3, 2, lookahead="yes")
+    tokens = AutoRegressive(dim=3, context=4, context_dist="haar", representation="real").sample(2, 0)
+    with pytest.raises(ValueError, match="duplicate"):
+        NonAugmented(3, 2, duplicate=2).predict(tokens.tokens)

@@ -14,6 +14,8 @@ from fastattn.models.autoregressive import (
     ARDiagConfig,
     ARPEOnly,
     ARPEOnlyConfig,
+    NonAugmented,
+    NonAugmentedConfig,
 )
 from fastattn.models.base import (
     MODELS,
@@ -73,3 +75,4 @@ __all__ += ["Transformer", "TransformerConfig"]
 from fastattn.models.standard_transformer import StandardConfig, StandardTransformer  # noqa: E402
 
 __all__ += ["StandardConfig", "StandardTransformer"]
+__all__ += ["NonAugmented", "NonAugmentedConfig"]

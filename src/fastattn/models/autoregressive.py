@@ -18,6 +18,13 @@ Families (config → model, kind):
 - `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
   L-layer real augmented linear transformer with layer norm on the residual branch and a linear
   read-out (dims (d, 1, L)).
+- `NonAugmentedConfig` → `NonAugmented` ("non_aug", spec §3.6, Figs. 7–8): the authors' §6
+  non-augmented model: H heads of full Q, K, V maps, a positional softmax multiplying the token
+  scores, a shared W_O, layer norm and a linear read-out; tokens duplicated k times (dims (d, H, k)).
+
+The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
+`fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
+a Triton kernel on CUDA).
 
 The flat layouts (fastattn.models.layout) take dims (d, H, T_max).
 """
@@ -32,6 +39,7 @@ from torch import nn
 
 from fastattn import _validate as check
 from fastattn.models.base import BaseModelConfig, ICLModel, register_model
+from fastattn.ops import pe_attention
 
 
 def lookahead_mask(tmax: int, device: str | torch.device = "cpu") -> torch.Tensor:
@@ -43,12 +51,24 @@ def lookahead_mask(tmax: int, device: str | torch.device = "cpu") -> torch.Tenso
 def diag_forward(tokens: torch.Tensor, C: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     """Lemma 2's reduced form of Eq. 6 for every T at once.
 
+    Real tokens go through `fastattn.ops.pe_attention` (the Triton kernel on CUDA) with the
+    look-ahead mask and one head per output coordinate i: query C_i ⊙ e_{T−1}, keys e_t, value
+    e_{t,i}. Complex tokens (the theory's eigenbasis; Triton has no complex type) are contracted
+    by einsum.
+
     Args:
         tokens: e_1..e_{T_max} `[N, T_max, d]` (real or complex). C: `[d, d]` real. P: `[T_max, T_max]`.
     Returns:
         `[N, T_max−1, d]`: row q is the prediction of s_{q+3} from e_1..e_{q+2} (T = q + 2).
     """
-    tmax = tokens.shape[1]
+    n, tmax, d = tokens.shape
+    if not tokens.is_complex():
+        C, P = C.to(tokens.dtype), P.to(tokens.dtype)
+        q = C[None, :, None, :] * tokens[:, None, :-1, :]                       # [N, d, T−1, d]
+        k = tokens[:, None].expand(n, d, tmax, d)
+        v = tokens.transpose(1, 2)[..., None]                                   # [N, d, T, 1]
+        out = pe_attention(q, k, v, P[:-1].expand(d, tmax - 1, tmax), lookahead=1)
+        return out[..., 0].transpose(1, 2)
     q = tokens[:, :-1].conj()                                                  # queries e_{T−1}
     scores = torch.einsum("nqj,ntj,ij->nqti", q, tokens, C.to(tokens.dtype))  # Σ_j C_ij ē_qj e_tj
     weights = (P[:-1] * lookahead_mask(tmax, P.device)).to(tokens.dtype)       # [T_max−1, T_max]
@@ -237,5 +257,125 @@ class ARAugmentedLayers(ICLModel):
             attn = (scores @ v) @ self.Wo[layer].T + self.bo[layer]
             x = x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
         return (x @ self.fc_w.T + self.fc_b)[:, 1:, :d]
+
+    forward = predict
+
+
+#: rows of the learned position table: the authors' `nn.Embedding(max_length=100, E)`
+MAX_POSITIONS = 100
+
+
+@dataclass(frozen=True)
+class NonAugmentedConfig(BaseModelConfig):
+    """NONAUG-§6 (spec §3.6, the authors' non_augmented.py; Figs. 7–8): dim d, heads H,
+    `duplicate` k copies of s_t per token (E = k·d; 2 is §6's e_t = (s_t, s_t)), `lookahead`
+    False (the code's standard causal mask: position t reads t' ≤ t and predicts s_{t+1}) or True
+    (Eq. 6's one-step look-ahead: the query e_{T−1} reads e_1..e_T), `init_same` (Fig. 8: every
+    head's Q, K, V = head 0's + 0.05·N(0, 1)). Initialisation: PyTorch's defaults as in the
+    code: nn.Linear U(±1/√E) for weights and biases, positions N(0, 1), LayerNorm γ = 1, β = 0
+    (init_scale unused)."""
+
+    kind = "non_aug"
+    duplicate: int = 1
+    lookahead: bool = False
+    init_same: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("duplicate", self.duplicate)
+        if not isinstance(self.lookahead, bool):
+            raise ValueError(f"lookahead must be True (Eq. 6) or False (the code's causal mask); "
+                             f"got {self.lookahead!r}")
+
+
+@register_model
+class NonAugmented(ICLModel):
+    """The non-augmented multi-head linear attention with positional softmax that §6 trains
+    (spec §3.6), for E = k·d:
+
+        q, k, v = W^h e + b^h (h = 1..H, head dim E); qp, kp = W_Q^h pos_t + b_Q^h, W_K^h pos_t + b_K^h
+        Ppos^h_{t,t'} = softmax_{t' ≤ t + L}(qp_t · kp_t' / √E)   (L = 1 with lookahead, else 0)
+        o_t = W_O Σ_h Σ_{t' ≤ t + L} Ppos^h_{t,t'} (q_t · k_t' / √E) v_t' + b_O    (W_O shared)
+        ŝ_{t+1} = W_fc LayerNorm(o_t) + b_fc                                  (no residual)
+
+    The positional softmax is batch-independent: computed once per call and handed to
+    `fastattn.ops.pe_attention` as the multiplicative P. Parameters: Wq, Wk, Wv `[H, E, E]` (rows:
+    outputs), bq, bk, bv `[H, E]`, pos `[100, E]`, Wo `[E, E]`, bo `[E]`, ln_w, ln_b `[E]`,
+    fc_w `[d, E]`, fc_b `[d]`. Real tokens only (the §6 data are Haar O(d))."""
+
+    config_class = NonAugmentedConfig
+    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "pos", "Wo", "bo", "ln_w", "ln_b",
+                   "fc_w", "fc_b")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        c = self.config
+        d, H, E = c.dim, c.heads, c.duplicate * c.dim
+        bound = 1 / math.sqrt(E)
+
+        def uniform(*shape: int) -> torch.Tensor:
+            return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+        def param(t: torch.Tensor) -> nn.Parameter:
+            return nn.Parameter(t.to(c.torch_dtype))
+
+        for name in ("q", "k", "v"):
+            W, b = uniform(H, E, E), uniform(H, E)
+            if c.init_same:               # the authors' init_same: head 0's values + 0.05·N(0, 1)
+                W = W[:1] + 0.05 * torch.randn(H, E, E, generator=g, dtype=torch.float64)
+                b = b[:1] + 0.05 * torch.randn(H, E, generator=g, dtype=torch.float64)
+            setattr(self, f"W{name}", param(W))
+            setattr(self, f"b{name}", param(b))
+        self.pos = param(torch.randn(MAX_POSITIONS, E, generator=g, dtype=torch.float64))
+        self.Wo, self.bo = param(uniform(E, E)), param(uniform(E))
+        self.ln_w = param(torch.ones(E, dtype=torch.float64))
+        self.ln_b = param(torch.zeros(E, dtype=torch.float64))
+        self.fc_w, self.fc_b = param(uniform(d, E)), param(uniform(d))
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, k): E = k·d."""
+        return self.config.dim, self.config.heads, self.config.duplicate
+
+    def positional(self, tmax: int) -> torch.Tensor:
+        """Ppos `[H, T_max, T_max]`: the causal (or look-ahead) softmax of the positions' scores."""
+        E = self.pos.shape[1]
+        pos = self.pos[:tmax]
+        qp = torch.einsum("te,hfe->htf", pos, self.Wq) + self.bq[:, None]
+        kp = torch.einsum("te,hfe->htf", pos, self.Wk) + self.bk[:, None]
+        allowed = torch.ones(tmax, tmax, dtype=torch.bool, device=pos.device).tril(
+            int(self.config.lookahead))
+        logits = (qp @ kp.transpose(1, 2) / math.sqrt(E)).masked_fill(~allowed, -math.inf)
+        return torch.softmax(logits, dim=-1)
+
+    def head_maps(self) -> torch.Tensor:
+        """B_h = W_O W_V^h `[H, E, E]` (Fig. 8; the output map is shared by the heads)."""
+        return self.Wo @ self.Wv
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, k·d]` predictions of s_{T+1}, T = 2..T_max, from real tokens
+        `[N, T_max, E]` (the d read-out values repeated k times, as the task's duplicated targets
+        are; the task's loss is then k × the squared error on s_{T+1})."""
+        c = self.config
+        tmax, E = tokens.shape[1:]
+        if tokens.is_complex():
+            raise ValueError("non_aug reads real tokens (the §6 Haar data); use "
+                             "representation='real'")
+        if E != c.duplicate * c.dim:
+            raise ValueError(f"tokens have E = {E}; non_aug with dim={c.dim}, duplicate="
+                             f"{c.duplicate} reads E = {c.duplicate * c.dim}: set the task's "
+                             "duplicate to the model's")
+        if tmax > MAX_POSITIONS:
+            raise ValueError(f"T_max = {tmax} exceeds the {MAX_POSITIONS} learned positions")
+        q = torch.einsum("nte,hfe->nhtf", tokens, self.Wq) + self.bq[:, None]
+        k = torch.einsum("nte,hfe->nhtf", tokens, self.Wk) + self.bk[:, None]
+        v = torch.einsum("nte,hfe->nhtf", tokens, self.Wv) + self.bv[:, None]
+        P = self.positional(tmax) / math.sqrt(E)                 # the token scores' 1/√E folded in
+        # the scored query rows, each reading one key past its own row index here: look-ahead,
+        # the queries e_{T−1} (0-based 0..T_max−2); causal, e_T for T = 2..T_max (row 1 unscored)
+        rows = slice(0, -1) if self.config.lookahead else slice(1, None)
+        out = pe_attention(q[:, :, rows], k, v, P[:, rows].contiguous(), lookahead=1)
+        o = out.sum(1) @ self.Wo.T + self.bo
+        y = nn.functional.layer_norm(o, (E,), self.ln_w, self.ln_b) @ self.fc_w.T + self.fc_b
+        return y.repeat(1, 1, c.duplicate)
 
     forward = predict

@@ -40,11 +40,16 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         e = 3 * d
         per_layer = [(f"{w}{n}", (r, e, e) if w == "W" else (r, e)) for n in "qkvo" for w in "Wb"]
         return (*per_layer, ("ln_w", (r, e)), ("ln_b", (r, e)), ("fc_w", (e, e)), ("fc_b", (e,)))
+    if family == "non_aug":             # dims (d, H, k), E = k·d; 100 learned positions
+        e = d * r
+        qkv = [(f"{w}{n}", (h, e, e) if w == "W" else (h, e)) for n in "qkv" for w in "Wb"]
+        return (*qkv, ("pos", (100, e)), ("Wo", (e, e)), ("bo", (e,)), ("ln_w", (e,)),
+                ("ln_b", (e,)), ("fc_w", (d, e)), ("fc_b", (d,)))
     if family == "linear_transformer":
         return tuple((name, (d, d)) for name in ("p1", "p2", "q1", "q2"))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
                      "softmax_merged, softmax_separate, multihead_softmax, multihead_linear, "
-                     "kernel_regressors, diag, pe_only, aug, aug_layers or linear_transformer")
+                     "kernel_regressors, diag, pe_only, aug, aug_layers, non_aug or linear_transformer")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

@@ -163,3 +163,32 @@ def linear_transformer(Z: torch.Tensor, wp: torch.Tensor, wq: torch.Tensor, n: i
     """f(Z) = Z + W^P (Z Zᵀ/N) W^Q Z (Mainali & Teixeira 2025, Eq. 1): Z `[B, 2d, N+1]` (the last
     column the query [x_q; 0]), W^P, W^Q `[2d, 2d]`, N the number of context pairs → `[B, 2d, N+1]`."""
     return Z + wp @ (Z @ Z.transpose(1, 2) / n) @ wq @ Z
+
+
+def ar_non_augmented(tokens: torch.Tensor, params: dict[str, torch.Tensor], lookahead: int
+                     ) -> torch.Tensor:
+    """NONAUG-§6 (spec §3.6, the authors' non_augmented.py) position by position: for position t
+    and head h, the softmax over t' ≤ t + lookahead of (W_Q^h pos_t + b_Q^h)·(W_K^h pos_t' + b_K^h)/√E,
+    written out, weights (q_t·k_t'/√E) v_t'; the heads summed, then W_O, layer norm (explicit),
+    W_fc. tokens `[N, T, E]`, params as `NonAugmented` names them → `[N, T, d]` (row t predicts
+    s_{t+2} with the look-ahead, s_{t+1} without; 0-based)."""
+    tmax, E = tokens.shape[1:]
+    out = []
+    for t in range(tmax):
+        acc = torch.zeros_like(tokens[:, 0])
+        keys = range(min(tmax, t + lookahead + 1))
+        for h in range(params["Wq"].shape[0]):
+            def lin(name: str, z: torch.Tensor, h: int = h) -> torch.Tensor:
+                return z @ params[f"W{name}"][h].T + params[f"b{name}"][h]
+
+            pos = params["pos"]
+            logits = torch.stack([lin("q", pos[t]) @ lin("k", pos[s]) / E ** 0.5 for s in keys])
+            e = torch.exp(logits - logits.max())
+            for s in keys:
+                score = (lin("q", tokens[:, t]) * lin("k", tokens[:, s])).sum(-1, keepdim=True)
+                acc = acc + e[s] / e.sum() * score / E ** 0.5 * lin("v", tokens[:, s])
+        o = acc @ params["Wo"].T + params["bo"]
+        mean, var = o.mean(-1, keepdim=True), o.var(-1, unbiased=False, keepdim=True)
+        y = (o - mean) / torch.sqrt(var + 1e-5) * params["ln_w"] + params["ln_b"]
+        out.append(y @ params["fc_w"].T + params["fc_b"])
+    return torch.stack(out, 1)

@@ -7,6 +7,7 @@ backend (:func:`available_backends` reports which can run) and registers torch c
 from fastattn.ops._dispatch import BackendUnavailableError, available_backends
 from fastattn.ops.attention import single_query_attention
 from fastattn.ops.cubic import cubic_hidden, cubic_second_moments
+from fastattn.ops.pe_attention import pe_attention, pe_attention_backend
 from fastattn.ops.readout import icl_readout, icl_readout_next_token
 from fastattn.ops.sampling import sample_icl_stats
 
@@ -17,6 +18,8 @@ __all__ = [
     "cubic_second_moments",
     "icl_readout",
     "icl_readout_next_token",
+    "pe_attention",
+    "pe_attention_backend",
     "sample_icl_stats",
     "single_query_attention",
 ]

@@ -9,7 +9,8 @@ import torch
 
 from fastattn.triton_kernels._launch import interpreting, triton_available
 
-__all__ = ["BACKENDS", "BackendUnavailableError", "available_backends", "select_backend"]
+__all__ = ["BACKENDS", "BackendUnavailableError", "available_backends", "backend_reason",
+           "select_backend"]
 
 
 class BackendUnavailableError(RuntimeError):
@@ -80,6 +81,7 @@ BACKENDS: dict[str, dict[str, Backend]] = {
     "cubic_hidden": {"triton": _TRITON, "reference": _REFERENCE},
     "sample_icl_stats": {"triton": _TRITON, "reference": _REFERENCE, "wishart": _WISHART},
     "single_query_attention": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
+    "pe_attention": {"triton": _TRITON, "reference": _REFERENCE},
 }
 
 
@@ -112,6 +114,17 @@ def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dty
         f"backend={name!r} ({table[name].describe})" for name in working) or "nothing here"))
     lines.append(f"backend={backend!r} needs: {table[backend].describe}.")
     raise BackendUnavailableError("\n".join(lines))
+
+
+def backend_reason(op: str, name: str, device: torch.device, dtype: torch.dtype,
+                   dims: dict[str, int]) -> str:
+    """Why :func:`select_backend` ran ``op`` on backend ``name``: one line for logs and tests."""
+    if name != "reference":
+        return f"{name}: requested or chosen, and it can run these inputs"
+    reasons = BACKENDS[op]["triton"].not_supported_reasons(device, dtype, dims)
+    if not reasons and device.type != "cuda" and not interpreting():
+        reasons = ["tensors are on cpu and TRITON_INTERPRET=1 is not set"]
+    return "reference: " + ("; ".join(reasons) if reasons else "requested")
 
 
 def available_backends() -> dict[str, dict[str, dict]]:

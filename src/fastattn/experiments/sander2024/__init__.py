@@ -13,4 +13,8 @@ FIGURES = (
            "H = 10; orthogonal H = 8 and the H = 10 control)", f"{__name__}.fig3:RECIPE"),
     Figure("sander2024-fig6", "Sander et al. 2024, Fig. 6: early-stopped PE-only attention, "
            "μ = 50..300", f"{__name__}.fig6:RECIPE"),
+    Figure("sander2024-fig7", "Sander et al. 2024, Fig. 7: non-augmented model, test MSE vs heads "
+           "with and without duplication", f"{__name__}.fig7:RECIPE"),
+    Figure("sander2024-fig8", "Sander et al. 2024, Fig. 8: head orthogonality Σ_h B_hᵀB_h at "
+           "initialisation and after training", f"{__name__}.fig8:RECIPE"),
 )

@@ -1,0 +1,182 @@
+"""Triton kernels for causal linear attention with a multiplicative positional matrix:
+O[b, h, i] = Σ_{j ≤ i + LOOKAHEAD} P[h, i, j] (q_bhi · k_bhj) v_bhj, and its backward.
+
+FlashAttention-style tiles without a softmax (no running max or normaliser): a program holds a
+[BLOCK_Q, BLOCK_K] score tile S = q kᵀ, weights it by the P tile and the mask, and accumulates
+S V. No ``tl.dot`` (K and V may be below 16 and float64 must run under the interpreter):
+contractions are sums of broadcasts over [BLOCK_Q, BLOCK_K, BLOCK_D] tiles. The backward runs two
+kernels so that nothing is accumulated by atomics: one per (head, query block, batch slice) gives
+dq and this slice's partial dP (summed over the slice's sequences in a fixed order), one per
+(sequence, head, key block) gives dk and dv; torch sums the dP partials in a fixed order.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._launch import TritonKernel, block_size, interpreting
+
+__all__ = ["pe_attention_backward", "pe_attention_forward"]
+
+
+def _budget() -> int:
+    """Elements of the largest [BLOCK_Q, BLOCK_K, BLOCK_D] broadcast a program forms."""
+    return 1 << 16 if interpreting() else 1 << 13
+
+
+def _blocks(tq: int, tk: int, k: int, v: int) -> tuple[int, int, int, int]:
+    bd, bv = block_size(k), block_size(v)
+    bq, bk = min(block_size(tq), 32), min(block_size(tk), 32)
+    while bq * bk * max(bd, bv) > _budget() and max(bq, bk) > 1:
+        if bq >= bk:
+            bq //= 2
+        else:
+            bk //= 2
+    return bq, bk, bd, bv
+
+
+def _pe_attention_fwd(q_ptr, k_ptr, v_ptr, p_ptr, o_ptr, H, TQ, TK, K, V,
+                      LOOKAHEAD: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                      BLOCK_D: tl.constexpr, BLOCK_V: tl.constexpr):
+    bh = tl.program_id(0).to(tl.int64)
+    qb = tl.program_id(1)
+    h = bh % H
+    oi = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    od = tl.arange(0, BLOCK_D)
+    ov = tl.arange(0, BLOCK_V)
+    mi = oi < TQ
+    q = tl.load(q_ptr + bh * TQ * K + oi[:, None] * K + od[None, :],
+                mask=mi[:, None] & (od[None, :] < K), other=0.0)              # [BQ, BD]
+    acc = tl.zeros([BLOCK_Q, BLOCK_V], dtype=q.dtype)
+    last = tl.minimum(TK, qb * BLOCK_Q + BLOCK_Q + LOOKAHEAD)             # keys past it are masked
+    for kb in range(0, tl.cdiv(last, BLOCK_K)):
+        oj = kb * BLOCK_K + tl.arange(0, BLOCK_K)
+        mj = oj < TK
+        k = tl.load(k_ptr + bh * TK * K + oj[:, None] * K + od[None, :],
+                    mask=mj[:, None] & (od[None, :] < K), other=0.0)          # [BK, BD]
+        v = tl.load(v_ptr + bh * TK * V + oj[:, None] * V + ov[None, :],
+                    mask=mj[:, None] & (ov[None, :] < V), other=0.0)          # [BK, BV]
+        m = mi[:, None] & mj[None, :] & (oj[None, :] <= oi[:, None] + LOOKAHEAD)
+        p = tl.load(p_ptr + h * TQ * TK + oi[:, None] * TK + oj[None, :], mask=m, other=0.0)
+        w = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * p               # [BQ, BK]
+        acc += tl.sum(w[:, :, None] * v[None, :, :], axis=1)
+    tl.store(o_ptr + bh * TQ * V + oi[:, None] * V + ov[None, :], acc,
+             mask=mi[:, None] & (ov[None, :] < V))
+
+
+def _pe_attention_bwd_dq_dp(q_ptr, k_ptr, v_ptr, p_ptr, do_ptr, dq_ptr, dp_ptr, B, H, TQ, TK, K, V,
+                            NB, LOOKAHEAD: tl.constexpr, BLOCK_Q: tl.constexpr,
+                            BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_V: tl.constexpr):
+    h = tl.program_id(0).to(tl.int64)
+    qb = tl.program_id(1)
+    slice_ = tl.program_id(2)
+    oi = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    od = tl.arange(0, BLOCK_D)
+    ov = tl.arange(0, BLOCK_V)
+    mi = oi < TQ
+    mq = mi[:, None] & (od[None, :] < K)
+    part = dp_ptr + (slice_.to(tl.int64) * H + h) * TQ * TK   # this slice's partial dP, zeroed
+    last = tl.minimum(TK, qb * BLOCK_Q + BLOCK_Q + LOOKAHEAD)
+    for b in range(slice_, B, NB):                            # fixed order: deterministic dP
+        bh = h + b * H                                        # int64: h is
+        q = tl.load(q_ptr + bh * TQ * K + oi[:, None] * K + od[None, :], mask=mq, other=0.0)
+        do = tl.load(do_ptr + bh * TQ * V + oi[:, None] * V + ov[None, :],
+                     mask=mi[:, None] & (ov[None, :] < V), other=0.0)       # [BQ, BV]
+        dq = tl.zeros([BLOCK_Q, BLOCK_D], dtype=q.dtype)
+        for kb in range(0, tl.cdiv(last, BLOCK_K)):
+            oj = kb * BLOCK_K + tl.arange(0, BLOCK_K)
+            mj = oj < TK
+            k = tl.load(k_ptr + bh * TK * K + oj[:, None] * K + od[None, :],
+                        mask=mj[:, None] & (od[None, :] < K), other=0.0)
+            v = tl.load(v_ptr + bh * TK * V + oj[:, None] * V + ov[None, :],
+                        mask=mj[:, None] & (ov[None, :] < V), other=0.0)
+            m = mi[:, None] & mj[None, :] & (oj[None, :] <= oi[:, None] + LOOKAHEAD)
+            p = tl.load(p_ptr + h * TQ * TK + oi[:, None] * TK + oj[None, :], mask=m, other=0.0)
+            s = tl.sum(q[:, None, :] * k[None, :, :], axis=2)                # [BQ, BK]
+            g = tl.sum(do[:, None, :] * v[None, :, :], axis=2)               # dO vᵀ
+            dq += tl.sum((g * p)[:, :, None] * k[None, :, :], axis=1)
+            # only this program touches this tile of its partial (no atomics)
+            tile = part + oi[:, None] * TK + oj[None, :]
+            tl.store(tile, tl.load(tile, mask=m, other=0.0) + g * s, mask=m)
+        tl.store(dq_ptr + bh * TQ * K + oi[:, None] * K + od[None, :], dq, mask=mq)
+
+
+def _pe_attention_bwd_dk_dv(q_ptr, k_ptr, v_ptr, p_ptr, do_ptr, dk_ptr, dv_ptr, H, TQ, TK, K, V,
+                            LOOKAHEAD: tl.constexpr, BLOCK_Q: tl.constexpr,
+                            BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_V: tl.constexpr):
+    bh = tl.program_id(0).to(tl.int64)
+    kb = tl.program_id(1)
+    h = bh % H
+    oj = kb * BLOCK_K + tl.arange(0, BLOCK_K)
+    od = tl.arange(0, BLOCK_D)
+    ov = tl.arange(0, BLOCK_V)
+    mj = oj < TK
+    mk = mj[:, None] & (od[None, :] < K)
+    mv = mj[:, None] & (ov[None, :] < V)
+    k = tl.load(k_ptr + bh * TK * K + oj[:, None] * K + od[None, :], mask=mk, other=0.0)
+    v = tl.load(v_ptr + bh * TK * V + oj[:, None] * V + ov[None, :], mask=mv, other=0.0)
+    dk = tl.zeros([BLOCK_K, BLOCK_D], dtype=k.dtype)
+    dv = tl.zeros([BLOCK_K, BLOCK_V], dtype=k.dtype)
+    first = tl.maximum(kb * BLOCK_K - LOOKAHEAD, 0) // BLOCK_Q            # earlier queries are masked
+    for qb in range(first, tl.cdiv(TQ, BLOCK_Q)):
+        oi = qb * BLOCK_Q + tl.arange(0, BLOCK_Q)
+        mi = oi < TQ
+        q = tl.load(q_ptr + bh * TQ * K + oi[:, None] * K + od[None, :],
+                    mask=mi[:, None] & (od[None, :] < K), other=0.0)          # [BQ, BD]
+        do = tl.load(do_ptr + bh * TQ * V + oi[:, None] * V + ov[None, :],
+                     mask=mi[:, None] & (ov[None, :] < V), other=0.0)       # [BQ, BV]
+        m = mi[:, None] & mj[None, :] & (oj[None, :] <= oi[:, None] + LOOKAHEAD)
+        p = tl.load(p_ptr + h * TQ * TK + oi[:, None] * TK + oj[None, :], mask=m, other=0.0)
+        w = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * p               # [BQ, BK]
+        ds = tl.sum(do[:, None, :] * v[None, :, :], axis=2) * p
+        dv += tl.sum(w[:, :, None] * do[:, None, :], axis=0)
+        dk += tl.sum(ds[:, :, None] * q[:, None, :], axis=0)
+    tl.store(dk_ptr + bh * TK * K + oj[:, None] * K + od[None, :], dk, mask=mk)
+    tl.store(dv_ptr + bh * TK * V + oj[:, None] * V + ov[None, :], dv, mask=mv)
+
+
+_fwd = TritonKernel(_pe_attention_fwd)
+_bwd_dq_dp = TritonKernel(_pe_attention_bwd_dq_dp)
+_bwd_dk_dv = TritonKernel(_pe_attention_bwd_dk_dv)
+
+
+def _slices(b: int, programs: int, device: torch.device) -> int:
+    """Batch slices of the dq/dP kernel: enough programs to fill the device (4 per SM on CUDA,
+    one slice under the interpreter, where each program is one more Python loop), at most B."""
+    if getattr(device, "type", "cpu") != "cuda":
+        return 1
+    target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(b, -(-target // max(programs, 1))))
+
+
+def pe_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: torch.Tensor,
+                         lookahead: int) -> torch.Tensor:
+    """O `[B, H, Tq, V]` from contiguous q `[B, H, Tq, K]`, k `[B, H, Tk, K]`, v `[B, H, Tk, V]`,
+    p `[H, Tq, Tk]` of one dtype."""
+    b, h, tq, kd = q.shape
+    tk, vd = k.shape[2], v.shape[3]
+    out = torch.empty(b, h, tq, vd, dtype=q.dtype, device=q.device)
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    _fwd[(b * h, triton.cdiv(tq, bq))](q, k, v, p, out, h, tq, tk, kd, vd, LOOKAHEAD=lookahead,
+                                        BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=bd, BLOCK_V=bv)
+    return out
+
+
+def pe_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                          p: torch.Tensor, lookahead: int
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv, dp) of Σ dout ⊙ :func:`pe_attention_forward`; dp `[H, Tq, Tk]` is summed over
+    the batch deterministically (per-slice partials, then a fixed-order sum)."""
+    b, h, tq, kd = q.shape
+    tk, vd = k.shape[2], v.shape[3]
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    nqb = triton.cdiv(tq, bq)
+    nb = _slices(b, h * nqb, q.device)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    part = torch.zeros(nb, h, tq, tk, dtype=q.dtype, device=q.device)
+    meta = dict(LOOKAHEAD=lookahead, BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=bd, BLOCK_V=bv)
+    _bwd_dq_dp[(h, nqb, nb)](q, k, v, p, dout, dq, part, b, h, tq, tk, kd, vd, nb, **meta)
+    _bwd_dk_dv[(b * h, triton.cdiv(tk, bk))](q, k, v, p, dout, dk, dv, h, tq, tk, kd, vd, **meta)
+    return dq, dk, dv, part.sum(0)
