@@ -76,7 +76,8 @@ def _plot(runs: list[Run], summary: dict[str, Any]):
         if first["loss<=0.5"] is not None:
             axes[row, 1].axvline(first["loss<=0.5"], color="k", ls=":", lw=1,
                                  label=f"loss ≤ ½ at step {first['loss<=0.5']}")
-        axes[row, 1].set(title=f"{title}: loss", ylabel="loss (mean over D)", ylim=(0, 1.1))
+        axes[row, 1].set(title=f"{title}: loss", ylabel="loss (mean over D)")
+        axes[row, 1].set_ylim(bottom=0)
         axes[row, 1].legend(fontsize=7)
     for ax in axes[1]:
         ax.set_xlabel(f"SGD step (D = {s['D']}, N = {s['N']}, B = {s['batch']})")

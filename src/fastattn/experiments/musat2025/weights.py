@@ -23,7 +23,7 @@ _MATRICES = ("W1", "W2", "W3ᵀ")
 
 
 def _settings(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
-    D, B = (8, 128) if quick else (16, 512)
+    D, B = (8, 64) if quick else (16, 512)
     shots = tuple(max(1, s // 5) for s in snapshots) if quick else snapshots
     return {"D": D, "N": N, "batch": B, "snapshots": list(shots), "lr": 1.0, "data": "gaussian",
             "query": "uniform", "mask": "inclusive", "reduction": "mean", "data_seed": 0}
@@ -70,7 +70,7 @@ def _row(axes, weights, D: int, label: str, rho=None) -> None:
     W1, W2, W3 = weights
     for ax, name, w, k in zip(axes, _MATRICES, (W1, W2, W3.T), range(3), strict=True):
         extra = f", ρ = {rho[k]:.3f}" if rho is not None else ""
-        _draw(ax, w, D, f"{label}: {name}{extra}")
+        _draw(ax, w, D, f"{label}: {name}{extra} (D = {D})")
 
 
 def _grid(rows: int):
@@ -102,12 +102,13 @@ def fig3_plot(runs: list[Run], summary: dict[str, Any]):
     fig, axes = _grid(2)
     _row(axes[0], weights, s["D"], f"SGD step {step}", [snap["rho"][n] for n in ("W1", "W2", "W3")])
     _row(axes[1], proj, s["D"], "Theorem 1 projection Σθ_k B_k")
-    axes[1, 0].set_xlabel(f"largest |θ|: {_largest(snap)}", fontsize=8)
+    axes[1, 0].set_title(f"Theorem 1 projection of W1\nlargest θ: {_largest(snap)}", fontsize=8)
     return fig
 
 
-FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1 (App. C; Gaussian data, uniform query, inclusive mask, loss "
-              "averaged over D). Top: the trained weights (W3 transposed), ρ = in-subspace fraction. Bottom: "
+FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1, 400 steps (--quick: D = 8, B = 64, 80 steps; App. C: Gaussian "
+              "data, uniform query, inclusive mask, loss averaged over D). Top: the trained weights (W3 "
+              "transposed), ρ = in-subspace fraction. Bottom: "
               "their projection onto Theorem 1's 19 basis matrices (blocks 0, c·I or c₁I + c₂M).",
               fig3_runs, fig3_summarize, fig3_plot)
 
@@ -131,8 +132,9 @@ def _snapshots_recipe(N: int, snapshots: tuple[int, ...]) -> Recipe:
         return fig
 
     steps = "/".join(str(k) for k in snapshots)
-    caption = (f"D = 16, N = {N}, B = 512, λ = 1 (App. C; Gaussian data, uniform query, inclusive mask, loss "
-               f"averaged over D): the weights after {steps} SGD steps (W3 transposed; block lines every D); "
+    caption = (f"D = 16, N = {N}, B = 512, λ = 1 (--quick: D = 8, B = 64, steps ÷ 5; App. C: Gaussian data, "
+               f"uniform query, inclusive mask, loss averaged over D): the weights after {steps} SGD steps "
+               "(W3 transposed; block lines every D); "
                "ρ = in-subspace fraction; left label: batch loss and the three largest pseudo-parameters.")
     return Recipe(caption, runs, summarize, plot)
 
