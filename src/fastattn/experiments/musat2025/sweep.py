@@ -1,6 +1,6 @@
 """Emergence time against context length N (spec §7.6, §11.2, §11.3; q = N, strict mask, orthonormal
 data, the paper's time θ̇ = −∇L), for three models: the exact 3-parameter flow (N = 4 … 4096), the
-exact 19-parameter Gram-space flow (N = 4 … 256), and the full 28D² disentangled transformer trained by
+exact 19-parameter Gram-space flow (N = 4 … 1024), and the full 28D² disentangled transformer trained by
 sampled GD on random orthonormal batches (D = 2N, small N; a step with full-matrix learning rate λ
 advances the paper's time by λ/D, spec §5.3). The asymptotes of spec §7.6 are drawn over them, and
 emergence (t_ICL: α₃, β₂, γ₃ all ≥ ½, Def. 3) is set against the loss drop (loss ≤ ½), which comes
@@ -68,7 +68,7 @@ def runs(quick: bool) -> list[RunSpec]:
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     three_Ns = [4 * 2**k for k in range(11)]
-    gram_Ns = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128, 256]
+    gram_Ns = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128, 256, 512, 1024]
     gd_Ns, lr_eff, batch = ([4], 0.1, 32) if quick else ([4, 8, 16], 0.1, 64)
     three = [_timed(th.emergence_times, N, loss_level=0.5) for N in three_Ns]
     gram = [_timed(th.gram19_emergence_times, N, loss_level=0.5) for N in gram_Ns]

@@ -102,7 +102,7 @@ def fig3_plot(runs: list[Run], summary: dict[str, Any]):
     fig, axes = _grid(2)
     _row(axes[0], weights, s["D"], f"SGD step {step}", [snap["rho"][n] for n in ("W1", "W2", "W3")])
     _row(axes[1], proj, s["D"], "Theorem 1 projection Σθ_k B_k")
-    axes[1, 0].set_title(f"Theorem 1 projection of W1\nlargest θ: {_largest(snap)}", fontsize=8)
+    fig.supxlabel(f"largest pseudo-parameters θ_k: {_largest(snap)}", fontsize=9)
     return fig
 
 
