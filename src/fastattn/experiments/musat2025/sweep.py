@@ -124,7 +124,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     b.axhline(1.711249, color="tab:red", lw=0.8, ls=":", label="√(2π) erf(1/√2) = 1.7112")
     b.axhline(math.sqrt(2 * math.pi), color="k", lw=0.8, ls=":", label="√(2π) = 2.5066")
     b.set(xscale="log", xlabel="N (pairs)", ylabel="time / N²", title="(b) compensated: time / N²")
-    b.legend(fontsize=7)
+    b.set_ylim(top=3.5)                    # room for the legend above the curves
+    b.legend(fontsize=7, ncol=2, loc="upper center")
     c.plot(N3, s3["t_loss_over_t_icl"], "o-", color="tab:red", ms=4, label="3-param flow")
     c.plot(N19, s19["t_loss_over_t_icl"], "s--", mfc="none", color="tab:purple", label="19-param flow")
     ratio = [np.nan if r["t_loss"] is None or r["t_icl"] is None else r["t_loss"] / r["t_icl"]
