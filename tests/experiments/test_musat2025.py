@@ -4,13 +4,16 @@ consistent with the theory. The all-figures smoke test (test_zhang2025.py) also 
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from fastattn._core_loader import has_cpp
+from fastattn.analysis.pseudo_params import project
 from fastattn.cli import main
 from fastattn.experiments import registry
-from fastattn.experiments.musat2025 import FIGURES, fig7, fig8, fig20, gram19
+from fastattn.experiments.musat2025 import FIGURES, fig7, fig8, fig20, gram19, sweep, weights
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
@@ -32,7 +35,9 @@ def test_fig6_quick_through_the_cli(tmp_path, capsys):
 def test_gram19_quick_and_the_index():
     assert {f.name for f in FIGURES} == {"musat2025-fig6", "musat2025-gram19", "musat2025-uniform",
                                          "musat2025-fig4", "musat2025-fig7", "musat2025-fig8",
-                                         "musat2025-fig20"}
+                                         "musat2025-fig20", "musat2025-fig3", "musat2025-fig9-11",
+                                         "musat2025-fig12-14", "musat2025-fig15-17", "musat2025-fig5",
+                                         "musat2025-fig18", "musat2025-fig19", "musat2025-sweep"}
     assert all(registry.get(f.name) is not None for f in FIGURES)
     s = gram19.summarize([], quick=True)
     row = next(r for r in s["rows"] if (r["query"], r["mask"], r["N"]) == ("last", "strict", 8))
@@ -69,3 +74,27 @@ def test_standard_transformer_quick_figures():
     assert first["order"][0] == "gamma3", first
     assert first["gamma3"] < s8["emergence"]["loss"]["half"], s8["emergence"]
     assert all(s8["peak"][k] > 10 for k in ("alpha3", "beta2", "gamma3")), s8["peak"]
+def test_fig3_quick_weights_have_the_induction_head_on_top():
+    """Fig. 3 (spec §6): after SGD the three largest pseudo-parameters are α₃, β₂, γ₃; the JSON's θ
+    and ρ are those of the stored weights."""
+    s = weights.FIG3.summarize([], quick=True)
+    (snap,) = s["snapshots"].values()
+    assert {name for name, _ in snap["largest"][:3]} == {"alpha3", "beta2", "gamma3"}, snap["largest"]
+    W = [snap["weights"][n] for n in ("W1", "W2", "W3")]
+    np.testing.assert_allclose(project(*W), list(snap["theta"].values()), rtol=1e-12)
+    assert all(0 < r < 1 for r in snap["rho"].values()), snap["rho"]   # a dominant, not exact, pattern
+
+
+def test_sweep_sampled_gd_of_the_full_model_follows_the_gram19_flow():
+    """The full 28D² model by GD on sampled orthonormal batches (N = 4, D = 8) reaches α₃, β₂, γ₃ ≥ ½
+    within 10 % of the exact 19-parameter flow's times (spec §11.3: 3.5 / 19.3 / 25.1)."""
+    r = sweep.sampled_gd_times(4, 0.1, 32)
+    for key, want in (("T_gamma", 3.5), ("T_beta", 19.3), ("T_alpha", 25.1)):
+        assert r["gram19_flow"][key] == pytest.approx(want, abs=0.05)
+        assert r[key] == pytest.approx(want, rel=0.1), (key, r[key])
+    assert min(r["rho_final"]) > 0.8, r["rho_final"]
+
+
+def test_loss_drop_over_emergence_limit():
+    """spec §7.6: t(L ≤ ½)/t_ICL → √(2π) / (√(2π) erf(1/√2)) ≈ 1.46."""
+    assert sweep.LOSS_DROP_OVER_T_ICL == pytest.approx(math.sqrt(2 * math.pi) / 1.711249, rel=1e-6)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fastattn._core_loader import has_cpp
-from fastattn.analysis.pseudo_params import DEAD, DEAD_ORTHONORMAL_STRICT, embed, project
+from fastattn.analysis.pseudo_params import DEAD, DEAD_ORTHONORMAL_STRICT, embed, project, subspace_report
 from fastattn.models.disentangled import (
     NAMES,
     THREE_PARAM_INDEX,
@@ -26,6 +26,7 @@ from fastattn.population.induction import (
 )
 from fastattn.tasks import InductionPairs
 from fastattn.tasks.induction import batch_grams
+from fastattn.theory import musat2025 as th
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 MASKS = ("strict", "inclusive")
@@ -168,3 +169,77 @@ def test_registry_builds_exact_objectives_and_refuses_gaussian_data():
     assert obj.loss_grad(np.zeros(3))[1][2] == pytest.approx(-0.25)
     with pytest.raises(ValueError, match="orthonormal"):
         objective_for(InductionPairs(8, 4, data="gaussian"), model)
+
+
+def _orbit(batch, D: int):
+    """The images of one orthonormal sequence under a finite set of the data symmetries of Theorem 1
+    (spec §5.2): content vectors ↦ x·diag(s)·P (s a character of Z₂^k with 2^k ≥ D, P a cyclic shift)
+    and positions ↦ ±p·F, F = diag(E, E) or M·diag(E, E) with E of the same kind on D/2. Averaging a
+    gradient over the orbit averages each D×D block over these maps, which leaves only c·I (content),
+    c₁I + c₂M (positions) and 0 (mixed): the projection onto the 19-dim subspace, so the orbit-mean
+    gradient at structured weights is the exact population gradient without calling `project`."""
+    def signed_shifts(n):
+        k = max(1, int(np.ceil(np.log2(n))))
+        bits = np.array([[bin(i & g).count("1") % 2 for i in range(n)] for g in range(2**k)])
+        eye = np.eye(n)
+        return [np.diag(1.0 - 2 * s) @ np.roll(eye, c, axis=1) for s in bits for c in range(n)]
+
+    h = D // 2
+    M = np.block([[np.zeros((h, h)), np.eye(h)], [np.eye(h), np.zeros((h, h))]])
+    content = signed_shifts(D)
+    positions = [sign * swap @ np.kron(np.eye(2), E) for E in signed_shifts(h)
+                 for swap in (np.eye(D), M) for sign in (1.0, -1.0)]
+    X, y = batch.X[0].numpy(), batch.y[0].numpy()
+    Xs = [np.hstack([X[:, :D] @ g, X[:, D:] @ f]) for g in content for f in positions]
+    ys = [y @ g for g in content for _ in positions]
+    return type(batch)(torch.tensor(np.array(Xs)), torch.tensor(np.array(ys)), batch.q.repeat(len(Xs)))
+
+
+def test_full_model_gd_stays_in_the_subspace_and_follows_the_exact_flows(rng):
+    """Acceptance (issue 18, spec §11.3): plain GD of all 28D² weights of the full model on the exact
+    population gradient (the orbit mean, no projection anywhere) stays in the 19-dim subspace to
+    rounding, its 19 coordinates equal GD of the Gram19 objective (lr λ/D) step by step, and its
+    emergence times follow the exact 19-parameter flow; the same model with the step restricted to
+    α₃, β₂, γ₃ follows the 3-parameter flow. A single sequence's gradient leaves the subspace."""
+    D, N = 6, 3
+    task = InductionPairs(D, N, data="orthonormal", query="last", data_seed=int(rng.integers(1 << 30)))
+    one = task.sample(1, step=0)
+    orbit = _orbit(one, D)
+    gram, three = InductionGram19Objective.orthonormal(N), InductionThreeParamObjective(N)
+
+    model = DisentangledTransformer(dim=D)
+    with torch.no_grad():
+        for w, v in zip((model.W1, model.W2, model.W3), embed(_random_theta(rng, 0.5), D), strict=True):
+            w.copy_(torch.from_numpy(v))
+    task.loss(model, one).backward()
+    assert max(subspace_report(model.W1.grad, model.W2.grad, model.W3.grad)["residual"]) > 1e-2
+
+    eta = 0.1                                    # the paper's time per step (lr λ/D on θ)
+    live = np.isin(np.arange(19), THREE_PARAM_INDEX)
+    cases = ((False, gram, th.gram19_emergence_times(N)), (True, three, th.emergence_times(N)))
+    for restricted, obj, flow in cases:
+        model = DisentangledTransformer(dim=D)
+        theta = np.zeros(obj.size())
+        first, residual, step = {}, 0.0, 0
+        while len(first) < 3:
+            model.zero_grad()
+            task.loss(model, orbit).backward()
+            grads = [w.grad for w in (model.W1, model.W2, model.W3)]
+            if restricted:     # training only α₃, β₂, γ₃: the step masked to their 3 directions
+                g = project(*grads)
+                grads = [torch.from_numpy(x) for x in embed(np.where(live, g, 0.0), D)]
+            with torch.no_grad():
+                for w, g in zip((model.W1, model.W2, model.W3), grads, strict=True):
+                    w -= eta * D * g
+            theta = theta - eta * obj.loss_grad(theta)[1]
+            step += 1
+            rep = subspace_report(model.W1.detach(), model.W2.detach(), model.W3.detach())
+            residual = max(residual, *rep["residual"])
+            want = embed_three_param(theta) if restricted else theta
+            np.testing.assert_allclose(rep["theta"], want, rtol=0, atol=1e-12 * max(1, np.abs(want).max()))
+            for key, name in (("T_gamma", "gamma3"), ("T_beta", "beta2"), ("T_alpha", "alpha3")):
+                if key not in first and rep["theta"][NAMES.index(name)] >= 0.5:
+                    first[key] = step * eta
+        assert residual < 1e-12, residual
+        for key, t in first.items():      # GD is the flow's Euler scheme: O(η) apart (η = 0.1)
+            assert abs(t - flow[key]) <= 0.03 * flow[key] + 2 * eta, (restricted, key, t, flow[key])

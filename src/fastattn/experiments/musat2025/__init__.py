@@ -21,4 +21,20 @@ FIGURES = (
            "over training", f"{__name__}.fig8:RECIPE"),
     Figure("musat2025-fig20", "Musat et al. 2025, Fig. 20: training loss of the small standard transformer",
            f"{__name__}.fig20:RECIPE"),
+    Figure("musat2025-fig3", "Musat et al. 2025, Fig. 3: weights after SGD have Theorem 1's structure",
+           f"{__name__}.weights:FIG3"),
+    Figure("musat2025-fig9-11", "Musat et al. 2025, Figs. 9-11: weights after 100/200/400 SGD steps, "
+           "D=16, N=4", f"{__name__}.weights:FIG9_11"),
+    Figure("musat2025-fig12-14", "Musat et al. 2025, Figs. 12-14: weights after 200/400/800 SGD steps, "
+           "D=16, N=8", f"{__name__}.weights:FIG12_14"),
+    Figure("musat2025-fig15-17", "Musat et al. 2025, Figs. 15-17: weights after 250/500/1000 SGD steps, "
+           "D=16, N=16", f"{__name__}.weights:FIG15_17"),
+    Figure("musat2025-fig5", "Musat et al. 2025, Figs. 4/5 at App. D's D=32, N=16: SGD of the full model vs "
+           "training only alpha3, beta2, gamma3", f"{__name__}.dynamics:FIG5"),
+    Figure("musat2025-fig18", "Musat et al. 2025, Fig. 18: pseudo-parameters and loss, full vs 3-parameter, "
+           "D=16, N=32", f"{__name__}.dynamics:FIG18"),
+    Figure("musat2025-fig19", "Musat et al. 2025, Fig. 19: pseudo-parameters and loss, full vs 3-parameter, "
+           "D=32, N=8", f"{__name__}.dynamics:FIG19"),
+    Figure("musat2025-sweep", "Musat et al. 2025, emergence time vs N (4 to 4096): 3-parameter, 19-parameter "
+           "and full model; t_ICL vs the loss drop", f"{__name__}.sweep:RECIPE"),
 )

@@ -10,43 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastattn.analysis.pseudo_params import project, subspace_report
+from fastattn.analysis.pseudo_params import subspace_report
+from fastattn.experiments.musat2025.sgd import sgd_run
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models.disentangled import NAMES, THREE_PARAM, DisentangledTransformer
 from fastattn.models.reference import disentangled_transformer
 from fastattn.tasks import InductionPairs
-
-
-def _sgd(model, task, lr: float, steps: int, batch: int) -> dict[str, Any]:
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    names = model.names
-    theta, loss, t0 = [], [], time.perf_counter()
-    for step in range(steps + 1):
-        b = task.sample(batch, step)
-        value = task.loss(model, b)
-        loss.append(value.item())
-        if model.config.params == "full":
-            theta.append(project(model.W1, model.W2, model.W3) if step % 5 == 0 else None)
-        else:
-            theta.append(model.theta.detach().numpy().copy())
-        if step < steps:
-            opt.zero_grad()
-            value.backward()
-            opt.step()
-    wall = time.perf_counter() - t0
-    idx = [i for i, t in enumerate(theta) if t is not None]
-    traj = np.array([theta[i] for i in idx])
-    first = {}
-    for name in THREE_PARAM:
-        col = traj[:, names.index(name)]
-        for level in (0.1, 0.5):
-            hit = np.nonzero(col >= level)[0]
-            first[f"{name}>={level}"] = int(idx[hit[0]]) if hit.size else None
-    for level in (0.5, 0.2):
-        hit = np.nonzero(np.array(loss) <= level)[0]
-        first[f"loss<={level}"] = int(hit[0]) if hit.size else None
-    return {"steps": idx, "theta": traj, "names": names, "loss": loss, "first_step": first,
-            "seconds_per_step": wall / steps}
 
 
 def _time_reference(task, model, batch: int, repeats: int = 5) -> float:
@@ -77,7 +46,7 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     task = InductionPairs(D, N, data="gaussian", query="uniform", reduction="mean", data_seed=0)
     full = DisentangledTransformer(dim=D, mask="inclusive")
     three = DisentangledTransformer(dim=D, mask="inclusive", params="three_param")
-    sgd = {"full": _sgd(full, task, 1.0, steps, B), "three_param": _sgd(three, task, 1.0 / D, steps, B)}
+    sgd = {"full": sgd_run(full, task, 1.0, steps, B), "three_param": sgd_run(three, task, 1.0 / D, steps, B)}
     report = subspace_report(full.W1.detach(), full.W2.detach(), full.W3.detach())
     return {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
                          "data": "gaussian", "mask": "inclusive", "reduction": "mean"},

@@ -1,0 +1,102 @@
+"""Figs. 5, 18, 19 (App. D, spec §6, §11.5): the pseudo-parameters and the loss during online SGD of
+the full disentangled transformer (top) and of its restriction to α₃, β₂, γ₃ (bottom; learning rate
+λ/D, the full-matrix step masked to the 3 directions), Gaussian data, λ = 1, B = 256, mean reduction,
+inclusive mask, uniform query, zero init. Fig. 5 at App. D's D = 32, N = 16 (Fig. 4 is its top row;
+`musat2025-fig4` runs App. C's D = 16, N = 4); Fig. 18 at its caption's D = 16, N = 32 (App. D's text
+says D = 32, N = 16: spec §12.5), Fig. 19 at D = 32, N = 8. The paper gives no step counts: 600 here.
+Hypothesis 2's "strikingly similar, even slightly accelerated" is read off the first steps at which
+α₃, β₂, γ₃ reach 0.1 / 0.5 and the loss ½ / 0.2, in the JSON's summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastattn.analysis.pseudo_params import subspace_report
+from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.models.disentangled import NAMES, THREE_PARAM, DisentangledTransformer
+from fastattn.tasks import InductionPairs
+
+_COLORS = {"alpha3": "tab:red", "beta2": "tab:blue", "gamma3": "tab:green"}
+_GREEK = {"alpha3": "α₃", "beta2": "β₂", "gamma3": "γ₃"}
+
+
+def _summarize(D: int, N: int, steps: int, quick: bool) -> dict[str, Any]:
+    D, N, B, steps = (8, min(N, 8), 64, 60) if quick else (D, N, 256, steps)
+    torch.set_num_threads(1)
+    task = InductionPairs(D, N, data="gaussian", query="uniform", reduction="mean", data_seed=0)
+    models = {"full": (DisentangledTransformer(dim=D, mask="inclusive"), 1.0),
+              "three_param": (DisentangledTransformer(dim=D, mask="inclusive", params="three_param"),
+                              1.0 / D)}
+    out = {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
+                        "data": "gaussian", "query": "uniform", "mask": "inclusive", "reduction": "mean",
+                        "data_seed": 0}, "runs": {}, "curves": {}}
+    for name, (model, lr) in models.items():
+        r = sgd_run(model, task, lr, steps, B)
+        tail = r["loss"][-max(1, steps // 10):]
+        out["runs"][name] = {"first_step": r["first_step"], "final_loss": r["loss"][-1],
+                             "mean_loss_last_tenth": float(np.mean(tail)),
+                             "final_theta": dict(zip(r["names"], r["theta"][-1].tolist(), strict=True)),
+                             "seconds_per_step": r["seconds_per_step"]}
+        out["curves"][name] = {k: r[k] for k in ("steps", "names", "theta", "loss")}
+    rep = subspace_report(*(w.detach() for w in models["full"][0].weights()))
+    final = rep["theta"]
+    out["runs"]["full"]["rho"] = dict(zip(("W1", "W2", "W3"), rep["rho"], strict=True))
+    out["runs"]["full"]["largest_final"] = [[NAMES[k], float(final[k])]
+                                            for k in np.argsort(-np.abs(final))[:5]]
+    return out
+
+
+def _plot(runs: list[Run], summary: dict[str, Any]):
+    import matplotlib.pyplot as plt
+
+    s = summary["settings"]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharex=True, layout="constrained",
+                             gridspec_kw={"width_ratios": [1.4, 1]})
+    for row, (name, title) in enumerate((("full", "standard training (all 28D² weights)"),
+                                         ("three_param", "training only α₃, β₂, γ₃ (lr λ/D)"))):
+        r, first = summary["curves"][name], summary["runs"][name]["first_step"]
+        theta = np.asarray(r["theta"])
+        for k, pname in enumerate(r["names"]):
+            if pname in THREE_PARAM:
+                axes[row, 0].plot(r["steps"], theta[:, k], lw=2, color=_COLORS[pname], label=_GREEK[pname])
+            else:
+                axes[row, 0].plot(r["steps"], theta[:, k], lw=0.8, alpha=0.5, color="grey",
+                                  label="other 16" if k == 0 else None)
+        for pname in THREE_PARAM:
+            if first[f"{pname}>=0.5"] is not None:
+                axes[row, 0].axvline(first[f"{pname}>=0.5"], color=_COLORS[pname], ls=":", lw=1)
+        axes[row, 0].axhline(0.5, color="k", ls="--", lw=0.6, label="½ (Def. 1)")
+        axes[row, 0].set(title=f"{title}: pseudo-parameters θ_k = ⟨W, B_k⟩/D", ylabel="θ")
+        axes[row, 0].legend(fontsize=7, ncol=2)
+        axes[row, 1].plot(r["loss"], lw=0.8, color="k", label="batch loss")
+        if first["loss<=0.5"] is not None:
+            axes[row, 1].axvline(first["loss<=0.5"], color="k", ls=":", lw=1,
+                                 label=f"loss ≤ ½ at step {first['loss<=0.5']}")
+        axes[row, 1].set(title=f"{title}: loss", ylabel="loss (mean over D)")
+        axes[row, 1].set_ylim(bottom=0)
+        axes[row, 1].legend(fontsize=7)
+    for ax in axes[1]:
+        ax.set_xlabel(f"SGD step (D = {s['D']}, N = {s['N']}, B = {s['batch']})")
+    return fig
+
+
+def _recipe(D: int, N: int, steps: int, what: str) -> Recipe:
+    def runs(quick: bool) -> list[RunSpec]:
+        return []
+
+    def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+        return _summarize(D, N, steps, quick)
+
+    caption = (f"{what} D = {D}, N = {N}, λ = 1, B = 256, {steps} steps, Gaussian data, uniform query, "
+               "inclusive mask, loss averaged over D. Dotted: first step each of α₃, β₂, γ₃ reaches ½, "
+               "and the loss ½.")
+    return Recipe(caption, runs, summarize, _plot)
+
+
+FIG5 = _recipe(32, 16, 600, "App. D (Fig. 4 top, Fig. 5 bottom):")
+FIG18 = _recipe(16, 32, 600, "Fig. 18's caption:")
+FIG19 = _recipe(32, 8, 600, "Fig. 19:")

@@ -1,0 +1,144 @@
+"""Figs. 3 and 9–17 (App. C, spec §6.1, §11.5): heat maps of W1, W2, W3 of the full disentangled
+transformer after online SGD (Gaussian data, D = 16, λ = 1, B = 512, mean reduction, inclusive mask,
+uniform query, zero init), with Theorem 1's structure drawn beside them: the projection Σ θ_k B_k
+onto the 19-dimensional subspace (Fig. 3), and per snapshot the in-subspace fractions ρ and the
+largest pseudo-parameters (Figs. 9–17: N = 4 after 100/200/400 steps, N = 8 after 200/400/800,
+N = 16 after 250/500/1000)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastattn import plots
+from fastattn.analysis.pseudo_params import embed, subspace_report
+from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.models.disentangled import NAMES, DisentangledTransformer
+from fastattn.tasks import InductionPairs
+
+_MATRICES = ("W1", "W2", "W3ᵀ")
+
+
+def _settings(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
+    D, B = (8, 64) if quick else (16, 512)
+    shots = tuple(max(1, s // 5) for s in snapshots) if quick else snapshots
+    return {"D": D, "N": N, "batch": B, "snapshots": list(shots), "lr": 1.0, "data": "gaussian",
+            "query": "uniform", "mask": "inclusive", "reduction": "mean", "data_seed": 0}
+
+
+def _train(s: dict[str, Any]) -> dict[str, Any]:
+    torch.set_num_threads(1)
+    task = InductionPairs(s["D"], s["N"], data=s["data"], query=s["query"], reduction=s["reduction"],
+                          data_seed=s["data_seed"])
+    model = DisentangledTransformer(dim=s["D"], mask=s["mask"])
+    return sgd_run(model, task, s["lr"], max(s["snapshots"]), s["batch"], snapshots=tuple(s["snapshots"]))
+
+
+def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
+    rep = subspace_report(*weights)
+    theta = rep["theta"]
+    order = np.argsort(-np.abs(theta))
+    return {"loss": loss, "theta": dict(zip(NAMES, theta.tolist(), strict=True)),
+            "largest": [[NAMES[k], float(theta[k])] for k in order[:5]],
+            "rho": dict(zip(("W1", "W2", "W3"), rep["rho"], strict=True)), "rho_total": rep["rho_total"],
+            "residual": dict(zip(("W1", "W2", "W3"), rep["residual"], strict=True)),
+            "weights": {name: np.asarray(w) for name, w in zip(("W1", "W2", "W3"), weights, strict=True)}}
+
+
+def _summarize(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
+    s = _settings(N, snapshots, quick)
+    r = _train(s)
+    return {"settings": s, "first_step": r["first_step"], "seconds_per_step": r["seconds_per_step"],
+            "snapshots": {str(k): _snapshot_summary(w, r["loss"][k]) for k, w in r["snapshots"].items()}}
+
+
+def _draw(ax, w: np.ndarray, D: int, title: str) -> None:
+    vmax = float(np.abs(w).max()) or 1.0
+    plots.heatmap(ax, w, colorbar="weight", tick_step=D, cmap="RdBu_r", vmin=-vmax, vmax=vmax,
+                  interpolation="nearest")
+    for k in range(1, w.shape[0] // D):
+        ax.axhline(k * D - 0.5, color="k", lw=0.4)
+    for k in range(1, w.shape[1] // D):
+        ax.axvline(k * D - 0.5, color="k", lw=0.4)
+    ax.set_title(title, fontsize=8)
+
+
+def _row(axes, weights, D: int, label: str, rho=None) -> None:
+    W1, W2, W3 = weights
+    for ax, name, w, k in zip(axes, _MATRICES, (W1, W2, W3.T), range(3), strict=True):
+        extra = f", ρ = {rho[k]:.3f}" if rho is not None else ""
+        _draw(ax, w, D, f"{label}: {name}{extra} (D = {D})")
+
+
+def _grid(rows: int):
+    return plots.plt.subplots(rows, 3, figsize=(15, 3.6 * rows + 0.9), layout="constrained",
+                              gridspec_kw={"width_ratios": [1, 1.6, 2.2]})
+
+
+def _largest(snap: dict[str, Any]) -> str:
+    return ", ".join(f"{n} {v:+.2f}" for n, v in snap["largest"][:3])
+
+
+# --------------------------------------------------------------------------------------------
+# Fig. 3
+def fig3_runs(quick: bool) -> list[RunSpec]:
+    return []
+
+
+def fig3_summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+    """The weights after 400 steps at N = 4 (Fig. 3 gives no N; App. C's first run), their
+    pseudo-parameters θ, projection residuals and in-subspace fractions ρ."""
+    return _summarize(4, (400,), quick)
+
+
+def fig3_plot(runs: list[Run], summary: dict[str, Any]):
+    s = summary["settings"]
+    (step, snap), = summary["snapshots"].items()
+    weights = [np.asarray(snap["weights"][n]) for n in ("W1", "W2", "W3")]
+    proj = embed([snap["theta"][n] for n in NAMES], s["D"])
+    fig, axes = _grid(2)
+    _row(axes[0], weights, s["D"], f"SGD step {step}", [snap["rho"][n] for n in ("W1", "W2", "W3")])
+    _row(axes[1], proj, s["D"], "Theorem 1 projection Σθ_k B_k")
+    fig.supxlabel(f"largest pseudo-parameters θ_k: {_largest(snap)}", fontsize=9)
+    return fig
+
+
+FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1, 400 steps (--quick: D = 8, B = 64, 80 steps; App. C: Gaussian "
+              "data, uniform query, inclusive mask, loss averaged over D). Top: the trained weights (W3 "
+              "transposed), ρ = in-subspace fraction. Bottom: "
+              "their projection onto Theorem 1's 19 basis matrices (blocks 0, c·I or c₁I + c₂M).",
+              fig3_runs, fig3_summarize, fig3_plot)
+
+
+# --------------------------------------------------------------------------------------------
+# Figs. 9–17: one recipe per N
+def _snapshots_recipe(N: int, snapshots: tuple[int, ...]) -> Recipe:
+    def runs(quick: bool) -> list[RunSpec]:
+        return []
+
+    def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+        return _summarize(N, snapshots, quick)
+
+    def plot(runs: list[Run], summary: dict[str, Any]):
+        s = summary["settings"]
+        fig, axes = _grid(len(summary["snapshots"]))
+        for row, (step, snap) in zip(axes, summary["snapshots"].items(), strict=True):
+            weights = [np.asarray(snap["weights"][n]) for n in ("W1", "W2", "W3")]
+            _row(row, weights, s["D"], f"step {step}", [snap["rho"][n] for n in ("W1", "W2", "W3")])
+            row[0].set_ylabel(f"loss {snap['loss']:.3f}; {_largest(snap)}", fontsize=7)
+        return fig
+
+    steps = "/".join(str(k) for k in snapshots)
+    caption = (f"D = 16, N = {N}, B = 512, λ = 1 (--quick: D = 8, B = 64, steps ÷ 5; App. C: Gaussian data, "
+               f"uniform query, inclusive mask, loss averaged over D): the weights after {steps} SGD steps "
+               "(W3 transposed; block lines every D); "
+               "ρ = in-subspace fraction; left label: batch loss and the three largest pseudo-parameters.")
+    return Recipe(caption, runs, summarize, plot)
+
+
+FIG9_11 = _snapshots_recipe(4, (100, 200, 400))
+FIG12_14 = _snapshots_recipe(8, (200, 400, 800))
+FIG15_17 = _snapshots_recipe(16, (250, 500, 1000))
