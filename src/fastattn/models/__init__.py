@@ -14,6 +14,8 @@ from fastattn.models.autoregressive import (
     ARDiagConfig,
     ARPEOnly,
     ARPEOnlyConfig,
+    ARTransformer,
+    ARTransformerConfig,
 )
 from fastattn.models.base import (
     MODELS,
@@ -65,3 +67,4 @@ __all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
 __all__ += ["DisentangledConfig", "DisentangledTransformer"]
 __all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
             "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]
+__all__ += ["ARTransformer", "ARTransformerConfig"]
