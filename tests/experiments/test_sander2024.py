@@ -7,7 +7,7 @@ import pytest
 
 from fastattn._core_loader import has_cpp
 from fastattn.experiments import registry
-from fastattn.experiments.sander2024 import fig2, fig3, fig6
+from fastattn.experiments.sander2024 import fig2, fig3, fig4, fig6
 
 pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
@@ -41,3 +41,15 @@ def test_fig6_mu50_early_stop_and_closed_form():
     assert s["closed_form_max_abs_difference"] < 1e-10
     np.testing.assert_allclose(s["last_row_top3"], [0.334, 0.223, 0.129], atol=3e-3)
     assert s["last_row_min"] == pytest.approx(-0.071, abs=3e-3) and s["last_row_argmin_t"] == 22
+
+
+def test_fig4_shuffled_text_has_more_inexact_fits():
+    """The least-squares count equals the successor-conflict prediction (in order and shuffled), and
+    shuffling raises the count (spec §6 Fig. 4: 4× with GPT-2 tokens; here ≈ 2.4×, docs)."""
+    s = fig4.summarize([], quick=True)
+    o, f = s["original"], s["shuffled_first"]
+    assert o["n_mse_above_threshold"] == o["n_successor_conflicts"] > 0
+    assert f["n_mse_above_threshold"] == f["n_successor_conflicts"]
+    assert o["max_mse_of_exact_fits"] < 1e-25
+    c = s["shuffled_conflicts"]
+    assert c["mean"] - 4 * c["standard_error"] > 1.5 * o["n_mse_above_threshold"]

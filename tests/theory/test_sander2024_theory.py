@@ -57,3 +57,39 @@ def test_prop6_family_and_its_rank_one_member():
         th.prop6_block(1.0, -1.0)
     with pytest.raises(ValueError, match="s0"):
         th.augmented_optimum(2, 5, "one")
+
+
+def test_ar_fit_equals_torch_lstsq_and_is_exact_without_successor_conflicts():
+    """Fig. 4's fit: the pinv form against torch.linalg.lstsq (gelsd: the minimum-norm solution,
+    the authors' call) with the rollout written as a loop; on random token sequences with many
+    repeats (vocabulary 6, T = 5, unit-norm vectors in d = 7), the MSE is zero to rounding exactly
+    where `successor_conflicts` says no conflict, and well above 1e-12 where it says one."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 6, size=(300, 5))
+    emb = rng.standard_normal((6, 7))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    s = emb[ids]
+    mse = th.ar_fit_rollout_mse(s)
+    conflict = th.successor_conflicts(ids)
+    assert 30 < conflict.sum() < 270                       # both kinds are well represented
+    assert mse[~conflict].max() < 1e-25 and mse[conflict].min() > 1e-6
+    for n in range(20):
+        x = torch.tensor(s[n])
+        A = torch.linalg.lstsq(x[:-1], x[1:], driver="gelsd")[0].T
+        roll = [x[0]]
+        for _ in range(4):
+            roll.append(A @ roll[-1])
+        ref = float(((torch.stack(roll) - x) ** 2).mean())
+        assert mse[n] == pytest.approx(ref, rel=1e-8, abs=1e-24)
+
+
+def test_successor_conflicts_small_cases():
+    seqs = np.array([[1, 2, 3, 4, 5],       # distinct
+                     [1, 2, 1, 2, 1],       # 1 → 2 and 2 → 1 twice: consistent
+                     [1, 2, 1, 3, 9],       # 1 → 2 and 1 → 3
+                     [1, 2, 3, 4, 1],       # a repeat only at the last position: consistent
+                     [7, 7, 7, 7, 7],       # 7 → 7 always
+                     [7, 7, 7, 7, 8]])      # 7 → 7 and 7 → 8
+    np.testing.assert_array_equal(th.successor_conflicts(seqs), [False, False, True, False, False, True])

@@ -13,4 +13,6 @@ FIGURES = (
            "H = 10; orthogonal H = 8 and the H = 10 control)", f"{__name__}.fig3:RECIPE"),
     Figure("sander2024-fig6", "Sander et al. 2024, Fig. 6: early-stopped PE-only attention, "
            "μ = 50..300", f"{__name__}.fig6:RECIPE"),
+    Figure("sander2024-fig4", "Sander et al. 2024, Fig. 4: AR(1) fits of text sequences, in order "
+           "vs shuffled", f"{__name__}.fig4:RECIPE"),
 )
