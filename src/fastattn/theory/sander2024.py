@@ -25,6 +25,7 @@ __all__ = [
     "augmented_optimum",
     "inner_gd",
     "inner_gd_closed_form",
+    "inner_gd_mse",
     "lemma3_parameters",
     "orthogonal_row_loss",
     "pe_early_stopped",
@@ -244,4 +245,31 @@ def successor_conflicts(token_ids: ArrayLike) -> np.ndarray:
     for i in range(T - 1):
         for j in range(i + 1, T - 1):
             out |= (ids[:, i] == ids[:, j]) & (ids[:, i + 1] != ids[:, j + 1])
+    return out
+
+
+def inner_gd_mse(states: ArrayLike, steps: ArrayLike, lrs: ArrayLike) -> np.ndarray:
+    """MSE of the inner-loss GD baseline (Fig. 5; `inner_gd_closed_form`) at every context length
+    and every (L, η) at once: `[len(steps), len(lrs), T_max]`, entry [l, k, T−1] the mean over
+    sequences and coordinates of ‖W_L s_T − s_{T+1}‖²/d for T = 1..T_max (T = 1: W_L = 0).
+    states `[N, T_max+1, d]` real (s_1..s_{T_max+1}). One eigendecomposition of each prefix Gram
+    G_T = Σ_{t<T} s_t s_tᵀ serves every (L, η): W_L s_T = R_T V f(Λ) Vᵀ s_T with
+    f(λ) = (1 − (1 − ηλ)^L)/λ (→ Lη at λ = 0, where R_T vanishes)."""
+    s = np.asarray(states, dtype=np.float64)
+    x, y = s[:, :-1], s[:, 1:]                                                # s_t, s_{t+1}
+    outer = np.einsum("nti,ntj->ntij", x, x)
+    G = np.cumsum(outer, axis=1) - outer                                      # Σ_{t'<t}, [N, T, d, d]
+    cross = np.einsum("nti,ntj->ntij", y, x)
+    R = np.cumsum(cross, axis=1) - cross
+    vals, vecs = np.linalg.eigh(G)
+    rv = R @ vecs                                                             # R V
+    u = np.einsum("ntji,ntj->nti", vecs, x)                                   # Vᵀ s_T
+    small = vals <= 1e-12 * max(1.0, float(np.abs(vals).max()))
+    safe = np.where(small, 1.0, vals)
+    out = np.empty((len(np.atleast_1d(steps)), len(np.atleast_1d(lrs)), x.shape[1]))
+    for i, L in enumerate(np.atleast_1d(steps)):
+        for k, lr in enumerate(np.atleast_1d(lrs)):
+            f = np.where(small, L * lr, (1 - (1 - lr * vals) ** L) / safe)
+            pred = np.einsum("ntij,ntj->nti", rv, f * u)
+            out[i, k] = np.mean((pred - y) ** 2, axis=(0, 2))
     return out
