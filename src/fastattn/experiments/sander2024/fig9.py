@@ -18,7 +18,7 @@ from fastattn.tasks import AutoRegressive
 from fastattn.training import TrainConfig
 
 TMAX, LAYERS, MLP_WIDTH, LR = 10, 1, 32, 5e-3
-STEPS, BATCH = 3000, 256
+STEPS, BATCH = 2000, 128
 QUICK_STEPS, QUICK_BATCH = 60, 64
 
 
