@@ -74,5 +74,6 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     return fig
 
 
-RECIPE = Recipe("Softmax attention plateaus where linear attention keeps learning (App. B).",
+RECIPE = Recipe("Training loss of {linear, softmax} × {no MLP, MLP}: softmax without an MLP "
+                "plateaus highest (App. B).",
                 runs, summarize, plot)
