@@ -16,9 +16,9 @@ FIGURES = (
     Figure("sander2024-fig4", "Sander et al. 2024, Fig. 4: AR(1) fits of text sequences, in order "
            "vs shuffled", f"{__name__}.fig4:RECIPE"),
     Figure("sander2024-fig5", "Sander et al. 2024, Fig. 5: AUG-L (L = 1..6) vs L steps of inner-loss "
-           "GD", f"{__name__}.fig5:RECIPE"),
+           "GD", f"{__name__}.fig5:RECIPE", {"size": ("cpu", "paper")}),
     Figure("sander2024-fig9", "Sander et al. 2024, Fig. 9: {softmax, linear} × {MLP, no MLP} on "
            "commuting unitary contexts", f"{__name__}.fig9:RECIPE"),
     Figure("sander2024-fig10", "Sander et al. 2024, Fig. 10: softmax + MLP transformer (L = 1..6) vs "
-           "inner-loss GD", f"{__name__}.fig10:RECIPE"),
+           "inner-loss GD", f"{__name__}.fig10:RECIPE", {"size": ("cpu", "paper")}),
 )

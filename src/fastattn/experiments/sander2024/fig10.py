@@ -20,8 +20,8 @@ def transformer(layers: int) -> ARTransformerConfig:
                                dtype="float32")
 
 
-def runs(quick: bool) -> list[RunSpec]:
-    return fig5.specs(quick, transformer)
+def runs(quick: bool, size: str = "cpu") -> list[RunSpec]:
+    return fig5.specs(quick, transformer, size)
 
 
 def summarize(runs: list[Run]) -> dict[str, Any]:
