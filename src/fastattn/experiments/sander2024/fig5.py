@@ -3,13 +3,13 @@ inner loss (Eq. 5) with the best constant step, L = 1..6 (spec §6; d = 5, T_max
 contexts, s_1 = 1_d/√d, augmented tokens with s_0 = 0, Adam lr 5e-3).
 
 Sizes. The paper trains 2000 epochs over 2¹⁴ fixed sequences in batches of 1024 (32 000 Adam
-steps); the shared CPU allows far less, so the default (`size=cpu`) trains 300 online Adam steps of 64
-fresh sequences; `--option size=paper` trains the paper's 32 000 steps of 1024 (fresh sequences
+steps); the shared CPU allows far less, so the default (`size=cpu`) trains 300 online Adam steps of
+64 fresh sequences; `--option size=paper` trains the paper's 32 000 steps of 1024 (fresh sequences
 instead of epochs over a fixed set); `--quick`: L = 1, 2 at T_max = 10. The test set is 2¹⁰
-held-out sequences, as the paper's; the GD baseline (`theory.inner_gd_mse`) runs on the same test sequences, its step chosen
-on a grid of 40 η in [1e-3, 1] separately for each L and each score. Scores are per-coordinate MSEs
-at the positions the library's loss reads (T = 2..T_max) and at the last one (T = T_max); the spec's
-baseline table (T = 1..T_max) is checked in `gd_spec_check`.
+held-out sequences, as the paper's; the GD baseline (`theory.inner_gd_mse`) runs on the same test
+sequences, its step chosen on a grid of 40 η in [1e-3, 1] separately for each L and each score.
+Scores are per-coordinate MSEs at the positions the library's loss reads (T = 2..T_max) and at the
+last one (T = T_max); the spec's baseline table (T = 1..T_max) is checked in `gd_spec_check`.
 Fig. 10 (`fig10.py`) is the same recipe with the App. B transformer (softmax and an MLP per layer).
 """
 
