@@ -51,7 +51,7 @@ def specs(quick: bool, model, size: str = "cpu") -> list[RunSpec]:
     test = QUICK["test"] if quick else TEST
     return [RunSpec(f"L{L}", task(context), model(L),
                     TrainConfig(method="adam", lr=LR, steps=steps, batch_size=batch, test_size=test,
-                                eval_seed=1, n_records=12 if quick else 100),
+                                eval_seed=1, n_records=12 if quick else 25),
                     {"layers": L}) for L in layers]
 
 
