@@ -233,7 +233,7 @@ def test_fig5_epoch_authors_structure(benchmark, layers):
             loss = criterion(model(inputs)[:, :, :d], targets[:, :, d:2 * d])
             loss.backward()
             opt.step()
-        return float(loss)
+        return float(loss.detach())
 
     loss = benchmark.pedantic(epoch, rounds=2, iterations=1)
     benchmark.extra_info.update(layers=layers, final_loss=loss)
