@@ -2,9 +2,12 @@
 iterations of jax-jitted GD on their closed-form loss l_O (orthogonal.py); here the same 10⁵
 iterations of exact GD through the C++ core, against the same closed form written in torch, its
 gradient by autograd, the whole step compiled with torch.compile (compile time excluded), and the
-exact gradient flow (adaptive steps) to the loss GD reaches. pytest-benchmark, no timing asserts.
+exact gradient flow (adaptive steps) to the loss GD reaches. Fig. 5: one epoch of sampled training
+(library model and trainer) against the authors' augmented.py structure, in the same run.
+pytest-benchmark, no timing asserts.
 
 Run: python -m pytest bench/test_sander2024_bench.py --benchmark-only -q -s
+     (Fig. 5 epochs only: -k fig5 --benchmark-columns=mean,min,max,rounds)
      (--benchmark-columns=mean,min,rounds for a compact table)
 """
 
@@ -235,3 +238,132 @@ def test_fig7_epoch_authors_structure(benchmark):
 
     last = benchmark.pedantic(epoch, rounds=3, iterations=1)
     benchmark.extra_info.update(sequences=NA_EPOCH, heads=NA_HEADS, T=NA_T, final_mse=last)
+# ----------------------------------------------------------------------------- Fig. 5 epochs
+# One epoch of Fig. 5's sampled training (spec §4.3: 2¹⁴ sequences in Adam steps of 1024, d = 5,
+# T_max = 50, E = 15, float32): the library's AUG-L through `train` (16 online Adam steps of 1024
+# fresh sequences, the data drawn inside the step) against the authors' model structure of
+# augmented.py, written out below in plain torch, trained one epoch over a fixed 2¹⁴-sequence
+# tensor with their DataLoader(shuffle=True) loop (their data is drawn once, outside the epoch).
+
+FIG5_D, FIG5_T, FIG5_BATCH, FIG5_N = 5, 50, 1024, 2 ** 14
+
+
+class _AuthorsSelfAttention(torch.nn.Module):
+    """augmented.py's SelfAttention with heads = 1: linear scores masked to 0, scaled by 1/√E."""
+
+    def __init__(self, E: int) -> None:
+        super().__init__()
+        self.E = E
+        self.values, self.keys, self.queries = (torch.nn.Linear(E, E) for _ in range(3))
+        self.fc_out = torch.nn.Linear(E, E)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        n, t, _ = x.shape
+        v = self.values(x).reshape(n, t, 1, self.E)
+        k = self.keys(x).reshape(n, t, 1, self.E)
+        q = self.queries(x).reshape(n, t, 1, self.E)
+        energy = torch.einsum("nqhd,nkhd->nhqk", [q, k]).masked_fill(mask == 0, 0.0)
+        out = torch.einsum("nhql,nlhd->nqhd", [energy / self.E ** 0.5, v]).sum(2)
+        return self.fc_out(out)
+
+
+class AuthorsAugmented(torch.nn.Module):
+    """augmented.py's Transformer(dim_in=3d, embed_size=3d, heads=1): x ← x + LayerNorm(Attn(x))
+    per layer (TransformerBlock returns norm1(attention)), then fc_out (no positional term: their
+    position embedding is computed and unused)."""
+
+    def __init__(self, E: int, layers: int) -> None:
+        super().__init__()
+        self.attn = torch.nn.ModuleList(_AuthorsSelfAttention(E) for _ in range(layers))
+        self.norm = torch.nn.ModuleList(torch.nn.LayerNorm(E) for _ in range(layers))
+        self.fc_out = torch.nn.Linear(E, E)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.shape[1]
+        mask = torch.tril(torch.ones(t, t)).expand(x.shape[0], 1, t, t)
+        for attn, norm in zip(self.attn, self.norm, strict=True):
+            x = x + norm(attn(x, mask))
+        return self.fc_out(x)
+
+
+def _fig5_task():
+    from fastattn.tasks import AutoRegressive
+
+    return AutoRegressive(dim=FIG5_D, context=FIG5_T, context_dist="haar", representation="real",
+                          encoding="augmented", s1="unit")
+
+
+def _load_authors(lib, layers: int) -> AuthorsAugmented:
+    """The authors' module holding the library model's parameters."""
+    E = 3 * FIG5_D
+    m = AuthorsAugmented(E, layers)
+    with torch.no_grad():
+        for i in range(layers):
+            a = m.attn[i]
+            for lin, name in ((a.queries, "q"), (a.keys, "k"), (a.values, "v"), (a.fc_out, "o")):
+                lin.weight.copy_(getattr(lib, f"W{name}")[i])
+                lin.bias.copy_(getattr(lib, f"b{name}")[i])
+            m.norm[i].weight.copy_(lib.ln_w[i])
+            m.norm[i].bias.copy_(lib.ln_b[i])
+        m.fc_out.weight.copy_(lib.fc_w)
+        m.fc_out.bias.copy_(lib.fc_b)
+    return m
+
+
+def test_authors_structure_equals_the_library_model():
+    from fastattn.models import ARAugmentedLayers
+
+    lib = ARAugmentedLayers(FIG5_D, 1, 3, init_seed=1, dtype="float32")
+    batch = _fig5_task().sample(8, 0, dtype=torch.float32)
+    with torch.no_grad():
+        theirs = _load_authors(lib, 3)(batch.tokens)
+        torch.testing.assert_close(lib.outputs(batch.tokens), theirs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layers", [1, 6])
+def test_fig5_epoch_library(benchmark, layers):
+    """One epoch = 16 Adam steps of 1024 fresh sequences through fastattn's trainer."""
+    from fastattn.models import ARAugmentedLayers
+    from fastattn.training import train
+
+    torch.set_num_threads(1)
+    task = _fig5_task()
+    steps = FIG5_N // FIG5_BATCH
+
+    def epoch():
+        model = ARAugmentedLayers(FIG5_D, 1, layers, init_seed=0, dtype="float32")
+        return train(model, task, method="adam", lr=5e-3, steps=steps, batch_size=FIG5_BATCH,
+                     n_records=2, n_snapshots=1, progress=False)
+
+    traj = benchmark.pedantic(epoch, rounds=2, iterations=1)
+    benchmark.extra_info.update(layers=layers, final_loss=traj.final_loss)
+
+
+@pytest.mark.parametrize("layers", [1, 6])
+def test_fig5_epoch_authors_structure(benchmark, layers):
+    """One epoch of augmented.py's loop: DataLoader(2¹⁴ fixed sequences, 1024, shuffle=True),
+    nn.MSELoss on outputs[..., :d] vs the next token's s block, Adam."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.set_num_threads(1)
+    d, E = FIG5_D, 3 * FIG5_D
+    data = _fig5_task().fixed_dataset(FIG5_N, 0, dtype=torch.float32)
+    s = data.states[:, :FIG5_T + 1]                               # s_1..s_51
+    prev = torch.cat([torch.zeros_like(s[:, :1]), s[:, :-1]], 1)
+    tokens = torch.cat([torch.zeros_like(s), s, prev], -1)        # their D_train (N, 51, 3d)
+    loader = DataLoader(TensorDataset(tokens[:, :-1], tokens[:, 1:]), batch_size=FIG5_BATCH,
+                        shuffle=True)
+    criterion = torch.nn.MSELoss()
+
+    def epoch():
+        model = AuthorsAugmented(E, layers)
+        opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+        for inputs, targets in loader:
+            opt.zero_grad()
+            loss = criterion(model(inputs)[:, :, :d], targets[:, :, d:2 * d])
+            loss.backward()
+            opt.step()
+        return float(loss.detach())
+
+    loss = benchmark.pedantic(epoch, rounds=2, iterations=1)
+    benchmark.extra_info.update(layers=layers, final_loss=loss)

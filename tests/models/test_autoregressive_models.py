@@ -14,6 +14,7 @@ from fastattn.models import (
     ARAugmentedLayers,
     ARDiag,
     ARPEOnly,
+    ARTransformer,
     NonAugmented,
     build_model,
     config_from_dict,
@@ -121,7 +122,8 @@ def test_lemma3_real_coordinates_and_the_trig_identity(rng):
 
 
 def test_configs_layouts_and_records():
-    for model in (ARDiag(3, 2, 5), ARPEOnly(1, 1, 4), ARAugmented(2, 1), ARAugmentedLayers(2, 1, 2)):
+    for model in (ARDiag(3, 2, 5), ARPEOnly(1, 1, 4), ARAugmented(2, 1), ARAugmentedLayers(2, 1, 2),
+                  ARAugmentedLayers(2, 1, 2, softmax=True), ARTransformer(3, 5, 2)):
         again = build_model(config_from_dict(config_to_dict(model.config)))
         np.testing.assert_array_equal(again.to_flat(), model.to_flat())
         blocks = unflatten(model.kind, model.to_flat(), model.dims)
@@ -192,3 +194,75 @@ def test_non_augmented_init_records_and_errors():
     tokens = AutoRegressive(dim=3, context=4, context_dist="haar", representation="real").sample(2, 0)
     with pytest.raises(ValueError, match="duplicate"):
         NonAugmented(3, 2, duplicate=2).predict(tokens.tokens)
+@pytest.mark.parametrize("kind", ["linear", "softmax", "mlp", "softmax+mlp"])
+def test_app_b_variants_equal_the_reference_with_gradients(kind):
+    """App. B's {linear, softmax} × {no MLP, MLP} (spec §3.7) at odd sizes (d = 3, T = 7, L = 3,
+    MLP width 5), float64: forward and every parameter's gradient equal the position-by-position
+    reference (explicit exp/sum softmax, ReLU MLP, layer norm)."""
+    d, tmax, L, m = 3, 7, 3, 5
+    softmax = "softmax" in kind
+    model = (ARTransformer(d, m, L, softmax=softmax, init_seed=5) if "mlp" in kind
+             else ARAugmentedLayers(d, 1, L, softmax=softmax, init_seed=5))
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():                         # move the norms off their identity init
+        for name in model.PARAM_ORDER:
+            if name.startswith("ln"):
+                getattr(model, name).add_(0.3 * torch.randn(getattr(model, name).shape,
+                                                            generator=g, dtype=torch.float64))
+    task = AutoRegressive(dim=d, context=tmax, context_dist="haar", representation="real",
+                          encoding="augmented", s1="unit")
+    batch = task.sample(5, 0)
+    fast_loss = task.loss(model, batch)
+    fast_grads = torch.autograd.grad(fast_loss, [getattr(model, n) for n in model.PARAM_ORDER])
+    params = {n: getattr(model, n).detach().clone().requires_grad_(True) for n in model.PARAM_ORDER}
+    literal = ref.ar_augmented_layers(batch.tokens, params, L, softmax=softmax)
+    torch.testing.assert_close(model.outputs(batch.tokens), literal, rtol=0, atol=1e-12)
+    ref_loss = (literal[:, 1:, :d] - batch.targets).square().sum(-1).mean(0).sum()
+    ref_grads = torch.autograd.grad(ref_loss, [params[n] for n in model.PARAM_ORDER])
+    for name, a, b in zip(model.PARAM_ORDER, fast_grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_app_b_transformer_gradient_matches_finite_differences():
+    """The softmax + MLP model's autograd gradient against central differences (float64)."""
+    model = ARTransformer(2, 3, 2, init_seed=2)
+    task = AutoRegressive(dim=2, context=5, context_dist="haar", representation="real",
+                          encoding="augmented", s1="unit")
+    batch = task.sample(3, 0)
+    theta = model.to_flat()
+
+    def loss(flat):
+        with torch.no_grad():
+            return float(task.loss(model.load_flat(flat), batch))
+
+    model.load_flat(theta)
+    grad = torch.cat([g.reshape(-1) for g in torch.autograd.grad(
+        task.loss(model, batch), [getattr(model, n) for n in model.PARAM_ORDER])]).numpy()
+    idx = np.random.default_rng(0).choice(theta.size, 25, replace=False)
+    h = 1e-6
+    for i in idx:
+        e = np.zeros_like(theta)
+        e[i] = h
+        fd = (loss(theta + e) - loss(theta - e)) / (2 * h)
+        assert fd == pytest.approx(grad[i], rel=1e-6, abs=1e-8), i
+
+
+def test_softmax_attention_rows_are_convex_combinations():
+    """Softmax weights sum to 1 over t' ≤ t: a constant value (W_v = 0, v = b_v) gives the
+    attention output W_O b_v + b_O at every position, whatever the scores."""
+    model = ARAugmentedLayers(2, 1, 1, softmax=True, init_seed=0)
+    with torch.no_grad():
+        model.Wv.zero_()
+    x = AutoRegressive(dim=2, context=6, context_dist="haar", representation="real",
+                       encoding="augmented", s1="unit").sample(4, 0).tokens
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    out = model._attention(x, 0, causal)
+    expected = model.bv[0] @ model.Wo[0].T + model.bo[0]
+    torch.testing.assert_close(out, expected.expand_as(out), rtol=0, atol=1e-13)
+
+
+def test_app_b_flags_are_checked():
+    with pytest.raises(ValueError, match="softmax"):
+        ARAugmentedLayers(2, 1, 1, softmax="yes")
+    with pytest.raises(ValueError, match="layers"):
+        ARTransformer(2, 4, 0)

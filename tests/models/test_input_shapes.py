@@ -10,7 +10,8 @@ from fastattn.models import MODELS, build_model
 B, N, D = 5, 7, 3
 #: the models of the linear-regression task, which take (x, y, x_q); the others take other inputs
 #: (autoregressive: token sequences; linear_transformer: vector labels y `[B, N, D]`)
-REGRESSION_MODELS = sorted(k for k in MODELS if k not in ("diag", "pe_only", "aug", "aug_layers", "non_aug",
+REGRESSION_MODELS = sorted(k for k in MODELS if k not in ("diag", "pe_only", "aug", "aug_layers",
+                                                          "aug_transformer", "non_aug",
                                                           "linear_transformer"))
 
 

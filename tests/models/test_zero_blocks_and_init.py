@@ -122,7 +122,7 @@ def test_every_registered_kind_builds_its_own_class():
     assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
                            "softmax_separate", "multihead_softmax", "multihead_linear",
                            "kernel_regressors",
-                           "diag", "pe_only", "aug", "aug_layers", "non_aug",
+                           "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug",
                            "linear_transformer"}
     for kind, family in MODELS.items():
         m = family.model(family.config(3, 1 if kind == "linear_transformer" else 2))

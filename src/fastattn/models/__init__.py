@@ -14,6 +14,8 @@ from fastattn.models.autoregressive import (
     ARDiagConfig,
     ARPEOnly,
     ARPEOnlyConfig,
+    ARTransformer,
+    ARTransformerConfig,
     NonAugmented,
     NonAugmentedConfig,
 )
@@ -76,3 +78,4 @@ from fastattn.models.standard_transformer import StandardConfig, StandardTransfo
 
 __all__ += ["StandardConfig", "StandardTransformer"]
 __all__ += ["NonAugmented", "NonAugmentedConfig"]
+__all__ += ["ARTransformer", "ARTransformerConfig"]

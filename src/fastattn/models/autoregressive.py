@@ -3,7 +3,7 @@
 Each reads the tokens e_1..e_{T_max} `[N, T_max, E]` of `fastattn.tasks.AutoRegressive` and
 `predict`s s_{T+1} for every context length T = 2..T_max at once, `[N, T_max−1, d]` (complex tokens
 give complex predictions). The literal formulas live in `fastattn.models.reference`
-(`ar_diag_heads`, `ar_augmented`); the tests check the fast forms against them.
+(`ar_diag_heads`, `ar_augmented`, `ar_augmented_layers`); the tests check the fast forms against them.
 
 Families (config → model, kind):
 
@@ -17,10 +17,13 @@ Families (config → model, kind):
   B = [[0,b1,b2],[0,0,0],[0,0,0]] ⊗ I_d, read-out at τ = T, keys e_1..e_T (conj on the key).
 - `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
   L-layer real augmented linear transformer with layer norm on the residual branch and a linear
-  read-out (dims (d, 1, L)).
+  read-out (dims (d, 1, L)); `softmax=True` puts a causal softmax on the scores (App. B).
 - `NonAugmentedConfig` → `NonAugmented` ("non_aug", spec §3.6, Figs. 7–8): the authors' §6
   non-augmented model: H heads of full Q, K, V maps, a positional softmax multiplying the token
   scores, a shared W_O, layer norm and a linear read-out; tokens duplicated k times (dims (d, H, k)).
+- `ARTransformerConfig` → `ARTransformer` ("aug_transformer", spec §3.7, Figs. 9–10): AUG-L with
+  softmax attention (by default) and a ReLU MLP of hidden width m = heads after each attention
+  block (dims (d, m, L)).
 
 The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
 `fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
@@ -201,16 +204,21 @@ class ARAugmented(ICLModel):
 class ARAugmentedLayersConfig(BaseModelConfig):
     """AUG-L (spec §3.3, the authors' augmented.py): `layers` L (positional after heads) of
     x ← x + LayerNorm(Attn(x)) on augmented tokens (E = 3d), Attn(x)_t = W_O Σ_{t'≤t} (q_t·k_{t'}/√E)
-    v_{t'} + b_O with biased q, k, v (one head, no softmax, causal), then a linear read-out whose
-    first d outputs predict s_{t+1}. heads is unused (1). Initialisation: PyTorch's nn.Linear
-    default, U(±1/√E) for weights and biases; LayerNorm γ = 1, β = 0 (init_scale unused)."""
+    v_{t'} + b_O with biased q, k, v (one head, causal), then a linear read-out whose first d
+    outputs predict s_{t+1}. `softmax` (App. B, Fig. 9): the causal scores go through a softmax over
+    t' ≤ t instead (default False: linear attention, the paper's model). heads is unused (1).
+    Initialisation: PyTorch's nn.Linear default, U(±1/√fan_in) for weights and biases; LayerNorm
+    γ = 1, β = 0 (init_scale unused)."""
 
     kind = "aug_layers"
     layers: int = 1
+    softmax: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check.positive_int("layers", self.layers)
+        if not isinstance(self.softmax, bool):
+            raise ValueError(f"softmax must be True or False; got {self.softmax!r}")
 
 
 @register_model
@@ -222,41 +230,60 @@ class ARAugmentedLayers(ICLModel):
     config_class = ARAugmentedLayersConfig
     PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b", "fc_w", "fc_b")
 
+    def _uniform(self, g: torch.Generator, fan_in: int, *shape: int) -> nn.Parameter:
+        """nn.Linear's default init, U(±1/√fan_in), drawn in float64 from `g`."""
+        t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
+        return nn.Parameter(t.to(self.config.torch_dtype))
+
     def _init_parameters(self, g: torch.Generator) -> None:
         L, E = self.config.layers, 3 * self.config.dim
-        bound = 1 / math.sqrt(E)
-
-        def uniform(*shape: int) -> nn.Parameter:
-            t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
-            return nn.Parameter(t.to(self.config.torch_dtype))
-
         for name in ("q", "k", "v", "o"):
-            setattr(self, f"W{name}", uniform(L, E, E))
-            setattr(self, f"b{name}", uniform(L, E))
+            setattr(self, f"W{name}", self._uniform(g, E, L, E, E))
+            setattr(self, f"b{name}", self._uniform(g, E, L, E))
         self.ln_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
         self.ln_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
-        self.fc_w, self.fc_b = uniform(E, E), uniform(E)
+        self._init_mlp(g)
+        self.fc_w, self.fc_b = self._uniform(g, E, E, E), self._uniform(g, E, E)
+
+    def _init_mlp(self, g: torch.Generator) -> None:
+        """No MLP in AUG-L (`ARTransformer` adds one per layer)."""
 
     @property
     def dims(self) -> tuple[int, int, int]:
         """(d, 1, L)."""
         return self.config.dim, 1, self.config.layers
 
-    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
-        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real augmented tokens
-        `[N, T_max, 3d]` (every position t predicts s_{t+1}; the task's loss reads t ≥ 2)."""
-        d, E = self.config.dim, 3 * self.config.dim
+    def _attention(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
+        """Attn_layer(x) `[N, T, E]`: causal scores q·k/√E, linear (masked to 0) or softmax."""
+        q = x @ self.Wq[layer].T + self.bq[layer]
+        k = x @ self.Wk[layer].T + self.bk[layer]
+        v = x @ self.Wv[layer].T + self.bv[layer]
+        scores = (q @ k.transpose(1, 2)) / math.sqrt(x.shape[-1])
+        if self.config.softmax:
+            scores = scores.masked_fill(~causal, -math.inf).softmax(-1)
+        else:
+            scores = scores * causal
+        return (scores @ v) @ self.Wo[layer].T + self.bo[layer]
+
+    def _block(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
+        E = x.shape[-1]
+        attn = self._attention(x, layer, causal)
+        return x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
+
+    def outputs(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The read-out W_fc x^L + b_fc at every position t = 1..T, `[N, T, E]` (its first d
+        coordinates predict s_{t+1}; the authors' MSE reads them all)."""
         causal = torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool,
                             device=tokens.device).tril()
         x = tokens
         for layer in range(self.config.layers):
-            q = x @ self.Wq[layer].T + self.bq[layer]
-            k = x @ self.Wk[layer].T + self.bk[layer]
-            v = x @ self.Wv[layer].T + self.bv[layer]
-            scores = (q @ k.transpose(1, 2)) / math.sqrt(E) * causal
-            attn = (scores @ v) @ self.Wo[layer].T + self.bo[layer]
-            x = x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
-        return (x @ self.fc_w.T + self.fc_b)[:, 1:, :d]
+            x = self._block(x, layer, causal)
+        return x @ self.fc_w.T + self.fc_b
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real augmented tokens
+        `[N, T_max, 3d]` (every position t predicts s_{t+1}; the task's loss reads t ≥ 2)."""
+        return self.outputs(tokens)[:, 1:, :self.config.dim]
 
     forward = predict
 
@@ -379,3 +406,41 @@ class NonAugmented(ICLModel):
         return y.repeat(1, 1, c.duplicate)
 
     forward = predict
+@dataclass(frozen=True)
+class ARTransformerConfig(ARAugmentedLayersConfig):
+    """The "full transformer" of App. B (spec §3.7, Figs. 9–10): AUG-L with softmax attention
+    (`softmax`, default True here) and, after each attention block, a position-wise MLP of hidden
+    width `heads` (m) with ReLU, on the residual stream the way the authors' block treats
+    attention: x ← x + LayerNorm₂(W₂ ReLU(W₁ x + b₁) + b₂). The paper gives no code for it; this
+    is the MLP their augmented.py builds (nn.Linear, ReLU, nn.Linear) and never calls, with its
+    unused norm2 on the branch. Initialisation as AUG-L (PyTorch defaults)."""
+
+    kind = "aug_transformer"
+    softmax: bool = True
+
+
+@register_model
+class ARTransformer(ARAugmentedLayers):
+    """AUG-L plus one MLP per layer (App. B). Parameters: AUG-L's, and for the MLPs (hidden m)
+    W1 `[L, m, E]`, b1 `[L, m]`, W2 `[L, E, m]`, b2 `[L, E]`, ln2_w, ln2_b `[L, E]`."""
+
+    config_class = ARTransformerConfig
+    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b",
+                   "W1", "b1", "W2", "b2", "ln2_w", "ln2_b", "fc_w", "fc_b")
+
+    def _init_mlp(self, g: torch.Generator) -> None:
+        L, E, m = self.config.layers, 3 * self.config.dim, self.config.heads
+        self.W1, self.b1 = self._uniform(g, E, L, m, E), self._uniform(g, E, L, m)
+        self.W2, self.b2 = self._uniform(g, m, L, E, m), self._uniform(g, m, L, E)
+        self.ln2_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
+        self.ln2_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, m, L): m the MLP's hidden width."""
+        return self.config.dim, self.config.heads, self.config.layers
+
+    def _block(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
+        x = super()._block(x, layer, causal)
+        h = torch.relu(x @ self.W1[layer].T + self.b1[layer]) @ self.W2[layer].T + self.b2[layer]
+        return x + nn.functional.layer_norm(h, (x.shape[-1],), self.ln2_w[layer], self.ln2_b[layer])

@@ -45,11 +45,19 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         qkv = [(f"{w}{n}", (h, e, e) if w == "W" else (h, e)) for n in "qkv" for w in "Wb"]
         return (*qkv, ("pos", (100, e)), ("Wo", (e, e)), ("bo", (e,)), ("ln_w", (e,)),
                 ("ln_b", (e,)), ("fc_w", (d, e)), ("fc_b", (d,)))
+    if family == "aug_transformer":     # dims (d, m, L): AUG-L plus an MLP of hidden width m
+        e = 3 * d
+        per_layer = [(f"{w}{n}", (r, e, e) if w == "W" else (r, e)) for n in "qkvo" for w in "Wb"]
+        mlp = (("W1", (r, h, e)), ("b1", (r, h)), ("W2", (r, e, h)), ("b2", (r, e)),
+               ("ln2_w", (r, e)), ("ln2_b", (r, e)))
+        return (*per_layer, ("ln_w", (r, e)), ("ln_b", (r, e)), *mlp, ("fc_w", (e, e)),
+                ("fc_b", (e,)))
     if family == "linear_transformer":
         return tuple((name, (d, d)) for name in ("p1", "p2", "q1", "q2"))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
                      "softmax_merged, softmax_separate, multihead_softmax, multihead_linear, "
-                     "kernel_regressors, diag, pe_only, aug, aug_layers, non_aug or linear_transformer")
+                     "kernel_regressors, diag, pe_only, aug, aug_layers, aug_transformer, non_aug or "
+                     "linear_transformer")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

@@ -135,26 +135,37 @@ def ar_augmented(tokens: torch.Tensor, A: torch.Tensor, B: torch.Tensor, T: int)
     return out[:, :d]
 
 
-def ar_augmented_layers(tokens: torch.Tensor, params: dict[str, torch.Tensor], layers: int
-                        ) -> torch.Tensor:
-    """AUG-L (spec §3.3) position by position: x ← x + LN(W_O Σ_{t'≤t} (q_t·k_{t'}/√E) v_{t'} + b_O),
-    then W_fc x + b_fc; tokens `[N, T, E]`, params as `ARAugmentedLayers` names them → `[N, T, E]`."""
+def ar_augmented_layers(tokens: torch.Tensor, params: dict[str, torch.Tensor], layers: int,
+                        softmax: bool = False) -> torch.Tensor:
+    """AUG-L (spec §3.3) position by position: x ← x + LN(W_O Σ_{t'≤t} a_{t,t'} v_{t'} + b_O) with
+    a_{t,t'} = q_t·k_{t'}/√E (linear) or exp(q_t·k_{t'}/√E) / Σ_{s≤t} exp(q_t·k_s/√E) (`softmax`,
+    App. B), then, when `params` holds an MLP (W1, b1, W2, b2, ln2_w, ln2_b: App. B's full
+    transformer), x ← x + LN₂(W₂ max(0, W₁ x + b₁) + b₂); finally W_fc x + b_fc. tokens `[N, T, E]`,
+    params as `ARAugmentedLayers` / `ARTransformer` name them → `[N, T, E]`."""
     x = tokens
     E = x.shape[-1]
+
+    def norm(a: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        mean, var = a.mean(-1, keepdim=True), a.var(-1, unbiased=False, keepdim=True)
+        return (a - mean) / torch.sqrt(var + 1e-5) * w + b
+
     for layer in range(layers):
         def lin(name: str, z: torch.Tensor, layer: int = layer) -> torch.Tensor:
             return z @ params[f"W{name}"][layer].T + params[f"b{name}"][layer]
 
         out = []
         for t in range(x.shape[1]):
-            acc = torch.zeros_like(x[:, 0])
-            for s in range(t + 1):
-                score = (lin("q", x[:, t]) * lin("k", x[:, s])).sum(-1, keepdim=True) / E ** 0.5
-                acc = acc + score * lin("v", x[:, s])
-            a = lin("o", acc)
-            mean, var = a.mean(-1, keepdim=True), a.var(-1, unbiased=False, keepdim=True)
-            out.append(x[:, t] + (a - mean) / torch.sqrt(var + 1e-5) * params["ln_w"][layer]
-                       + params["ln_b"][layer])
+            scores = [(lin("q", x[:, t]) * lin("k", x[:, s])).sum(-1, keepdim=True) / E ** 0.5
+                      for s in range(t + 1)]
+            if softmax:
+                total = sum(torch.exp(c) for c in scores)
+                scores = [torch.exp(c) / total for c in scores]
+            acc = sum(c * lin("v", x[:, s]) for s, c in enumerate(scores))
+            y = x[:, t] + norm(lin("o", acc), params["ln_w"][layer], params["ln_b"][layer])
+            if "W1" in params:
+                hidden = torch.clamp(lin("1", y), min=0)
+                y = y + norm(lin("2", hidden), params["ln2_w"][layer], params["ln2_b"][layer])
+            out.append(y)
         x = torch.stack(out, 1)
     return x @ params["fc_w"].T + params["fc_b"]
 

@@ -21,9 +21,11 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "S0_CONVENTIONS",
+    "ar_fit_rollout_mse",
     "augmented_optimum",
     "inner_gd",
     "inner_gd_closed_form",
+    "inner_gd_mse",
     "lemma3_parameters",
     "orthogonal_row_loss",
     "pe_early_stopped",
@@ -34,6 +36,7 @@ __all__ = [
     "prop6_block",
     "prop6_parameters",
     "rotation",
+    "successor_conflicts",
     "unitary_row_loss",
 ]
 
@@ -212,3 +215,61 @@ def inner_gd_closed_form(states: ArrayLike, T: int, steps: int, lr: float) -> np
     factor = np.where(np.isinf(safe), steps * lr, (1 - (1 - lr * vals) ** steps) / safe)
     ginv = np.einsum("nij,nj,nkj->nik", vecs, factor, vecs.conj())            # G⁻¹(I − (I−ηG)^L)
     return np.einsum("nij,njk,nk->ni", R, ginv, s[:, T - 1])
+
+
+# ----------------------------------------------------------------------------- Fig. 4 (AR fit)
+def ar_fit_rollout_mse(sequences: ArrayLike, rcond: float = 1e-10) -> np.ndarray:
+    """Per-sequence MSE of the AR(1) fit of Fig. 4 (spec §6; the authors' fit_ar and generate):
+    A = argmin Σ_{t<T} ‖s_{t+1} − A s_t‖², the minimum-norm least-squares solution
+    A = Yᵀ (Xᵀ)⁺ with X = s_{1:T−1}, Y = s_{2:T} `[T−1, d]`, then the rollout ŝ_1 = s_1,
+    ŝ_{t+1} = A ŝ_t, and mean_{t, i} (ŝ_{t,i} − s_{t,i})². sequences `[n, T, d]` → `[n]`.
+    Singular values below rcond·σ_max of X count as zero (a repeated token makes X rank-deficient)."""
+    s = np.asarray(sequences, dtype=np.float64)
+    x, y = s[:, :-1], s[:, 1:]
+    pinv = np.linalg.pinv(x.transpose(0, 2, 1), rcond=rcond)                # (Xᵀ)⁺ `[n, T−1, d]`
+    roll = [s[:, 0]]
+    for _ in range(s.shape[1] - 1):                          # A ŝ = Yᵀ ((Xᵀ)⁺ ŝ): O(T d), not d²
+        roll.append(np.einsum("nti,nt->ni", y, np.einsum("ntj,nj->nt", pinv, roll[-1])))
+    return np.mean((np.stack(roll, 1) - s) ** 2, axis=(1, 2))
+
+
+def successor_conflicts(token_ids: ArrayLike) -> np.ndarray:
+    """Whether each token sequence `[n, T]` has a token at t < T that recurs with a different
+    successor `[n]` bool: with linearly independent token vectors exactly these sequences have no
+    exact AR(1) fit (A s_t = s_{t+1} for all t < T asks one vector to map to two), so their Fig. 4
+    MSE is positive and the others' is zero (the paper's "identical elements with differing
+    successors")."""
+    ids = np.asarray(token_ids)
+    n, T = ids.shape
+    out = np.zeros(n, dtype=bool)
+    for i in range(T - 1):
+        for j in range(i + 1, T - 1):
+            out |= (ids[:, i] == ids[:, j]) & (ids[:, i + 1] != ids[:, j + 1])
+    return out
+
+
+def inner_gd_mse(states: ArrayLike, steps: ArrayLike, lrs: ArrayLike) -> np.ndarray:
+    """MSE of the inner-loss GD baseline (Fig. 5; `inner_gd_closed_form`) at every context length
+    and every (L, η) at once: `[len(steps), len(lrs), T_max]`, entry [l, k, T−1] the mean over
+    sequences and coordinates of ‖W_L s_T − s_{T+1}‖²/d for T = 1..T_max (T = 1: W_L = 0).
+    states `[N, T_max+1, d]` real (s_1..s_{T_max+1}). One eigendecomposition of each prefix Gram
+    G_T = Σ_{t<T} s_t s_tᵀ serves every (L, η): W_L s_T = R_T V f(Λ) Vᵀ s_T with
+    f(λ) = (1 − (1 − ηλ)^L)/λ (→ Lη at λ = 0, where R_T vanishes)."""
+    s = np.asarray(states, dtype=np.float64)
+    x, y = s[:, :-1], s[:, 1:]                                                # s_t, s_{t+1}
+    outer = np.einsum("nti,ntj->ntij", x, x)
+    G = np.cumsum(outer, axis=1) - outer                                      # Σ_{t'<t}, [N, T, d, d]
+    cross = np.einsum("nti,ntj->ntij", y, x)
+    R = np.cumsum(cross, axis=1) - cross
+    vals, vecs = np.linalg.eigh(G)
+    rv = R @ vecs                                                             # R V
+    u = np.einsum("ntji,ntj->nti", vecs, x)                                   # Vᵀ s_T
+    small = vals <= 1e-12 * max(1.0, float(np.abs(vals).max()))
+    safe = np.where(small, 1.0, vals)
+    out = np.empty((len(np.atleast_1d(steps)), len(np.atleast_1d(lrs)), x.shape[1]))
+    for i, L in enumerate(np.atleast_1d(steps)):
+        for k, lr in enumerate(np.atleast_1d(lrs)):
+            f = np.where(small, L * lr, (1 - (1 - lr * vals) ** L) / safe)
+            pred = np.einsum("ntij,ntj->nti", rv, f * u)
+            out[i, k] = np.mean((pred - y) ** 2, axis=(0, 2))
+    return out

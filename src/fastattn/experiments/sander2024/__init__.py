@@ -17,4 +17,14 @@ FIGURES = (
            "with and without duplication", f"{__name__}.fig7:RECIPE"),
     Figure("sander2024-fig8", "Sander et al. 2024, Fig. 8: head orthogonality Σ_h B_hᵀB_h at "
            "initialisation and after training", f"{__name__}.fig8:RECIPE"),
+    Figure("sander2024-fig4", "Sander et al. 2024, Fig. 4: AR(1) fits of text sequences, in order "
+           "vs shuffled", f"{__name__}.fig4:RECIPE"),
+    Figure("sander2024-fig5", "Sander et al. 2024, Fig. 5: AUG-L (L = 1..6) vs L steps of inner-loss "
+           "GD", f"{__name__}.fig5:RECIPE", {"size": ("cpu", "paper")}),
+    Figure("sander2024-fig9", "Sander et al. 2024, Fig. 9: {softmax, linear} × {MLP, no MLP} on "
+           "commuting unitary contexts", f"{__name__}.fig9:RECIPE"),
+    Figure("sander2024-fig10", "Sander et al. 2024, Fig. 10: softmax + MLP transformer (L = 1..6) vs "
+           "inner-loss GD", f"{__name__}.fig10:RECIPE", {"size": ("cpu", "paper")}),
+    Figure("sander2024-fig1", "Sander et al. 2024, Fig. 1: AR(1) orbits of two orthogonal context "
+           "matrices in R³", f"{__name__}.fig1:RECIPE"),
 )
