@@ -11,6 +11,14 @@ The values were recorded from the code before the objective refactor (commit 429
 removed afterwards and is not here. "auto" at P <= 2000 changed afterwards (issue 12 item 7: the
 P > 2000 policy at every P, records interpolated in its explicit steps): fig3/auto was
 (7720, 1236, 0, 51, 71, 0.1359950715980247), rank4/auto (148723, 24758, 0, 29, 0, 0.5709372152026693).
+
+The core is compiled with -march=native, so its rounding differs between CPUs (AVX2 and AVX-512 builds
+differ in the last bits). Every method but two reproduces its counts exactly on both; "stabilized" and
+"auto" pick their stage counts from a power-iteration estimate of the spectral radius, an integer decision
+that rounding can flip, so their counts are compared within 10 % (seen: up to 8 % on rank4/auto) and
+their final losses still to 1e-9. The rank4 fixed-step runs use steps small enough to have converged
+(lr 0.25, dt 0.5): at lr 0.5 / dt 2 they ended mid-transition or near RK4's stability limit, where a
+last-bit difference moved the final loss by 1e-5 / 5 %.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ GOLDEN = {
     "fig3/stiff_krylov": (3096, 500, 7164, 19, 0, 0.13599507159802482),
     "fig3/stabilized": (5171, 585, 0, 22, 0, 0.13599507159821855),
     "fig3/auto": (5021, 528, 0, 55, 0, 0.13599507159838875),
-    "rank4/euler": (20001, 20000, 0, 0, 0, 0.5768111310596871),
-    "rank4/rk4": (40001, 10000, 0, 0, 0, 0.6965533070902121),
+    "rank4/euler": (40001, 40000, 0, 0, 0, 0.570937215190952),
+    "rank4/rk4": (160001, 40000, 0, 0, 0, 0.570937215190952),
     "rank4/rk45": (148723, 24758, 0, 29, 0, 0.5709372152026693),
     "rank4/stiff": (2566, 405, 0, 27, 405, 0.570937215190952),
     "rank4/stiff_krylov": (2577, 406, 8186, 28, 0, 0.5709372151909533),
@@ -51,6 +59,10 @@ GOLDEN = {
 }
 
 OPTIONS = {"euler": {"lr": 0.5}, "rk4": {"dt": 2.0}}
+#: rank4's fixed steps (see the module docstring)
+OPTIONS_RANK4 = {"euler": {"lr": 0.25}, "rk4": {"dt": 0.5}}
+#: methods whose stage counts follow a spectral-radius estimate: counts within this relative tolerance
+ESTIMATED = {"stabilized": 0.10, "auto": 0.10}
 
 
 def _flow(name: str):
@@ -76,9 +88,14 @@ def test_golden_counts(case):
     dims, moments, p0, t_end = _flow(name)
     if name == "d32" and method in OPTIONS:
         t_end = 200.0
-    r = integrate("separate", p0, dims, moments, method, t_end=t_end, rtol=1e-6, atol=1e-9,
-                  **OPTIONS.get(method, {}))
+    options = (OPTIONS_RANK4 if name == "rank4" else OPTIONS).get(method, {})
+    r = integrate("separate", p0, dims, moments, method, t_end=t_end, rtol=1e-6, atol=1e-9, **options)
     got = (r.n_evals, r.n_steps, r.n_hvp, r.n_rejected, r.n_jac)
+    want = GOLDEN[case][:5]
     assert r.status == "t_end"
-    assert got == GOLDEN[case][:5], f"{case}: (evals, steps, hvp, rejected, jac) {got} != {GOLDEN[case][:5]}"
+    message = f"{case}: (evals, steps, hvp, rejected, jac) {got} != {want}"
+    if method in ESTIMATED:
+        np.testing.assert_allclose(got, want, rtol=ESTIMATED[method], atol=3, err_msg=message)
+    else:
+        assert got == want, message
     np.testing.assert_allclose(r.loss[-1], GOLDEN[case][5], rtol=1e-9, atol=0)

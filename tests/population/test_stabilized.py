@@ -83,10 +83,11 @@ def test_recurrence_reproduces_the_node_polynomial(rng):
 
 
 def test_generator_stages_reproduce_a_shipped_table():
-    """Each stage of the generator on the shipped table (cheap: one LP, not the bisection; two
+    """Each stage of the generator on the shipped table (cheap: one LP, not the bisection; eight
     starts of the finishing solve, not forty): ℓ_s is the longest feasible interval, the recurrence of
     its polynomial and the embedded weights of its finishing coefficients are the shipped ones, and
-    the finishing solve finds coefficients of order 4."""
+    the finishing solve finds coefficients of order 4. (Two starts sufficed on an AVX2 machine but
+    not on an AVX-512 one: which start converges to 1e-13 depends on the BLAS's rounding.)"""
     s = 13
     ref = shipped(s)
     worst, c = generator.stability_polynomial(s, ref.ell)
@@ -98,7 +99,7 @@ def test_generator_stages_reproduce_a_shipped_table():
     a5, bh = generator.embedded(ref.mu, ref.nu, ref.kappa, ref.a, ref.b)
     np.testing.assert_allclose(a5, ref.a5, rtol=1e-10)
     np.testing.assert_allclose(bh, ref.bh, rtol=1e-8, atol=1e-12)
-    a, b = generator.finishing(ref.mu, ref.nu, ref.kappa, starts=2)
+    a, b = generator.finishing(ref.mu, ref.nu, ref.kappa, starts=8)
     A, w = stabilized.tableau(ref.mu, ref.nu, ref.kappa, a, b)
     np.testing.assert_allclose(stabilized.elementary_weights(A, w), 1 / stabilized.GAMMA, rtol=0, atol=1e-12)
 
