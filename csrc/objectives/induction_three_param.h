@@ -32,7 +32,7 @@ class ThreeParam : public Objective {
   bool has_hessian() const override { return true; }
   void hessian(const double* theta, double* out) const override;
   std::unique_ptr<HessianOperator> hessian_operator() const override;
-  CostHint cost_hint() const override { return {4.0}; }  // a complex gradient: ~4 real ones
+  CostHint cost_hint() const override { return {2.5}; }  // one complex gradient evaluation
 
   int N() const { return N_; }
   bool uniform_query() const { return uniform_; }
