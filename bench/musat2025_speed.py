@@ -1,7 +1,8 @@
 """Speed items of Musat et al. 2025 (issue 18): `python bench/musat2025_speed.py`.
 
 1. `emergence_times` for N = 4, 8, ..., 4096 (11 values), 3-parameter exact flow.
-2. The exact 19-parameter flow (Gram space, q = N, strict) through emergence at N = 256.
+2. The exact 19-parameter flow (Gram space, q = N, strict) through emergence at N = 256, by the
+   methods `stabilized` (the default), `auto` and `stiff_krylov` (Hessian-vector products).
 3. Sampled SGD of the full disentangled transformer at App. C/D sizes: seconds per step of
    `DisentangledTransformer` (layer 2 on the query row only) against the literal torch model
    (`fastattn.models.reference.disentangled_transformer`, every layer on every row), same weights,
@@ -38,9 +39,11 @@ def main() -> None:
     res = [th.emergence_times(4 * 2**k) for k in range(11)]
     print(f"emergence_times, N = 4..4096 (11 values): {time.perf_counter() - t0:.3f} s; "
           f"t_ICL(4096)/N^2 = {res[-1]['t_icl'] / 4096**2:.6f}")
-    t0 = time.perf_counter()
-    r = th.gram19_emergence_times(256)
-    print(f"19-parameter exact flow through emergence, N = 256: {time.perf_counter() - t0:.2f} s; {r}")
+    for method in ("stabilized", "auto", "stiff_krylov"):
+        t0 = time.perf_counter()
+        r = th.gram19_emergence_times(256, method=method)
+        print(f"19-parameter exact flow through emergence, N = 256, {method}: "
+              f"{time.perf_counter() - t0:.2f} s; {r}")
     for D, N, B in ((16, 4, 512), (16, 16, 512), (32, 16, 256)):
         task = InductionPairs(D, N, data="gaussian", reduction="mean")
         model = DisentangledTransformer(dim=D, mask="inclusive", init_scale=0.01)

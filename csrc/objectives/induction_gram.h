@@ -17,13 +17,16 @@
 // every row of T is kept as a base weight on all its keys plus corrections on the stored entries
 // (the keys whose score is not 0). Products with T and T^T are prefix/suffix sums plus the sparse
 // corrections, so a sequence costs O(L + nnz): O(L) for orthonormal data, O(L^2) for dense Grams.
+// Hessians by complex-step differentiation of the gradient (objectives/complex_step.h).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "eigen_types.h"
 #include "objective.h"
+#include "objectives/complex_step.h"
 
 namespace fastattn::induction {
 
@@ -38,6 +41,10 @@ class Gram19 : public Objective {
   std::string name() const override;
   Index size() const override { return kParams; }
   double loss_grad(const double* theta, double* grad) const override;
+  bool has_hessian() const override { return true; }
+  void hessian(const double* theta, double* out) const override;
+  std::unique_ptr<HessianOperator> hessian_operator() const override;
+  CostHint cost_hint() const override { return {2.5}; }  // one complex gradient evaluation
 
   int L() const { return L_; }
   int n_sequences() const { return int(target_.size()); }
@@ -52,7 +59,12 @@ class Gram19 : public Objective {
   std::vector<int> target_;
   std::vector<double> weights_;
   bool inclusive_;
-  double sequence(int s, const double* th, double* grad) const;
+  // loss and gradient for T = double or std::complex<double> (the complex step)
+  template <class T>
+  T evaluate(const T* th, T* grad) const;
+  template <class T>
+  T sequence(int s, const T* th, T* grad) const;
+  complex_step::ComplexGradient complex_gradient() const;
 };
 
 }  // namespace fastattn::induction

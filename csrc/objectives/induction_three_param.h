@@ -9,11 +9,14 @@
 // every other (query, mask) pair uses the O(N)-per-query form: the layer-1 attention column of the
 // queried item, the query's layer-2 softmax, L_q = gamma^2 Q^T G1 Q - 2 gamma Q_{2q} + 1, averaged
 // over q in {1..N} ("uniform") or q = N ("last"). The loss is the sum over the D output coordinates.
+// Hessians by complex-step differentiation of the gradient (objectives/complex_step.h).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "objective.h"
+#include "objectives/complex_step.h"
 
 namespace fastattn::induction {
 
@@ -26,6 +29,10 @@ class ThreeParam : public Objective {
   std::string name() const override;
   Index size() const override { return 3; }
   double loss_grad(const double* theta, double* grad) const override;
+  bool has_hessian() const override { return true; }
+  void hessian(const double* theta, double* out) const override;
+  std::unique_ptr<HessianOperator> hessian_operator() const override;
+  CostHint cost_hint() const override { return {2.5}; }  // one complex gradient evaluation
 
   int N() const { return N_; }
   bool uniform_query() const { return uniform_; }
@@ -36,7 +43,14 @@ class ThreeParam : public Objective {
  private:
   int N_;
   bool uniform_, inclusive_;
-  double closed_form(const double* theta, double* grad) const;
+  // loss and gradient for T = double or std::complex<double> (the complex step)
+  template <class T>
+  T evaluate(const T* theta, T* grad) const;
+  template <class T>
+  T closed_form(const T* theta, T* grad) const;
+  template <class T>
+  T query_form(const T* theta, int q, T* grad) const;
+  complex_step::ComplexGradient complex_gradient() const;
 };
 
 }  // namespace fastattn::induction

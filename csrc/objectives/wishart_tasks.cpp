@@ -28,6 +28,9 @@ WishartReduced::WishartReduced(const Vec& s, double n, const Mat& omega, const M
   if ((u.transpose() * u - Mat::Identity(d_, d_)).cwiseAbs().maxCoeff() > 1e-10)
     throw std::invalid_argument("u must be orthogonal (u^T u = I)");
   ss_ = s_ * s_.transpose();
+  sqrt_s_ = s_.cwiseSqrt();
+  w_ = omega_.cwiseProduct(ss_);
+  const_ = omega_.diagonal().dot(s_);
 }
 
 std::string WishartReduced::name() const {
@@ -41,34 +44,75 @@ Mat WishartReduced::wishart(const Mat& b) const {
   return out;
 }
 
+namespace {
+
+// loss_grad's scratch space, one per thread (the const methods may run concurrently); reused across
+// calls so that an evaluation allocates nothing (d = 256: each d x d temporary is 512 KB, above
+// malloc's mmap threshold, and its page faults cost as much as a GEMM).
+struct ReducedWork {
+  Mat rt, k, g;  // S^(1/2) Q^T; Q S Q^T then Omega o E(Q S Q^T); P^T P then E(Omega o P^T P)
+};
+
+ReducedWork& reduced_work(Index d) {
+  thread_local ReducedWork w;
+  w.rt.resize(d, d);
+  w.k.resize(d, d);
+  w.g.resize(d, d);
+  return w;
+}
+
+}  // namespace
+
 double WishartReduced::loss_grad(const double* theta, double* grad) const {
-  // Four d x d products (Q S Q^T, P^T P, P (Omega o K), E(G) Q S); everything else is O(d^2).
-  // Column-major copies of the blocks and explicit temporaries keep every product a plain GEMM.
-  const Index dd = d_ * d_;
-  const Mat P = CRMap(theta + dd, d_, d_), Q = CRMap(theta + 2 * dd, d_, d_);
-  const Mat QS = Q * s_.asDiagonal();
-  Mat QSQt(d_, d_), PtP(d_, d_);
-  QSQt.noalias() = QS * Q.transpose();
-  PtP.noalias() = P.transpose() * P;
-  const Mat K = wishart(QSQt);                             // E(Q S Q^T)
-  const Mat G = omega_.cwiseProduct(PtP);                  // Omega o P^T P
-  const Mat OP = omega_.cwiseProduct(P);                   // Omega o P
-  const Mat SQS = ss_.cwiseProduct(Q);                     // S Q S
-  const double loss = 0.5 * (G.cwiseProduct(K).sum() - 2.0 * OP.cwiseProduct(SQS.transpose()).sum() +
-                             omega_.diagonal().dot(s_));
-  if (grad != nullptr) {
-    std::fill(grad, grad + 4 * dd, 0.0);
-    const Mat OK = omega_.cwiseProduct(K);
-    const Mat EG = wishart(G);
-    Mat gP(d_, d_), gQ(d_, d_);
-    gP.noalias() = P * OK;
-    gP -= omega_.cwiseProduct(SQS.transpose());
-    gQ.noalias() = EG * QS;
-    gQ -= ss_.cwiseProduct(OP.transpose());
-    RMap(grad + dd, d_, d_) = gP;
-    RMap(grad + 2 * dd, d_, d_) = gQ;
+  // Two symmetric rank-d updates (Q S Q^T, P^T P: half a GEMM each) and two GEMMs (P (Omega o K),
+  // E(G) Q S, gradient only); the O(d^2) rest runs in three fused passes. The row-major blocks are
+  // read in place as column-major transposes: Pt = P^T, Qt = Q^T, gPt = (dL/dP)^T, gQt = (dL/dQ)^T.
+  const Index d = d_, dd = d_ * d_;
+  using CMap = Eigen::Map<const Mat>;
+  using MMap = Eigen::Map<Mat>;
+  const CMap Pt(theta + dd, d, d), Qt(theta + 2 * dd, d, d);
+  ReducedWork& w = reduced_work(d);
+  w.rt = sqrt_s_.asDiagonal() * Qt;
+  w.k.setZero();
+  w.k.selfadjointView<Eigen::Lower>().rankUpdate(w.rt.transpose());  // lower(Q S Q^T)
+  w.g.setZero();
+  w.g.selfadjointView<Eigen::Lower>().rankUpdate(Pt);                // lower(P^T P)
+  // Lower triangles -> full Omega o E(Q S Q^T) and E(Omega o P^T P) in place, with tr[G K].
+  const double c = (n_ + 1) / n_;
+  const double trk = w.k.diagonal().dot(s_) / n_;
+  const double trg = w.g.diagonal().cwiseProduct(omega_.diagonal()).dot(s_) / n_;
+  double gk = 0.0;
+  for (Index j = 0; j < d; ++j) {
+    for (Index i = j; i < d; ++i) {
+      const double kij = c * ss_(i, j) * w.k(i, j) + (i == j ? trk * s_[i] : 0.0);
+      const double gij = omega_(i, j) * w.g(i, j);
+      gk += (i == j ? 1.0 : 2.0) * gij * kij;
+      w.k(i, j) = w.k(j, i) = omega_(i, j) * kij;
+      w.g(i, j) = w.g(j, i) = c * ss_(i, j) * gij + (i == j ? trg * s_[i] : 0.0);
+    }
   }
-  return loss;
+  // The linear term: 2 tr[(Omega o P) S Q S] = 2 sum_ij W_ij P_ij Q_ji, W = Omega o s s^T.
+  double lin = 0.0;
+  if (grad == nullptr) {
+    for (Index j = 0; j < d; ++j)
+      for (Index i = 0; i < d; ++i) lin += w_(i, j) * Pt(j, i) * Qt(i, j);
+    return 0.5 * (gk - 2.0 * lin + const_);
+  }
+  std::fill(grad, grad + dd, 0.0);
+  std::fill(grad + 3 * dd, grad + 4 * dd, 0.0);
+  MMap gPt(grad + dd, d, d), gQt(grad + 2 * dd, d, d);
+  gPt.noalias() = w.k * Pt;  // (P (Omega o K))^T
+  gQt.noalias() = Qt * w.g;  // (E(G) Q)^T, scaled by S below
+  // dL/dP = P (Omega o K) - W o Q^T and dL/dQ = E(G) Q S - W o P^T, transposed (W is symmetric).
+  for (Index j = 0; j < d; ++j) {
+    for (Index i = 0; i < d; ++i) {
+      const double wq = w_(i, j) * Qt(j, i), wp = w_(i, j) * Pt(j, i);
+      lin += wq * Pt(i, j);
+      gPt(i, j) -= wq;
+      gQt(i, j) = s_[i] * gQt(i, j) - wp;
+    }
+  }
+  return 0.5 * (gk - 2.0 * lin + const_);
 }
 
 void WishartReduced::hvp(const double* theta, const double* u, double* out) const {

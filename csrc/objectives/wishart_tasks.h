@@ -23,7 +23,8 @@ namespace fastattn {
 //   2L    = tr[(Omega o P^T P) E(Q S Q^T)] - 2 tr[(Omega o P) S Q S] + tr[(I o Omega) S]
 //   dL/dP = P (Omega o E(Q S Q^T)) - Omega o (S Q^T S)
 //   dL/dQ = E(Omega o P^T P) Q S - S (Omega o P)^T S
-// and dL/dp1 = dL/dq2 = 0 (frozen). Cost O(d^3). Hessian-vector products differentiate the two
+// and dL/dp1 = dL/dq2 = 0 (frozen). Cost O(d^3): two symmetric rank-d updates and two GEMMs.
+// Hessian-vector products differentiate the two
 // gradients along (dP, dQ) (E is linear); the dense Hessian applies them to the unit vectors.
 class WishartReduced : public Objective {
  public:
@@ -52,6 +53,9 @@ class WishartReduced : public Objective {
   Vec s_;
   double n_;
   Mat omega_, u_, ss_;  // ss_ = s s^T: S B S = ss_ o B
+  Vec sqrt_s_;
+  Mat w_;         // Omega o s s^T
+  double const_;  // tr[(I o Omega) S]
 };
 
 // The aligned per-mode form (diagonal P = diag p, Q = diag q; Omega enters through its diagonal w):

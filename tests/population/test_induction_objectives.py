@@ -1,7 +1,8 @@
 """The induction objectives (Musat et al. 2025) against the full disentangled transformer in torch:
 the Gram-space loss and gradient per sequence (exact), the orthonormal population (exact), the
 Gaussian population (Monte Carlo within 4 standard errors), the 3-parameter closed form as the
-restricted 19-parameter model, dead directions, and full-matrix GD restricted to the subspace."""
+restricted 19-parameter model, dead directions, full-matrix GD restricted to the subspace, and the
+complex-step Hessians against torch's double backward through the full model."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from fastattn.models.disentangled import (
     THREE_PARAM_INDEX,
     DisentangledTransformer,
     disentangled_forward,
+    pseudo_weights,
 )
 from fastattn.population import objective_for
 from fastattn.population.induction import (
@@ -91,6 +93,25 @@ def test_orthonormal_population_is_exact(mask, query, rng):
     np.testing.assert_allclose(bG2[first], G2, atol=1e-13)
     np.testing.assert_allclose(bGM[first], GM, atol=1e-13)
     np.testing.assert_array_equal(btarget[first], target)
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_gram19_hessian_equals_autograd_of_the_full_model(mask, rng):
+    """The complex-step Hessian (and an HVP) of one Gaussian sequence's Gram-space loss equals
+    torch's double backward of ‖y − ỹ‖² through the full model at W = Σ θ_k B_k."""
+    D, N = 6, 3
+    batch = InductionPairs(D, N, data="gaussian").sample(1, step=int(rng.integers(1 << 30)))
+    theta = _random_theta(rng, 0.3)
+
+    def loss(t):
+        return ((disentangled_forward(batch.X, *pseudo_weights(t, D, NAMES), mask) - batch.y) ** 2).sum()
+
+    H_ref = torch.autograd.functional.hessian(loss, torch.tensor(theta)).numpy()
+    obj = InductionGram19Objective.from_grams(*batch_grams(batch), mask)
+    scale = max(1.0, np.abs(H_ref).max())
+    np.testing.assert_allclose(obj.hessian(theta), H_ref, rtol=0, atol=1e-9 * scale)
+    u = rng.standard_normal(19)
+    np.testing.assert_allclose(obj.hvp(theta, u), H_ref @ u, rtol=0, atol=1e-9 * scale * np.abs(u).sum())
 
 
 def test_gaussian_population_matches_monte_carlo(rng):

@@ -139,8 +139,6 @@ def test_gradient_vs_central_differences(case, rng):
 
 def test_hessian_and_hvp_vs_gradient_differences(case, rng):
     obj, th = build(case, rng)
-    if case[0] in (("induction", "three_param"), ("induction", "gram19")):
-        pytest.skip("the induction objectives have no Hessian (an optional capability)")
     assert obj.has_hessian and obj.has_hessian_operator
     Hm = obj.hessian(th)
     np.testing.assert_allclose(Hm, Hm.T, rtol=0, atol=1e-12 * _scale(Hm))
