@@ -65,3 +65,6 @@ __all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
 __all__ += ["DisentangledConfig", "DisentangledTransformer"]
 __all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
             "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]
+from fastattn.models.multihead_softmax import MultiOutputSoftmax, MultiOutputSoftmaxConfig  # noqa: E402
+
+__all__ += ["MultiOutputSoftmax", "MultiOutputSoftmaxConfig"]

@@ -14,7 +14,8 @@ with the tokens as both keys and values; the literal formula on the (d+1)×(L+1)
 
 Families (config → model, kind): `MultiHeadSoftmaxConfig` → `MultiHeadSoftmax`
 ("multihead_softmax"), `MultiHeadLinearConfig` → `MultiHeadLinear` ("multihead_linear", §1.8),
-`KernelRegressorsConfig` → `KernelRegressors` ("kernel_regressors", §1.5).
+`KernelRegressorsConfig` → `KernelRegressors` ("kernel_regressors", §1.5),
+`MultiOutputSoftmaxConfig` → `MultiOutputSoftmax` ("multioutput_softmax", §1.9, N outputs).
 """
 
 from __future__ import annotations
@@ -116,16 +117,25 @@ class _FactorisedHeads(ICLModel):
 
     PARAM_ORDER = ("wq", "wk", "wv", "wo")
 
+    @property
+    def token_dim(self) -> int:
+        """D: the covariates and the response(s), d + 1 here."""
+        return self.config.dim + 1
+
+    def _out_shape(self) -> tuple[int, ...]:
+        """W_O's shape: `[H, D]` (one output; `[H, N, D]` for N outputs)."""
+        return (self.config.heads, self.token_dim)
+
     def _init_parameters(self, g: torch.Generator) -> None:
         cfg = self.config
-        h, dd = cfg.heads, cfg.dim + 1
+        h, dd = cfg.heads, self.token_dim
 
         def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
             bound = 1.0 / math.sqrt(fan_in)
             return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
 
         w = {n: uniform((h, dd, dd), dd) for n in ("wq", "wk", "wv")}
-        w["wo"] = uniform((h, dd), h * dd)
+        w["wo"] = uniform(self._out_shape(), h * dd)
         eye = torch.eye(dd, dtype=torch.float64).expand(h, dd, dd)
         if cfg.init_mode == "small_id":
             w |= {n: 1e-6 * eye for n in ("wq", "wk", "wv")}
@@ -140,11 +150,12 @@ class _FactorisedHeads(ICLModel):
 
     def extract_kq(self) -> torch.Tensor:
         """KQ^(h) = W_K^hᵀ W_Q^h / √(d+1) `[H, D, D]`: head h scores z_ℓ by z_ℓᵀ KQ^(h) z_q."""
-        return self.wk.transpose(1, 2) @ self.wq / math.sqrt(self.config.dim + 1)
+        return self.wk.transpose(1, 2) @ self.wq / math.sqrt(self.token_dim)
 
     def extract_ov(self) -> torch.Tensor:
-        """The last row of OV^(h) = W_O^h W_V^h `[H, D]`: (c_hᵀ, μ_h), the only row reaching ŷ."""
-        return torch.einsum("hi,hij->hj", self.wo, self.wv)
+        """The last row of OV^(h) = W_O^h W_V^h `[H, D]`: (c_hᵀ, μ_h), the only row reaching ŷ
+        (`[H, N, D]`, the last N rows, for N outputs)."""
+        return torch.einsum("h...i,hij->h...j", self.wo, self.wv)
 
 
 @register_model
@@ -210,6 +221,53 @@ class MultiHeadLinear(_FactorisedHeads):
         else:
             out = out / y.shape[1]
         return out if per_head else out.sum(-1)
+
+
+@dataclass(frozen=True)
+class MultiOutputSoftmaxConfig(MultiHeadSoftmaxConfig):
+    """H-head softmax attention on (d+N)-dim tokens [x; y], y ∈ R^N (spec §1.9, multi-task
+    regression): `dim` is d, `outputs` is N; the prediction is the last N entries of the query
+    column. Other fields as `MultiHeadSoftmaxConfig`; the logit scale is 1/√(d+N)."""
+
+    kind = "multioutput_softmax"
+    outputs: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("outputs", self.outputs)
+
+
+@register_model
+class MultiOutputSoftmax(_FactorisedHeads):
+    """ŷ_q = Σ_h OV^(h)_{-N:} Σ_ℓ σ_f(z_ℓᵀ KQ^(h) z_q)_ℓ z_ℓ ∈ R^N, z_ℓ = [x_ℓ; y_ℓ], z_q = [x_q; 0_N]
+    (spec §1.9); W_O^h `[N, D]` is head h's block of the authors' nn.Linear(H·D, N)."""
+
+    config_class = MultiOutputSoftmaxConfig
+
+    @property
+    def token_dim(self) -> int:
+        return self.config.dim + self.config.outputs
+
+    def _out_shape(self) -> tuple[int, ...]:
+        return (self.config.heads, self.config.outputs, self.token_dim)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """Predictions from x `[B, L, d]`, y `[B, L, N]`, x_q `[B, d]` → `[B, N]` (each head's
+        term `[B, H, N]` with `per_head`)."""
+        n_out = self.config.outputs
+        if y.ndim != 3 or y.shape[-1] != n_out:
+            raise ValueError(f"{self.kind}: y has shape {list(y.shape)}; it must be [B, L, "
+                             f"N={n_out}] (N = the model's outputs)")
+        self.check_inputs(x=x, y=y[..., 0], x_q=x_q, lengths=lengths)
+        z = torch.cat([x, y], -1)
+        z_q = torch.cat([x_q, x_q.new_zeros(x_q.shape[0], n_out)], -1)
+        q = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)
+        cfg = self.config
+        attended = _attend(q, z, z, _context_mask(lengths, y.shape[1]), cfg.activation,
+                           cfg.activation_c)                                    # [B, H, D]
+        out = torch.einsum("hnd,bhd->bhn", self.extract_ov(), attended)
+        return out if per_head else out.sum(1)
 
 
 # ----------------------------------------------------------------------------- reduced model

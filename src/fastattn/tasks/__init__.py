@@ -16,3 +16,6 @@ __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "S
            "VectorBatch", "WishartTasks", "build_task", "get_task", "register_task", "spectrum",
            "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]
+from fastattn.tasks.multitask_regression import MultiTaskBatch, MultiTaskRegression  # noqa: E402
+
+__all__ += ["MultiTaskBatch", "MultiTaskRegression"]
