@@ -232,3 +232,30 @@ def reduced_loss(omega: ArrayLike, mu: ArrayLike | None, d: int, L: int, sigma2:
 
 def _chunks(n: int, size: int) -> list[int]:
     return [size] * (n // size) + ([n % size] if n % size else [])
+
+
+# ------------------------------------------------------------------------- §5.8 multi-task risks
+def multitask_risk(gammas: ArrayLike, support_mask: ArrayLike, L: int, sigma2: float,
+                   prior_var: float, debiased: bool = True, query_noise: bool = True) -> np.ndarray:
+    """Per-task exact risks `[N]` of ŷ_n = (1/L) Σ_ℓ y_ℓn x̃_ℓᵀ Γ_n x_q (`MultiTaskGD`), x ~ N(0, I),
+    y_n = β_{S_n}ᵀ x_{S_n} + ε_n, β ~ N(0, v I): `risk_linear` with V_n = v diag(1_{S_n}) (task n's
+    predictor reads y_n only, so sharing β across tasks does not change it). `gammas` `[N, d, d]`,
+    `support_mask` `[N, d]`."""
+    m = np.asarray(support_mask, dtype=np.float64)
+    return np.array([risk_linear(g, L, sigma2, prior=prior_var * np.diag(row), debiased=debiased,
+                                 query_noise=query_noise)
+                     for g, row in zip(np.asarray(gammas, float), m, strict=True)])
+
+
+def best_combination(patterns: ArrayLike, risk: callable) -> tuple[np.ndarray, float]:
+    """(c, risk(Σ_j c_j P_j)) minimising a risk that is quadratic in its argument, over the span of
+    `patterns` `[J, ...]`: the quadratic's coefficients come from its values at 0, e_j and
+    e_j + e_k (exact for a quadratic), then one linear solve."""
+    p = np.asarray(patterns, dtype=np.float64)
+    r0 = risk(np.zeros_like(p[0]))
+    single = np.array([risk(q) for q in p])
+    pair = np.array([[risk(a + b) for b in p] for a in p])
+    quad = (pair - single[:, None] - single[None, :] + r0) / 2          # B_jk = ½ ∂²R
+    lin = single - r0 - np.diag(quad)                                     # −2 a_j
+    c = np.linalg.solve(2 * quad, -lin)
+    return c, float(risk(np.einsum("j,j...->...", c, p)))
