@@ -14,6 +14,8 @@ FIGURES = (
            f"{__name__}.e4:RECIPE"),
     Figure("he2025-e5", "He et al. 2025, E5: estimators vs context length (Monte Carlo)",
            f"{__name__}.e5:RECIPE"),
+    Figure("he2025-e3", "He et al. 2025, E3: training dynamics of the KQ/OV circuits",
+           f"{__name__}.e3:RECIPE"),
     Figure("he2025-e11", "He et al. 2025, E11: multi-task regression, per-head circuits and risk vs H",
            f"{__name__}.e11:RECIPE"),
     Figure("he2025-e13", "He et al. 2025, E13: length generalisation, softmax vs linear attention",
