@@ -14,6 +14,8 @@ FIGURES = (
            f"{__name__}.e4:RECIPE"),
     Figure("he2025-e5", "He et al. 2025, E5: estimators vs context length (Monte Carlo)",
            f"{__name__}.e5:RECIPE"),
+    Figure("he2025-e2", "He et al. 2025, E2: learned (ω, μ) of multi-head models and the manifold S_γ",
+           f"{__name__}.e2:RECIPE"),
     Figure("he2025-e3", "He et al. 2025, E3: training dynamics of the KQ/OV circuits",
            f"{__name__}.e3:RECIPE"),
     Figure("he2025-e11", "He et al. 2025, E11: multi-task regression, per-head circuits and risk vs H",

@@ -16,7 +16,7 @@ import numpy as np
 
 from fastattn import plots
 from fastattn.analysis.risk import monte_carlo_risk
-from fastattn.experiments.he2025.settings import D_MT, L_TRAIN, SIGMA2, multitask_task
+from fastattn.experiments.he2025.settings import D_MT, L_TRAIN, SIGMA2, multitask_task, one_thread
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import MultiOutputSoftmaxConfig
 from fastattn.models.predictors import MultiTaskKernel, MultiTaskRidge
@@ -70,7 +70,7 @@ def reference_predictors(mask: np.ndarray) -> dict[str, Any]:
             "weighted_dgd": {"eta_overlap": eta_star, "eta_rest": eta_c, "risk": r_shared}}
 
 
-def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+def _summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     n = 2000 if quick else 20_000
     t = multitask_task()
     mask = t.support_mask
@@ -92,6 +92,11 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
             "linearised_closed_form": float(linear.mean()),
             "final_train_loss": run.traj.final_loss}
     return out
+
+
+def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+    with one_thread():
+        return _summarize(runs, quick)
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):

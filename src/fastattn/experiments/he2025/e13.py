@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.risk import monte_carlo_risk
-from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, task
+from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, one_thread, task
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import MultiHeadLinearConfig, MultiHeadSoftmaxConfig
 from fastattn.theory import he2025 as th
@@ -42,7 +42,7 @@ def effective_preconditioner(model) -> np.ndarray:
     return np.einsum("h,hij->ij", mu, kq[:, :D, :D])
 
 
-def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+def _summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     lengths = [10, 20, 40, 70, 100] if quick else list(range(10, 101, 10))
     n = 2000 if quick else 20_000
     eta_spec = th.eta_gd_opt(D, L_TRAIN, SIGMA2)
@@ -68,6 +68,11 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
                                              / np.hypot(m["se"][i100], m["se"][i40]))
         out["models"][run.spec.label] = m
     return out
+
+
+def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+    with one_thread():
+        return _summarize(runs, quick)
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):

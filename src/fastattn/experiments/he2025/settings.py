@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
+import torch
 
 from fastattn.experiments.recipe import RunSpec
 from fastattn.models import MultiHeadSoftmaxConfig
@@ -42,3 +45,15 @@ def multitask_task(context: int = L_TRAIN, data_seed: int = 0, **kw) -> MultiTas
     (0-based in code), σ² = 0.1 on every response; `kw` selects the code's variant (spec §9.3)."""
     return MultiTaskRegression(D_MT, PAPER_SUPPORTS, context=context, noise=SIGMA2,
                                data_seed=data_seed, **kw)
+
+
+@contextmanager
+def one_thread():
+    """Torch on one thread inside (restored after): the figures' Monte Carlo and batched training
+    use small ops, which run far slower split across threads on a busy machine."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
