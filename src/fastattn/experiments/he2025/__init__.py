@@ -20,6 +20,12 @@ FIGURES = (
            f"{__name__}.e3:RECIPE"),
     Figure("he2025-e11", "He et al. 2025, E11: multi-task regression, per-head circuits and risk vs H",
            f"{__name__}.e11:RECIPE"),
+    Figure("he2025-e7", "He et al. 2025, E7: approximate vs true loss landscape of the two-head model",
+           f"{__name__}.e7:RECIPE"),
+    Figure("he2025-e9", "He et al. 2025, E9: concentration of the softmax weights' norm",
+           f"{__name__}.e9:RECIPE"),
+    Figure("he2025-e14", "He et al. 2025, E14: small-γ equivalence of a softmax pair and debiased GD",
+           f"{__name__}.e14:RECIPE"),
     Figure("he2025-e13", "He et al. 2025, E13: length generalisation, softmax vs linear attention",
            f"{__name__}.e13:RECIPE"),
 )
