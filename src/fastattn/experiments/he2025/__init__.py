@@ -18,6 +18,8 @@ FIGURES = (
            f"{__name__}.e2:RECIPE"),
     Figure("he2025-e3", "He et al. 2025, E3: training dynamics of the KQ/OV circuits",
            f"{__name__}.e3:RECIPE"),
+    Figure("he2025-e10", "He et al. 2025, E10: non-isotropic covariates, the learned preconditioner",
+           f"{__name__}.e10:RECIPE"),
     Figure("he2025-e11", "He et al. 2025, E11: multi-task regression, per-head circuits and risk vs H",
            f"{__name__}.e11:RECIPE"),
     Figure("he2025-e6", "He et al. 2025, E6: debiased GD vs the Bayes risk and Theorem 1's bound",
@@ -30,6 +32,8 @@ FIGURES = (
            f"{__name__}.e9:RECIPE"),
     Figure("he2025-e14", "He et al. 2025, E14: small-γ equivalence of a softmax pair and debiased GD",
            f"{__name__}.e14:RECIPE"),
+    Figure("he2025-e12", "He et al. 2025, E12: normalised activations beyond softmax (two heads)",
+           f"{__name__}.e12:RECIPE"),
     Figure("he2025-e13", "He et al. 2025, E13: length generalisation, softmax vs linear attention",
            f"{__name__}.e13:RECIPE"),
 )
