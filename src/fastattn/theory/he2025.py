@@ -112,12 +112,15 @@ def risk_linear(gamma: ArrayLike, L: int, sigma2: float, cov: ArrayLike | None =
     is False). With W = Σ_ℓ x̃_ℓ x̃_ℓᵀ ~ Wishart(Σ, n), n = L − 1 (debiased) or L, and
     E[W A W] = n(n+1) ΣAΣ + n tr(AΣ) Σ:
 
-        R = σ²_q + tr(ΣV) − (2n/L) tr(ΣΓΣV) + (n/L²)[(n+1) tr(ΣΓΣVΣΓᵀ) + (tr(VΣ) + σ²) tr(ΣΓΣΓᵀ)].
+        R = σ²_q + tr(ΣV) − (2n/L) tr(ΣGΣV) + (n/L²)[(n+1) tr(ΣGΣVΣGᵀ) + (tr(VΣ) + σ²) tr(ΣGΣGᵀ)],
+
+    G = Γᵀ.
 
     Γ = ηI, Σ = I, V = I/d gives R_dGD / R_GD (§5.1); Γ_n = η diag(1_{S_n}), V = diag(1_{S_n})/d
     a multi-task predictor (§5.8); a dense Γ the preconditioned dGD (§5.6). `gamma`, `cov`,
     `prior` `[d, d]` (cov, prior default I and I/d)."""
-    g = np.atleast_2d(np.asarray(gamma, dtype=np.float64))
+    # ŷ = (1/L) x_qᵀ Γᵀ X̃ᵀy: the derivation above is written for the map G = Γᵀ
+    g = np.atleast_2d(np.asarray(gamma, dtype=np.float64)).T
     d = g.shape[0]
     s = np.eye(d) if cov is None else np.asarray(cov, dtype=np.float64)
     v = np.eye(d) / d if prior is None else np.asarray(prior, dtype=np.float64)
