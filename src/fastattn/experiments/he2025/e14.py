@@ -31,7 +31,7 @@ def pair(gamma: float, eta: float) -> KernelRegressors:
 
 
 def summarize(_runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    n = 2000 if quick else 20_000
+    n = 1000 if quick else 20_000
     gammas = np.logspace(-3, -0.5, 6 if quick else 11)
     eta = th.eta_star(D, L_TRAIN, SIGMA2)
     batch = task().sample(n, 0)

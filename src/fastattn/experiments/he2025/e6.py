@@ -25,7 +25,7 @@ def runs(quick: bool = False) -> list:
 
 
 def summarize(_runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    n = 2000 if quick else 50_000
+    n = 1000 if quick else 50_000
     rows = []
     with one_thread():
         for xi in XIS:
