@@ -36,7 +36,7 @@ def softmax_norms(scale: float, L: int, d: int, n: int, seed: int) -> np.ndarray
 
 
 def summarize(_runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    n = 1000 if quick else 10_000
+    n = 400 if quick else 10_000
     out: dict[str, Any] = {"n": n, "panels": []}
     for k, (title, s, cases) in enumerate(PANELS):
         rows = []
