@@ -68,3 +68,6 @@ __all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "Mu
 from fastattn.models.multihead_softmax import MultiOutputSoftmax, MultiOutputSoftmaxConfig  # noqa: E402
 
 __all__ += ["MultiOutputSoftmax", "MultiOutputSoftmaxConfig"]
+from fastattn.models.multihead_softmax import MultiLayerSoftmax, MultiLayerSoftmaxConfig  # noqa: E402
+
+__all__ += ["MultiLayerSoftmax", "MultiLayerSoftmaxConfig"]
