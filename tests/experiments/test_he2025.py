@@ -81,3 +81,44 @@ def test_e3_first_step_from_which_a_pattern_holds():
     assert e3._first(step, np.array([False, True, False, True, True])) == 5
     assert e3._first(step, np.ones(5, bool)) == 0
     assert e3._first(step, np.array([True, True, True, True, False])) is None
+
+
+def _patterned(model, omegas, mus):
+    """Set head h to KQ_11 = ω_h I, OV's last row (0, …, 0, μ_h) (spec §4.1)."""
+    import torch
+
+    dd = model.config.dim + 1
+    eye = torch.eye(dd, dtype=torch.float64)
+    x_block = torch.diag(torch.tensor([1.0] * (dd - 1) + [0.0], dtype=torch.float64))
+    with torch.no_grad():
+        model.wq.copy_(torch.stack([w * np.sqrt(dd) * x_block for w in omegas]))
+        model.wk.copy_(eye.expand_as(model.wk))
+        model.wv.copy_(eye.expand_as(model.wv))
+        model.wo.copy_(torch.stack([m * eye[-1] for m in mus]))
+    return model
+
+
+def test_e13_summary_on_patterned_models():
+    """E13's summary on untrained, patterned models: LinTF (one head, ωμ = η_GD,opt(40), 1/L fixed
+    to 1/40) degrades from L = 40 to 100 and its Monte Carlo equals its closed form; the two-head
+    softmax pair (±0.13, ±3.45) keeps improving (acceptance, issue 15)."""
+    from fastattn.experiments.he2025 import e13
+    from fastattn.experiments.recipe import Run
+    from fastattn.models import build_model
+    from fastattn.training import Trajectory
+
+    eta = th.eta_gd_opt(5, 40, 0.1)
+    runs = []
+    for spec in e13.runs(quick=True):
+        model = build_model(spec.model).double()
+        if spec.group["kind"] == "linear":
+            _patterned(model, [1.0], [eta])
+        else:
+            _patterned(model, [0.13, -0.13], [3.45, -3.45])
+        runs.append(Run(spec, Trajectory(np.zeros(1), np.zeros(1), np.zeros(1)), model))
+    s = e13.summarize(runs, quick=True)
+    lin, soft = s["models"]["linear_H1"], s["models"]["softmax_H2"]
+    assert lin["eta_train"] == pytest.approx(eta, rel=1e-12)
+    np.testing.assert_allclose(lin["closed_form"], s["linear_spec_closed"], rtol=1e-12)
+    assert np.all(np.abs(np.asarray(lin["mean"]) - lin["closed_form"]) < 4 * np.asarray(lin["se"]))
+    assert lin["risk_100_minus_risk_40_in_se"] > 4 and soft["risk_100_minus_risk_40_in_se"] < -4
