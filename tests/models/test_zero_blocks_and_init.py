@@ -121,7 +121,7 @@ def test_a_model_takes_its_config_or_the_config_fields():
 def test_every_registered_kind_builds_its_own_class():
     assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
                            "softmax_separate", "multihead_softmax", "multihead_linear",
-                           "kernel_regressors",
+                           "kernel_regressors", "multioutput_softmax", "multilayer_softmax",
                            "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug",
                            "linear_transformer"}
     for kind, family in MODELS.items():

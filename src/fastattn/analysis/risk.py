@@ -51,7 +51,8 @@ def monte_carlo_risk(predictor: Callable[..., torch.Tensor], task, n: int, seed:
             m = min(chunk, n - done)
             batch = stream.sample(m, step, dtype=dtype)
             pred = predictor(batch.x, batch.y, batch.x_q, lengths=batch.lengths)
-            err = (batch.y_q.double() - pred.double()) ** 2
+            # several outputs (multi-task): the mean over them, as the authors' nn.MSELoss
+            err = ((batch.y_q.double() - pred.double()) ** 2).reshape(m, -1).mean(-1)
             total += float(err.sum())
             total_sq += float((err ** 2).sum())
             done, step = done + m, step + 1

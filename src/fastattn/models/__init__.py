@@ -79,3 +79,9 @@ from fastattn.models.standard_transformer import StandardConfig, StandardTransfo
 __all__ += ["StandardConfig", "StandardTransformer"]
 __all__ += ["NonAugmented", "NonAugmentedConfig"]
 __all__ += ["ARTransformer", "ARTransformerConfig"]
+from fastattn.models.multihead_softmax import MultiOutputSoftmax, MultiOutputSoftmaxConfig  # noqa: E402
+
+__all__ += ["MultiOutputSoftmax", "MultiOutputSoftmaxConfig"]
+from fastattn.models.multihead_softmax import MultiLayerSoftmax, MultiLayerSoftmaxConfig  # noqa: E402
+
+__all__ += ["MultiLayerSoftmax", "MultiLayerSoftmaxConfig"]

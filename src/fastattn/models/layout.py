@@ -26,6 +26,12 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
     if family in ("multihead_softmax", "multihead_linear"):  # d = the covariate dimension
         square = (h, d + 1, d + 1)
         return (("wq", square), ("wk", square), ("wv", square), ("wo", (h, d + 1)))
+    if family == "multioutput_softmax":  # dims (d, H, N): tokens of width d + N, N outputs
+        square = (h, d + r, d + r)
+        return (("wq", square), ("wk", square), ("wv", square), ("wo", (h, r, d + r)))
+    if family == "multilayer_softmax":  # dims (d, H, S): S weight sets (1 if tied, else layers)
+        square = (r, h, d + 1, d + 1)
+        return (("wq", square), ("wk", square), ("wv", square), ("wo", square), ("readout", (1, d + 1)))
     if family == "kernel_regressors":  # r = ω entries per head: 1 (scalar), d (diagonal), d² (full)
         omega = (h,) if r == 1 else (h, d) if r == d else (h, d, d)
         return (("omega", omega), ("mu", (h,)))
@@ -56,8 +62,8 @@ def param_shapes(family: str, dims: tuple[int, int, int]) -> tuple[tuple[str, tu
         return tuple((name, (d, d)) for name in ("p1", "p2", "q1", "q2"))
     raise ValueError(f"unknown family {family!r}; choose merged, merged_full, cubic_mlp, separate, "
                      "softmax_merged, softmax_separate, multihead_softmax, multihead_linear, "
-                     "kernel_regressors, diag, pe_only, aug, aug_layers, aug_transformer, non_aug or "
-                     "linear_transformer")
+                     "multioutput_softmax, multilayer_softmax, kernel_regressors, diag, pe_only, aug, "
+                     "aug_layers, aug_transformer, non_aug or linear_transformer")
 
 
 def n_params(family: str, dims: tuple[int, int, int]) -> int:

@@ -14,7 +14,8 @@ with the tokens as both keys and values; the literal formula on the (d+1)×(L+1)
 
 Families (config → model, kind): `MultiHeadSoftmaxConfig` → `MultiHeadSoftmax`
 ("multihead_softmax"), `MultiHeadLinearConfig` → `MultiHeadLinear` ("multihead_linear", §1.8),
-`KernelRegressorsConfig` → `KernelRegressors` ("kernel_regressors", §1.5).
+`KernelRegressorsConfig` → `KernelRegressors` ("kernel_regressors", §1.5),
+`MultiOutputSoftmaxConfig` → `MultiOutputSoftmax` ("multioutput_softmax", §1.9, N outputs).
 """
 
 from __future__ import annotations
@@ -116,16 +117,25 @@ class _FactorisedHeads(ICLModel):
 
     PARAM_ORDER = ("wq", "wk", "wv", "wo")
 
+    @property
+    def token_dim(self) -> int:
+        """D: the covariates and the response(s), d + 1 here."""
+        return self.config.dim + 1
+
+    def _out_shape(self) -> tuple[int, ...]:
+        """W_O's shape: `[H, D]` (one output; `[H, N, D]` for N outputs)."""
+        return (self.config.heads, self.token_dim)
+
     def _init_parameters(self, g: torch.Generator) -> None:
         cfg = self.config
-        h, dd = cfg.heads, cfg.dim + 1
+        h, dd = cfg.heads, self.token_dim
 
         def uniform(shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
             bound = 1.0 / math.sqrt(fan_in)
             return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
 
         w = {n: uniform((h, dd, dd), dd) for n in ("wq", "wk", "wv")}
-        w["wo"] = uniform((h, dd), h * dd)
+        w["wo"] = uniform(self._out_shape(), h * dd)
         eye = torch.eye(dd, dtype=torch.float64).expand(h, dd, dd)
         if cfg.init_mode == "small_id":
             w |= {n: 1e-6 * eye for n in ("wq", "wk", "wv")}
@@ -140,11 +150,12 @@ class _FactorisedHeads(ICLModel):
 
     def extract_kq(self) -> torch.Tensor:
         """KQ^(h) = W_K^hᵀ W_Q^h / √(d+1) `[H, D, D]`: head h scores z_ℓ by z_ℓᵀ KQ^(h) z_q."""
-        return self.wk.transpose(1, 2) @ self.wq / math.sqrt(self.config.dim + 1)
+        return self.wk.transpose(1, 2) @ self.wq / math.sqrt(self.token_dim)
 
     def extract_ov(self) -> torch.Tensor:
-        """The last row of OV^(h) = W_O^h W_V^h `[H, D]`: (c_hᵀ, μ_h), the only row reaching ŷ."""
-        return torch.einsum("hi,hij->hj", self.wo, self.wv)
+        """The last row of OV^(h) = W_O^h W_V^h `[H, D]`: (c_hᵀ, μ_h), the only row reaching ŷ
+        (`[H, N, D]`, the last N rows, for N outputs)."""
+        return torch.einsum("h...i,hij->h...j", self.wo, self.wv)
 
 
 @register_model
@@ -210,6 +221,130 @@ class MultiHeadLinear(_FactorisedHeads):
         else:
             out = out / y.shape[1]
         return out if per_head else out.sum(-1)
+
+
+@dataclass(frozen=True)
+class MultiOutputSoftmaxConfig(MultiHeadSoftmaxConfig):
+    """H-head softmax attention on (d+N)-dim tokens [x; y], y ∈ R^N (spec §1.9, multi-task
+    regression): `dim` is d, `outputs` is N; the prediction is the last N entries of the query
+    column. Other fields as `MultiHeadSoftmaxConfig`; the logit scale is 1/√(d+N)."""
+
+    kind = "multioutput_softmax"
+    outputs: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("outputs", self.outputs)
+
+
+@register_model
+class MultiOutputSoftmax(_FactorisedHeads):
+    """ŷ_q = Σ_h OV^(h)_{-N:} Σ_ℓ σ_f(z_ℓᵀ KQ^(h) z_q)_ℓ z_ℓ ∈ R^N, z_ℓ = [x_ℓ; y_ℓ], z_q = [x_q; 0_N]
+    (spec §1.9); W_O^h `[N, D]` is head h's block of the authors' nn.Linear(H·D, N)."""
+
+    config_class = MultiOutputSoftmaxConfig
+
+    @property
+    def token_dim(self) -> int:
+        return self.config.dim + self.config.outputs
+
+    def _out_shape(self) -> tuple[int, ...]:
+        return (self.config.heads, self.config.outputs, self.token_dim)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, N) (fastattn.models.layout)."""
+        return self.config.dim, self.config.heads, self.config.outputs
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
+        """Predictions from x `[B, L, d]`, y `[B, L, N]`, x_q `[B, d]` → `[B, N]` (each head's
+        term `[B, H, N]` with `per_head`)."""
+        n_out = self.config.outputs
+        if y.ndim != 3 or y.shape[-1] != n_out:
+            raise ValueError(f"{self.kind}: y has shape {list(y.shape)}; it must be [B, L, "
+                             f"N={n_out}] (N = the model's outputs)")
+        self.check_inputs(x=x, y=y[..., 0], x_q=x_q, lengths=lengths)
+        z = torch.cat([x, y], -1)
+        z_q = torch.cat([x_q, x_q.new_zeros(x_q.shape[0], n_out)], -1)
+        q = torch.einsum("hij,bj->bhi", self.extract_kq(), z_q)
+        cfg = self.config
+        attended = _attend(q, z, z, _context_mask(lengths, y.shape[1]), cfg.activation,
+                           cfg.activation_c)                                    # [B, H, D]
+        out = torch.einsum("hnd,bhd->bhn", self.extract_ov(), attended)
+        return out if per_head else out.sum(1)
+
+
+@dataclass(frozen=True)
+class MultiLayerSoftmaxConfig(BaseModelConfig):
+    """A stack of `layers` full-sequence H-head softmax attention layers with residuals, optionally
+    weight-tied, and a final linear read-out of the query position (the authors' multi-layer
+    variant, spec §1.3; not used by the text). Init: nn.Linear's U(±1/√fan_in) for every factor.
+
+    Attributes:
+        layers: number of attention layers. tied: one set of layer weights applied `layers` times.
+    """
+
+    kind = "multilayer_softmax"
+    layers: int = 2
+    tied: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("layers", self.layers)
+
+
+@register_model
+class MultiLayerSoftmax(ICLModel):
+    """Z ← Z + Σ_h OV^(h) Z smax∘msk(Zᵀ KQ^(h) Z) per layer on all L+1 tokens (strictly causal:
+    token j attends to the tokens before it), then ŷ = W_R z_q at the query position. Per layer
+    (one if tied): wq, wk, wv, wo `[S, H, D, D]` with KQ^(h) = W_Kᵀ W_Q/√D and OV^(h) = W_O W_V;
+    readout `[1, D]` (the authors' final Linear(D → 1))."""
+
+    config_class = MultiLayerSoftmaxConfig
+    PARAM_ORDER = ("wq", "wk", "wv", "wo", "readout")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        cfg = self.config
+        h, dd = cfg.heads, cfg.dim + 1
+        n = 1 if cfg.tied else cfg.layers
+
+        def uniform(shape: tuple[int, ...], fan_in: int) -> nn.Parameter:
+            t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
+            return nn.Parameter(t.to(cfg.torch_dtype))
+
+        self.wq, self.wk, self.wv = (uniform((n, h, dd, dd), dd) for _ in range(3))
+        self.wo = uniform((n, h, dd, dd), h * dd)
+        self.readout = uniform((1, dd), dd)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, S): S weight sets, 1 if tied else `layers` (fastattn.models.layout)."""
+        return self.config.dim, self.config.heads, 1 if self.config.tied else self.config.layers
+
+    def circuits(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(KQ `[H, D, D]`, OV `[H, D, D]`) of `layer` (0-based)."""
+        i = 0 if self.config.tied else layer
+        kq = self.wk[i].transpose(1, 2) @ self.wq[i] / math.sqrt(self.config.dim + 1)
+        return kq, self.wo[i] @ self.wv[i]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
+                lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """Prediction from x `[B, L, d]`, y `[B, L]`, x_q `[B, d]` → `[B]`. Full contexts only
+        (`lengths` must be None or all L)."""
+        self.check_inputs(x=x, y=y, x_q=x_q, lengths=lengths)
+        if _context_mask(lengths, y.shape[1]) is not None:
+            raise ValueError(f"{self.kind} takes full contexts only; got padded lengths")
+        z_ctx, z_q = tokens(x, y, x_q)
+        z = torch.cat([z_ctx, z_q[:, None]], 1)                                   # [B, L+1, D]
+        n = z.shape[1]
+        earlier = torch.ones(n, n, dtype=torch.bool, device=z.device).tril(-1)    # key i < query j
+        for layer in range(self.config.layers):
+            kq, ov = self.circuits(layer)
+            scores = torch.einsum("bjd,hde,bie->bhji", z, kq.transpose(1, 2), z)  # query j, key i
+            p = torch.softmax(scores.masked_fill(~earlier, float("-inf")), -1).nan_to_num(0.0)
+            z = z + torch.einsum("hde,bhji,bie->bjd", ov, p, z)
+        return (z[:, -1] @ self.readout.T)[:, 0]
 
 
 # ----------------------------------------------------------------------------- reduced model

@@ -18,3 +18,6 @@ __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "S
            "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]
 __all__ += ["InductionTokens", "TokenBatch"]
+from fastattn.tasks.multitask_regression import MultiTaskBatch, MultiTaskRegression  # noqa: E402
+
+__all__ += ["MultiTaskBatch", "MultiTaskRegression"]

@@ -24,13 +24,17 @@ __all__ = [
     "dgd_limit",
     "eta_gd_opt",
     "eta_star",
+    "linear_attention_length_risk",
     "manifold_point",
     "mu_gamma",
+    "optimal_preconditioner",
     "reduced_loss",
     "reduced_moments",
     "risk_dgd",
     "risk_gd",
+    "risk_linear",
     "single_head_nw",
+    "softmax_norm_prediction",
     "theorem1_bound",
 ]
 
@@ -98,6 +102,58 @@ def single_head_nw(d: int, L: float, sigma2: float) -> tuple[float, float]:
     """(ω, μ) of the single-head reference predictor the repo compares with (§1.6, Chen et al.
     2024a): ω = 1/√d, μ = √d / (1 + (1 + σ²)(d/L) e)."""
     return 1 / math.sqrt(d), math.sqrt(d) / (1 + (1 + sigma2) * d / L * math.e)
+
+
+def risk_linear(gamma: ArrayLike, L: int, sigma2: float, cov: ArrayLike | None = None,
+                prior: ArrayLike | None = None, debiased: bool = True,
+                query_noise: bool = True) -> float:
+    """Exact risk of the linear predictor ŷ = (1/L) Σ_ℓ y_ℓ x̃_ℓᵀ Γ x_q, x̃_ℓ = x_ℓ − x̄ (debiased)
+    or x_ℓ, for x ~ N(0, Σ), y = βᵀx + ε, β ~ N(0, V), noise σ² (on y_q too unless `query_noise`
+    is False). With W = Σ_ℓ x̃_ℓ x̃_ℓᵀ ~ Wishart(Σ, n), n = L − 1 (debiased) or L, and
+    E[W A W] = n(n+1) ΣAΣ + n tr(AΣ) Σ:
+
+        R = σ²_q + tr(ΣV) − (2n/L) tr(ΣGΣV) + (n/L²)[(n+1) tr(ΣGΣVΣGᵀ) + (tr(VΣ) + σ²) tr(ΣGΣGᵀ)],
+
+    G = Γᵀ.
+
+    Γ = ηI, Σ = I, V = I/d gives R_dGD / R_GD (§5.1); Γ_n = η diag(1_{S_n}), V = diag(1_{S_n})/d
+    a multi-task predictor (§5.8); a dense Γ the preconditioned dGD (§5.6). `gamma`, `cov`,
+    `prior` `[d, d]` (cov, prior default I and I/d)."""
+    # ŷ = (1/L) x_qᵀ Γᵀ X̃ᵀy: the derivation above is written for the map G = Γᵀ
+    g = np.atleast_2d(np.asarray(gamma, dtype=np.float64)).T
+    d = g.shape[0]
+    s = np.eye(d) if cov is None else np.asarray(cov, dtype=np.float64)
+    v = np.eye(d) / d if prior is None else np.asarray(prior, dtype=np.float64)
+    n = L - 1 if debiased else L
+    sv = np.trace(s @ v)
+    sgsg = np.trace(s @ g @ s @ g.T)
+    return float(sigma2 * query_noise + sv - 2 * n / L * np.trace(s @ g @ s @ v)
+                 + n / L ** 2 * ((n + 1) * np.trace(s @ g @ s @ v @ s @ g.T) + (sv + sigma2) * sgsg))
+
+
+def optimal_preconditioner(cov: ArrayLike, L: int, sigma2: float, prior_var: float,
+                           debiased: bool = True) -> np.ndarray:
+    """The Γ `[d, d]` minimising `risk_linear` for β ~ N(0, v I): setting its gradient to zero gives
+    Γ* = L v ((n+1) v Σ + (v tr Σ + σ²) I)⁻¹ (n = L − 1 debiased, L vanilla), which tends to
+    Σ⁻¹ (up to scale) as L grows: the preconditioner of spec §5.6. Σ = I, v = 1/d: Γ* = η* I."""
+    s = np.asarray(cov, dtype=np.float64)
+    n = L - 1 if debiased else L
+    v = float(prior_var)
+    return L * v * np.linalg.inv((n + 1) * v * s + (v * np.trace(s) + sigma2) * np.eye(len(s)))
+
+
+def linear_attention_length_risk(eta_train: ArrayLike, L: ArrayLike, L_train: int, d: int,
+                                 sigma2: float) -> np.ndarray:
+    """Risk of LinTF trained to one GD step η_train at L_train (its 1/L fixed to 1/L_train) and
+    tested at L: vanilla GD with η = η_train L/L_train, R_GD(η, L) (spec §5.7)."""
+    L = np.asarray(L, dtype=np.float64)
+    return risk_gd(np.asarray(eta_train) * L / L_train, d, L, sigma2)
+
+
+def softmax_norm_prediction(scale: float, d: int, L: ArrayLike) -> np.ndarray:
+    """‖smax(s X x_q)‖₂ ≈ √(e^{d s²}/L) for x ~ N(0, I_d) (spec §5.2, E9): the large-L value
+    behind the approximate loss's (1+σ²)/L · exp(d ωωᵀ) term."""
+    return np.sqrt(np.exp(d * scale ** 2) / np.asarray(L, dtype=np.float64))
 
 
 # ------------------------------------------------------------------ §5.2 approximate loss L̃(ω, μ)
@@ -179,3 +235,30 @@ def reduced_loss(omega: ArrayLike, mu: ArrayLike | None, d: int, L: int, sigma2:
 
 def _chunks(n: int, size: int) -> list[int]:
     return [size] * (n // size) + ([n % size] if n % size else [])
+
+
+# ------------------------------------------------------------------------- §5.8 multi-task risks
+def multitask_risk(gammas: ArrayLike, support_mask: ArrayLike, L: int, sigma2: float,
+                   prior_var: float, debiased: bool = True, query_noise: bool = True) -> np.ndarray:
+    """Per-task exact risks `[N]` of ŷ_n = (1/L) Σ_ℓ y_ℓn x̃_ℓᵀ Γ_n x_q (`MultiTaskGD`), x ~ N(0, I),
+    y_n = β_{S_n}ᵀ x_{S_n} + ε_n, β ~ N(0, v I): `risk_linear` with V_n = v diag(1_{S_n}) (task n's
+    predictor reads y_n only, so sharing β across tasks does not change it). `gammas` `[N, d, d]`,
+    `support_mask` `[N, d]`."""
+    m = np.asarray(support_mask, dtype=np.float64)
+    return np.array([risk_linear(g, L, sigma2, prior=prior_var * np.diag(row), debiased=debiased,
+                                 query_noise=query_noise)
+                     for g, row in zip(np.asarray(gammas, float), m, strict=True)])
+
+
+def best_combination(patterns: ArrayLike, risk: callable) -> tuple[np.ndarray, float]:
+    """(c, risk(Σ_j c_j P_j)) minimising a risk that is quadratic in its argument, over the span of
+    `patterns` `[J, ...]`: the quadratic's coefficients come from its values at 0, e_j and
+    e_j + e_k (exact for a quadratic), then one linear solve."""
+    p = np.asarray(patterns, dtype=np.float64)
+    r0 = risk(np.zeros_like(p[0]))
+    single = np.array([risk(q) for q in p])
+    pair = np.array([[risk(a + b) for b in p] for a in p])
+    quad = (pair - single[:, None] - single[None, :] + r0) / 2          # B_jk = ½ ∂²R
+    lin = single - r0 - np.diag(quad)                                     # −2 a_j
+    c = np.linalg.solve(2 * quad, -lin)
+    return c, float(risk(np.einsum("j,j...->...", c, p)))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
+import torch
 
 from fastattn.experiments.recipe import RunSpec
 from fastattn.models import MultiHeadSoftmaxConfig
-from fastattn.tasks import LinearRegression
+from fastattn.tasks import LinearRegression, MultiTaskRegression
+from fastattn.tasks.multitask_regression import PAPER_SUPPORTS
 from fastattn.training import TrainConfig
 
 D, L_TRAIN, SIGMA2 = 5, 40, 0.1
@@ -30,3 +34,26 @@ def trained_heads(quick: bool, heads: tuple[int, ...] | None = None) -> list[Run
     return [RunSpec(f"H{h}", task(data_seed=h), MultiHeadSoftmaxConfig(D, h, init_seed=h,
                                                                        dtype="float32"),
                     cfg, group={"heads": h}) for h in heads]
+
+
+#: the multi-task experiment (spec §2.3, E11): N = 2 tasks on d = 6 with S_1 = {1..4}, S_2 = {3..6}
+D_MT = 6
+
+
+def multitask_task(context: int = L_TRAIN, data_seed: int = 0, **kw) -> MultiTaskRegression:
+    """The text's multi-task setting: shared β ~ N(0, I_6/6), supports {1,2,3,4} and {3,4,5,6}
+    (0-based in code), σ² = 0.1 on every response; `kw` selects the code's variant (spec §9.3)."""
+    return MultiTaskRegression(D_MT, PAPER_SUPPORTS, context=context, noise=SIGMA2,
+                               data_seed=data_seed, **kw)
+
+
+@contextmanager
+def one_thread():
+    """Torch on one thread inside (restored after): the figures' Monte Carlo and batched training
+    use small ops, which run far slower split across threads on a busy machine."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
