@@ -4,6 +4,7 @@ General tools, not tied to one paper; inputs are plain numpy arrays.
 """
 
 from fastattn.analysis.curves import CurveComparison, compare_curves, fit_time_shift
+from fastattn.analysis.heads import extract_ov, extract_qk, factored_svd, head_measures
 from fastattn.analysis.plateaus import (
     Drop,
     Plateau,
@@ -48,9 +49,13 @@ __all__ = [
     "detect_plateaus",
     "effective_rank",
     "entropy_effective_rank",
+    "extract_ov",
+    "extract_qk",
+    "factored_svd",
     "find_plateaus_and_drops",
     "fit_time_shift",
     "head_cosine_similarity",
+    "head_measures",
     "landmarks",
     "loss_autocorrelation",
     "marginalized_effective_rank",

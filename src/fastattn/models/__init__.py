@@ -65,3 +65,7 @@ __all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
 __all__ += ["DisentangledConfig", "DisentangledTransformer"]
 __all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
             "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]
+# token transformers (not ICLModel families: tokens in, logits out; Mainali & Musat applications)
+from fastattn.models.transformer import Transformer, TransformerConfig  # noqa: E402
+
+__all__ += ["Transformer", "TransformerConfig"]
