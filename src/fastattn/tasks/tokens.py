@@ -68,6 +68,7 @@ class ModularAddition:
         """model → {train_loss, train_acc, test_loss, test_acc} on the fixed split."""
         data = self.data()
 
+        @torch.no_grad()
         def evaluate(model: torch.nn.Module) -> dict[str, float]:
             out = {}
             for name, (tokens, labels) in data.items():
@@ -140,6 +141,7 @@ class RepeatedTokens:
         tokens, period = self.sample(self.eval_size, 0, self.eval_seed)
         predictable = torch.arange(1, self.length)[None] >= period[:, None]     # target index ≥ s
 
+        @torch.no_grad()
         def evaluate(model: torch.nn.Module) -> dict[str, float]:
             losses = self.token_losses(model, tokens)
             late, early = float(losses[predictable].mean()), float(losses[~predictable].mean())
