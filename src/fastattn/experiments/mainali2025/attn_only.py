@@ -143,10 +143,11 @@ def plot_fig6(runs_: list[Run], summary: dict[str, Any]):
     return fig
 
 
-CAPTION = ("Attention-only transformers (LayerNorm, 4 heads) trained on repeated random tokens (the "
-           "paper's pretrained attn-only-{1..4}l checkpoints are not downloadable here); shaded: "
-           "ICL emergence (10–90 % of the ICL-score fall, ≥ 2 layers). Measures of spec §8 on the "
-           "per-head OV and QK matrices against the last step, averaged over layers and heads.")
+CAPTION = ("Attention-only transformers (LayerNorm, 4 heads) trained on periodic random tokens with "
+           "a random period (the paper's pretrained attn-only-{1..4}l checkpoints are not "
+           "downloadable here); shaded: ICL emergence (10–90 % of the ICL-score fall, ≥ 2 "
+           "layers). Measures of spec §8 on the per-head OV and QK matrices against the last "
+           "step, averaged over layers and heads.")
 FIG5 = Recipe(CAPTION, runs, summarize, plot_fig5)
 FIG6 = Recipe(CAPTION + " Marginalised effective rank: Variant B (mode identity), k modes dropped.",
               runs, summarize, plot_fig6)
