@@ -38,8 +38,9 @@ def drop_window(t: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
 def head_summary(run: TokenRun, kind: str) -> dict[str, Any]:
     """Spec §8 measures of the run's per-head `kind` ("qk" / "ov") matrices, each averaged over
     layers and heads: series `[R]` (mer_*: `[R, KMAX+1]`), the steps where the mean normalised
-    SubDist first falls below 0.5 and 0.1, and the dips / peaks of the mean effective rank and the
-    first dip of each marginalised curve (Variant B, mode identity) on the log-step axis."""
+    SubDist first falls below 0.5 and 0.1, and, on the log-step axis, the steepest fall of the
+    mean SubDist and effective rank (most negative d/d ln t), the dips / peaks of the mean
+    effective rank and the first dip of each marginalised curve (Variant B, mode identity)."""
     t = run.step.astype(np.float64)
     m = head_measures(run.matrices(kind), t, KMAX)
     mean = {k: np.nanmean(v, axis=(1, 2)) for k, v in m.items()}
@@ -49,9 +50,14 @@ def head_summary(run: TokenRun, kind: str) -> dict[str, Any]:
     def marks(y: np.ndarray, what: str) -> list[float]:
         return np.exp(sp.landmarks(x, y[keep], what, prominence=0.02 * np.ptp(y[keep]))).tolist()
 
+    def steepest_fall(y: np.ndarray) -> float:
+        return float(np.exp(x[np.argmin(np.gradient(y[keep], x))]))
+
     return {"series": mean,
             "subdist_below_0.5": first_crossing(t, mean["subdist"], 0.5, above=False),
             "subdist_below_0.1": first_crossing(t, mean["subdist"], 0.1, above=False),
+            "subdist_steepest_fall": steepest_fall(mean["subdist"]),
+            "effective_rank_steepest_fall": steepest_fall(mean["effective_rank"]),
             "effective_rank_dips": marks(mean["effective_rank"], "dip"),
             "effective_rank_peaks": marks(mean["effective_rank"], "peak"),
             "effective_rank_initial_final": [float(mean["effective_rank"][0]),
