@@ -21,10 +21,10 @@ def first_crossing(t: np.ndarray, y: np.ndarray, level: float, above: bool = Tru
     return float(t[hit[0]]) if hit.size else None
 
 
-def drop_window(t: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
+def drop_window(t: np.ndarray, y: np.ndarray, log: bool = True) -> tuple[float, float] | None:
     """Where y falls from its maximum to its final value: the first t after the maximum at which
-    y has covered 10 % and 90 % of that fall (y on a log scale when positive). None: no fall."""
-    v = np.log(y) if np.all(y > 0) else np.asarray(y, dtype=np.float64)
+    y has covered 10 % and 90 % of that fall (of ln y if `log` and y > 0). None: no fall."""
+    v = np.log(y) if log and np.all(y > 0) else np.asarray(y, dtype=np.float64)
     top = int(np.argmax(v))
     fall = v[top] - v[-1]
     if fall <= 0:

@@ -71,6 +71,7 @@ def summarize_run(run: TokenRun) -> dict[str, Any]:
         "train_acc_0.99_epoch": apps.first_crossing(t, m["train_acc"], 0.99),
         "test_acc_0.99_epoch": apps.first_crossing(t, m["test_acc"], 0.99),
         "test_loss_drop_window": window,
+        "test_loss_drop_window_linear": apps.drop_window(t, m["test_loss"], log=False),
         "final": {k: float(v[-1]) for k, v in m.items()}}
     for name, h in (("ov", ov), ("qk", qk)):
         out[name] = {k: v for k, v in h.items() if k != "series"}
@@ -105,7 +106,7 @@ def plot(runs_: list[Run], summary: dict[str, Any]):
     axes[1].plot(t[keep], ov_er[keep], label="EffRank(OV), head mean")
     mer = np.asarray(s["ov_mer_mode"])
     for k in range(1, mer.shape[1]):
-        axes[1].plot(t[keep], mer[keep, k], lw=0.8, label=f"marginalised, k={k}")
+        axes[1].plot(t[keep], mer[keep, k], lw=0.8, label=f"marginalised (mode identity), k={k}")
     axes[1].set_ylabel("effective rank")
     axes[1].set_title("(B) effective rank of the per-head OV", fontsize=9)
     axes[1].legend(fontsize=7)
