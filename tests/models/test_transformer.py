@@ -95,3 +95,17 @@ def test_seeded_init_scale():
     assert abs(a.blocks[0].attn.W_Q.var().item() * 64 - 1) < 0.1
     assert abs(a.blocks[0].attn.W_O.var().item() * 16 - 1) < 0.1
     assert abs(a.embed.W_E.norm(dim=1).pow(2).mean().item() - 1) < 0.1
+
+
+def test_positions_offset_the_positional_embedding():
+    model = Transformer(vocab=9, n_ctx=10, n_layers=2, n_heads=2, d_model=8, dtype="float64")
+    tokens = torch.randint(0, 9, (2, 4), generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(model(tokens, positions=torch.arange(4)), model(tokens))
+    shifted = model(tokens, positions=torch.tensor([[3, 4, 5, 6], [6, 7, 8, 9]]))
+    with torch.no_grad():                  # the same as moving W_pos's rows 3..6 to 0..3
+        ref = Transformer(vocab=9, n_ctx=10, n_layers=2, n_heads=2, d_model=8, dtype="float64")
+        ref.load_state_dict(model.state_dict())
+        ref.pos_embed.W_pos[:4] = model.pos_embed.W_pos[3:7]
+    torch.testing.assert_close(shifted[0], ref(tokens)[0])
+    with pytest.raises(ValueError, match="positions"):
+        model(tokens, positions=torch.tensor([7, 8, 9, 10]))

@@ -49,6 +49,10 @@ from fastattn.models.multihead_softmax import (
     MultiHeadLinearConfig,
     MultiHeadSoftmax,
     MultiHeadSoftmaxConfig,
+    MultiLayerSoftmax,
+    MultiLayerSoftmaxConfig,
+    MultiOutputSoftmax,
+    MultiOutputSoftmaxConfig,
 )
 from fastattn.models.softmax_attention import (
     SoftmaxMergedConfig,
@@ -57,31 +61,32 @@ from fastattn.models.softmax_attention import (
     SoftmaxSeparateKQ,
 )
 
-__all__ = ["MODELS", "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers",
-           "ARAugmentedLayersConfig", "ARDiag", "ARDiagConfig", "ARPEOnly",
-           "ARPEOnlyConfig", "BaseModelConfig", "CubicMLP", "CubicMLPConfig", "ICLModel", "LinearTransformer",
-           "LinearTransformerConfig", "MergedConfig",
-           "MergedFullConfig", "MergedKQ", "MergedKQFull", "ModelFamily",
-           "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ",
-           "SoftmaxSeparateConfig", "SoftmaxSeparateKQ", "beta", "build_model", "config_from_dict",
-           "config_to_dict", "cubic_feature", "get_model", "register_model"]
-# Musat et al. 2025 (not ICLModel families: the input is a token matrix, see models/disentangled.py)
-__all__ += ["DisentangledConfig", "DisentangledTransformer"]
-__all__ += ["KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
-            "MultiHeadSoftmax", "MultiHeadSoftmaxConfig"]
-# token transformers (not ICLModel families: tokens in, logits out; Mainali & Musat applications)
-from fastattn.models.transformer import Transformer, TransformerConfig  # noqa: E402
+# token transformers are not ICLModel families (tokens in, logits out: the Mainali and Musat
+# applications); Musat et al.'s standard transformer is a configuration of the generic one
+from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
+from fastattn.models.transformer import Transformer, TransformerConfig
 
-__all__ += ["Transformer", "TransformerConfig"]
-# Musat et al. 2025 §4: the standard attention-only transformer, a configuration of Transformer
-from fastattn.models.standard_transformer import StandardConfig, StandardTransformer  # noqa: E402
-
-__all__ += ["StandardConfig", "StandardTransformer"]
-__all__ += ["NonAugmented", "NonAugmentedConfig"]
-__all__ += ["ARTransformer", "ARTransformerConfig"]
-from fastattn.models.multihead_softmax import MultiOutputSoftmax, MultiOutputSoftmaxConfig  # noqa: E402
-
-__all__ += ["MultiOutputSoftmax", "MultiOutputSoftmaxConfig"]
-from fastattn.models.multihead_softmax import MultiLayerSoftmax, MultiLayerSoftmaxConfig  # noqa: E402
-
-__all__ += ["MultiLayerSoftmax", "MultiLayerSoftmaxConfig"]
+__all__ = [  # noqa: RUF022 (grouped by paper, sorted within a group)
+    "MODELS",
+    # linear regression (Zhang et al. 2025)
+    "CubicMLP", "CubicMLPConfig", "MergedConfig", "MergedFullConfig", "MergedKQ", "MergedKQFull",
+    "SeparateConfig", "SeparateKQ", "SoftmaxMergedConfig", "SoftmaxMergedKQ", "SoftmaxSeparateConfig",
+    "SoftmaxSeparateKQ", "beta", "cubic_feature",
+    # multi-head softmax regression (He et al. 2025)
+    "KernelRegressors", "KernelRegressorsConfig", "MultiHeadLinear", "MultiHeadLinearConfig",
+    "MultiHeadSoftmax", "MultiHeadSoftmaxConfig", "MultiLayerSoftmax", "MultiLayerSoftmaxConfig",
+    "MultiOutputSoftmax", "MultiOutputSoftmaxConfig",
+    # autoregressive sequences (Sander et al. 2024)
+    "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers", "ARAugmentedLayersConfig", "ARDiag",
+    "ARDiagConfig", "ARPEOnly", "ARPEOnlyConfig", "ARTransformer", "ARTransformerConfig",
+    "NonAugmented", "NonAugmentedConfig",
+    # Wishart task sets (Mainali & Teixeira 2025)
+    "LinearTransformer", "LinearTransformerConfig",
+    # induction heads (Musat et al. 2025; the disentangled model takes a token matrix)
+    "DisentangledConfig", "DisentangledTransformer", "StandardConfig", "StandardTransformer",
+    # token transformers
+    "Transformer", "TransformerConfig",
+    # the registry
+    "BaseModelConfig", "ICLModel", "ModelFamily", "build_model", "config_from_dict", "config_to_dict",
+    "get_model", "register_model",
+]

@@ -213,17 +213,25 @@ class Transformer(nn.Module):
                 std = self.config.init_std or 1 / math.sqrt(fan_in)
                 p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * std)
 
-    def forward(self, tokens: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, last_only: bool = False,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
         """tokens `[B, T]` → logits `[B, T, V_out]`; `last_only`: the last position's logits `[B, 1,
         V_out]`, computing the final block's queries, MLP and the unembedding there only (the cheap
-        path when only the last token is read out)."""
+        path when only the last token is read out). `positions` `[B, T]` or `[T]`: the rows of
+        W_pos to add (default 0..T−1), e.g. a sequence placed at a random offset in the block."""
         cfg = self.config
         if tokens.ndim != 2 or tokens.shape[1] > cfg.n_ctx:
             raise ValueError(f"tokens must be [B, T] with T <= n_ctx={cfg.n_ctx}; got shape "
                              f"{list(tokens.shape)}")
         x = self.embed.W_E[tokens]                                     # [B, T, d]
-        if self.pos_embed is not None:
+        if self.pos_embed is not None and positions is None:
             x = x + self.pos_embed.W_pos[: tokens.shape[1]]
+        elif self.pos_embed is not None:
+            if positions.shape[-1] != tokens.shape[1] or int(positions.max()) >= cfg.n_ctx:
+                raise ValueError(f"positions must be [B, T] or [T] with T={tokens.shape[1]} and "
+                                 f"entries < n_ctx={cfg.n_ctx}; got shape {list(positions.shape)}, "
+                                 f"max {int(positions.max())}")
+            x = x + self.pos_embed.W_pos[positions]
         for i, block in enumerate(self.blocks):
             x = block(x, last_only and i == len(self.blocks) - 1)
         return self.ln_final(x) @ self.unembed.W_U

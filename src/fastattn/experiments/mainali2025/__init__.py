@@ -16,6 +16,12 @@ FIGURES = (
            f"{__name__}.c0:FIG3"),
     Figure("mainali2025-fig4", "Mainali & Teixeira 2025, Fig. 4: measures of timescale separation (C0)",
            f"{__name__}.fig4:RECIPE"),
+    Figure("mainali2025-fig5", "Mainali & Teixeira 2025, Fig. 5: subspace stabilisation in "
+           "attention-only transformers (1–4 layers)", f"{__name__}.attn_only:FIG5"),
+    Figure("mainali2025-fig6", "Mainali & Teixeira 2025, Fig. 6: marginalised effective rank of OV "
+           "and QK, attention-only transformers", f"{__name__}.attn_only:FIG6"),
+    Figure("mainali2025-fig7", "Mainali & Teixeira 2025, Fig. 7: grokking transformer, loss and "
+           "OV measures", f"{__name__}.grokking:RECIPE"),
 )
 
 __all__ = ["FIGURES"]
