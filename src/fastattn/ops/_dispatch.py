@@ -80,6 +80,7 @@ BACKENDS: dict[str, dict[str, Backend]] = {
     "cubic_hidden": {"triton": _TRITON, "reference": _REFERENCE},
     "sample_icl_stats": {"triton": _TRITON, "reference": _REFERENCE, "wishart": _WISHART},
     "single_query_attention": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
+    "he_adam_step": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
 }
 
 
