@@ -42,7 +42,7 @@ def test_kernel_step_equals_the_reference(device, dtype, seed, runs, heads, d, c
                                           rms_close):
     (theta, m, v), law = _runs(runs, heads, d, seed, device, dtype)
     step = 2**33 + 5 if heads == 3 else 3  # a step past 2³² uses the counter's high word
-    before = [t.double().cpu() for t in (theta, m, v)]
+    before = [t.double().cpu().clone() for t in (theta, m, v)]  # the kernel updates in place
     loss, batches = he_adam_step_triton(theta, m, v, law["seeds"], law["lr"], law["x_factor"],
                                         law["w_factor"], law["noise_std"], heads, context, batch,
                                         step, write_batch=True)

@@ -200,7 +200,8 @@ def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
     consts = torch.tensor([1 / math.sqrt(d + 1), 1 - betas[0] ** t, math.sqrt(1 - betas[1] ** t),
                            betas[0], betas[1], eps], dtype=dt, device=dev)
     bb = min(block_size(batch), 16 if interpreting() else 32)
-    _STEP[(r,)](theta, m, v, seeds, lr.to(dt), x_factor.to(dt), w_factor.to(dt), noise_std.to(dt),
+    _STEP[(r,)](theta, m, v, seeds.contiguous(), lr.to(dt).contiguous(),
+                x_factor.to(dt).contiguous(), w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(),
                 loss, scratch, *out, consts, heads, d, context, batch, p, step & 0xFFFFFFFF,
                 step >> 32, BLOCK_B=bb, BLOCK_T=block_size(context + 1), BLOCK_D=block_size(d + 1),
                 WRITE_BATCH=write_batch)
