@@ -7,7 +7,7 @@ lengths with the pattern metrics (spec §4.2); the recipes' `train()` path would
         --seeds 0 1 2 3 4 --out /work/results/he-e4
 
 writes OUT/results.json (per run: risk ± standard error at each L, the theory's dGD risk, the
-pattern metrics, the recorded batch losses, the group's wall time), OUT/H{h}_seed{s}.npz (final
+pattern metrics, the recorded batch losses, the group's wall and CPU time), OUT/H{h}_seed{s}.npz (final
 wq, wk, wv `[H, D, D]`, wo `[H, D]` float32, and steps, losses) and OUT/progress.log.
 """
 
@@ -40,7 +40,7 @@ def run_group(heads: int, seeds: list[int], steps: int, lr: float, out: Path, n_
     cfg = BatchedAdamConfig(lr=lr, steps=steps, batch_size=256, record_every=max(steps // 500, 1),
                             stream="fast", backend="fused", threads=threads)
     models = [MultiHeadSoftmax(D, heads, init_seed=s, dtype="float32") for s in seeds]
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
 
     def progress(done, losses):
         log(f"H={heads}: {done}/{steps} steps, {time.perf_counter() - start:.0f} s, "
@@ -48,7 +48,8 @@ def run_group(heads: int, seeds: list[int], steps: int, lr: float, out: Path, n_
 
     res = train_batched(models, [task(data_seed=100 * heads + s) for s in seeds], cfg,
                         progress=progress)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    log(f"H={heads}: trained in {wall:.0f} s wall, {cpu:.0f} s CPU (all threads)")
     runs = {}
     for r, (seed, model) in enumerate(zip(seeds, models, strict=True)):
         name = f"H{heads}_seed{seed}"
@@ -60,7 +61,7 @@ def run_group(heads: int, seeds: list[int], steps: int, lr: float, out: Path, n_
                                   model.extract_ov().detach().double().numpy())
         runs[name] = {
             "heads": heads, "init_seed": seed, "data_seed": 100 * heads + seed,
-            "group_wall_s": wall, "group_runs": len(seeds), "steps": steps, "lr": lr,
+            "group_wall_s": wall, "group_cpu_s": cpu, "group_runs": len(seeds), "steps": steps, "lr": lr,
             "risk": {L: list(v[:2]) for L, v in risks.items()},
             "risk_dgd_theory": {L: float(risk_dgd(eta_star(D, L, SIGMA2), D, L, SIGMA2))
                                 for L in LENGTHS},
