@@ -26,7 +26,7 @@ import pytest
 import torch
 from torch import nn
 
-from fastattn import _core
+from fastattn._core_loader import core as _core
 from fastattn.models import MultiHeadSoftmax
 from fastattn.tasks import LinearRegression
 from fastattn.training.batched import (

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn import _core
+from fastattn._core_loader import core as _core
 from fastattn.models import MultiHeadSoftmax
 from fastattn.ops import BackendUnavailableError
 from fastattn.tasks import LinearRegression

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn import _core
+from fastattn._core_loader import core as _core
 from fastattn.triton_kernels.he_train_step.kernel import he_adam_step_triton
 from fastattn.triton_kernels.he_train_step.reference import adam_step_reference, sample_reference
 

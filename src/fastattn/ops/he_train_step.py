@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import select_backend
+from fastattn.ops._dispatch import BackendUnavailableError, select_backend
 from fastattn.triton_kernels._launch import interpreting
 
 __all__ = ["he_adam_step"]
@@ -38,20 +38,20 @@ def he_adam_step(theta: Tensor, m: Tensor, v: Tensor, seeds: Tensor, lr: Tensor,
                              f"{t.dtype} on {t.device}")
     if backend == "auto" and theta.device.type == "cpu" and not interpreting():
         backend = "cpp"
-    if backend != "cpp":
-        backend = select_backend("he_adam_step", backend, theta.device, theta.dtype,
-                                 {"D": dd, "L": context})
+    backend = select_backend("he_adam_step", backend, theta.device, theta.dtype,
+                             {"D": dd, "L": context})
     if backend == "triton":
         from fastattn.triton_kernels.he_train_step.kernel import he_adam_step_triton
 
         return he_adam_step_triton(theta, m, v, seeds.to(theta.device, torch.int64), lr, x_factor,
                                    w_factor, noise_std, heads, context, batch, step, betas, eps)
     if backend == "cpp":
-        from fastattn import _core
+        from fastattn._core_loader import CORE_ERROR, core
 
-        if theta.device.type != "cpu" or theta.dtype not in (torch.float32, torch.float64):
-            raise ValueError("backend 'cpp' needs float32 or float64 CPU tensors")
-        loss = _core.he_adam_steps(
+        if core is None:
+            raise BackendUnavailableError(f"fastattn.ops.he_adam_step: backend 'cpp' needs the C++ "
+                                          f"core ({CORE_ERROR}); use backend='reference'")
+        loss = core.he_adam_steps(
             theta.numpy(), m.numpy(), v.numpy(), seeds.numpy().astype(np.uint64),
             lr.double().numpy(), x_factor.double().numpy(), w_factor.double().numpy(),
             noise_std.double().numpy(), heads=heads, dim=d, context=context, batch=batch,

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fastattn import _core
 from fastattn import _validate as check
+from fastattn._core_loader import CORE_ERROR, core
 from fastattn.models.multihead_softmax import MultiHeadSoftmax
 from fastattn.ops._dispatch import BackendUnavailableError
 from fastattn.tasks.linear_regression import _factor
@@ -213,7 +213,10 @@ class FastStream:
     def draw(self, batch_size: int, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch `step`: z `[B, L, D]`, z_q `[B, D]`, y_q `[B]`."""
         law = self.law
-        out = _core.he_sample(law.seed, step, self.d, self.L, batch_size, law.x_factor,
+        if core is None:
+            raise RuntimeError(f"the fast stream needs the C++ core ({CORE_ERROR}); run pip "
+                               "install . again, or use stream='task'")
+        out = core.he_sample(law.seed, step, self.d, self.L, batch_size, law.x_factor,
                               law.w_factor, law.noise_std, self.dtype == torch.float64)
         return tuple(torch.from_numpy(a) for a in out)
 
@@ -232,6 +235,9 @@ def batch_tokens(tasks: Sequence, batch_size: int, step: int, dtype: torch.dtype
 def fused_unavailable(stream: str, dtype: torch.dtype) -> list[str]:
     """Every reason the fused C++ step cannot train these runs (empty: it can)."""
     reasons = []
+    if core is None or not hasattr(core, "he_adam_steps"):
+        reasons.append("the C++ core is not built or predates the fused step "
+                       f"({CORE_ERROR or 'no he_adam_steps'}); run pip install . again")
     if stream != "fast":
         reasons.append(f"stream={stream!r}: the fused step draws its own data (stream='fast'); "
                        "the 'task' stream's batches come from task.sample in Python")
@@ -303,7 +309,7 @@ def _train_fused(state: BatchedState, tasks: Sequence, cfg: BatchedAdamConfig,
     for start in range(0, cfg.steps, _SEGMENT):
         n = min(_SEGMENT, cfg.steps - start)
         sel = (record_at >= start) & (record_at < start + n)
-        losses[:, sel] = _core.he_adam_steps(
+        losses[:, sel] = core.he_adam_steps(
             theta, m, v, seeds, lr, x_factor, w_factor, noise_std, heads=state.heads,
             dim=tasks[0].dim, context=tasks[0].max_context, batch=cfg.batch_size,
             beta1=cfg.betas[0], beta2=cfg.betas[1], eps=cfg.eps, step0=state.step, n_steps=n,
