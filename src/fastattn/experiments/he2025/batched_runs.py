@@ -7,7 +7,8 @@ lengths with the pattern metrics (spec §4.2); the recipes' `train()` path would
         --seeds 0 1 2 3 4 --out /work/results/he-e4
 
 writes OUT/results.json (per run: risk ± standard error at each L, the theory's dGD risk, the
-pattern metrics, the recorded batch losses, the group's wall and CPU time), OUT/H{h}_seed{s}.npz (final
+pattern metrics, the recorded batch losses, the group's wall and CPU time, and the risk of dGD
+with the training length's step η*(40) at each L), OUT/H{h}_seed{s}.npz (final
 wq, wk, wv `[H, D, D]`, wo `[H, D]` float32, and steps, losses) and OUT/progress.log.
 """
 
@@ -25,7 +26,7 @@ import torch
 
 from fastattn.analysis.patterns import pattern_metrics
 from fastattn.analysis.risk import monte_carlo_risk
-from fastattn.experiments.he2025.settings import SIGMA2, D, task
+from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, task
 from fastattn.models import MultiHeadSoftmax
 from fastattn.theory.he2025 import eta_star, risk_dgd
 from fastattn.training.batched import BatchedAdamConfig, train_batched
@@ -63,8 +64,9 @@ def run_group(heads: int, seeds: list[int], steps: int, lr: float, out: Path, n_
             "heads": heads, "init_seed": seed, "data_seed": 100 * heads + seed,
             "group_wall_s": wall, "group_cpu_s": cpu, "group_runs": len(seeds), "steps": steps, "lr": lr,
             "risk": {L: list(v[:2]) for L, v in risks.items()},
-            "risk_dgd_theory": {L: float(risk_dgd(eta_star(D, L, SIGMA2), D, L, SIGMA2))
-                                for L in LENGTHS},
+            # the trained model's step is fixed at training: dGD with η*(L_train) at every L
+            "risk_dgd_train_eta": {L: float(risk_dgd(eta_star(D, L_TRAIN, SIGMA2), D, L, SIGMA2))
+                                   for L in LENGTHS},
             "metrics": metrics, "loss_steps": res.steps, "losses": res.losses[r]}
         log(f"{name}: risk " + ", ".join(f"L={L}: {m:.4f}±{s:.4f}" for L, (m, s, *_) in
                                          risks.items())
