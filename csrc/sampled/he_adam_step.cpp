@@ -16,12 +16,10 @@ namespace {
 
 constexpr int W = kLanes;
 
-// Philox4x32-10 is written exactly as triton.language.random.philox_impl (so that the Triton
-// kernel draws the same bits): counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi).
-
-// √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess (std::sqrt's errno
-// branch would keep the loop over prompts from vectorizing; -fno-math-errno does not survive the
-// core's link-time optimization).
+// √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess: std::sqrt's errno
+// branch keeps the loop over prompts from vectorizing unless the file is built with
+// -fno-math-errno (and a GCC optimize pragma did not take effect), so the build flags stay as
+// they are.
 inline float sqrt_positive(float y) {
   uint32_t bits;
   std::memcpy(&bits, &y, 4);
@@ -117,8 +115,10 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   return p * (V)bits;  // the bits as floats
 }
 
-// Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Each step
-// is a loop over the lanes so that it vectorizes.
+// Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
+// Philox4x32-10 written exactly as triton.language.random.philox_impl (so that the Triton kernel
+// draws the same bits), counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi), then
+// Box-Muller. Each stage is a loop over the lanes so that it vectorizes.
 void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* eps) {
   const uint32_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
   for (int j = 0; j < blocks; ++j) {
