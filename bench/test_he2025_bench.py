@@ -5,10 +5,16 @@ the authors' structure, re-implemented from spec §1.3 and their repo (read, not
 full-width nn.Linear(D, H·D) projections for Q, K, V, nn.Linear(H·D, 1) output, single-query
 softmax attention with scale D^-1/2, their data generator (x, x_q ~ N(0, I), β ~ N(0, I/d), noise
 std √0.1 on context and query labels), MSELoss and torch.optim.Adam: one step per call. Ours:
-`fastattn.training.batched` (R runs laid out [R, ...], the gradient written out, one Adam update
-for all runs), per call one step of all R runs; per-run time = mean / R.
+`fastattn.training.batched` (R runs laid out [R, P]):
 
-    pytest bench/test_he2025_bench.py --benchmark-only --benchmark-columns=mean,ops
+- test_fused_step: the fused C++ step (`_core.he_adam_steps`: data generation, forward, backward,
+  reduction and Adam of all R runs), STEPS_PER_CALL steps per call, `threads` threads; time per
+  step = mean / STEPS_PER_CALL, per run-step = mean / (STEPS_PER_CALL R).
+- test_batched_step: the written-out torch step, one step of all R runs per call (stream "task":
+  each run's batch from task.sample; "fast": from the fast stream's generator).
+
+    pytest bench/test_he2025_bench.py --benchmark-only --benchmark-columns=mean,min,rounds \
+        -k "authors or fused" --benchmark-max-time=2 --benchmark-min-rounds=10
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ import pytest
 import torch
 from torch import nn
 
+from fastattn._core_loader import core as _core
 from fastattn.models import MultiHeadSoftmax
 from fastattn.tasks import LinearRegression
 from fastattn.training.batched import (
     BatchedAdamConfig,
     BatchedState,
+    FastLaw,
     FastStream,
     adam_update,
     batch_tokens,
@@ -33,6 +41,7 @@ from fastattn.training.batched import (
 
 H, d, L, B = 8, 5, 40, 256
 D = d + 1
+STEPS_PER_CALL = 20
 
 
 class AuthorsAttention(nn.Module):
@@ -89,21 +98,48 @@ def test_authors_step(benchmark, threads):
     benchmark(step)
 
 
-@pytest.mark.parametrize("stream", ["task", "fast"])
-@pytest.mark.parametrize("runs", [1, 4, 20])
-def test_batched_step(benchmark, threads, runs, stream):
+def _runs(runs):
     models = [MultiHeadSoftmax(d, H, init_seed=r, dtype="float32") for r in range(runs)]
     tasks = [LinearRegression(d, context=L, spectrum=[1.0] * d, noise=0.1, w_cov=np.eye(d) / d,
                               data_seed=r) for r in range(runs)]
+    return models, tasks
+
+
+@pytest.mark.parametrize("runs", [1, 4, 20])
+def test_fused_step(benchmark, threads, runs):
+    models, tasks = _runs(runs)
+    state = BatchedState.of(models)
+    laws = [FastLaw.of(t) for t in tasks]
+    args = dict(seeds=np.array([law.seed for law in laws], dtype=np.uint64),
+                lr=np.full(runs, 1e-3), x_factor=np.stack([law.x_factor for law in laws]),
+                w_factor=np.stack([law.w_factor for law in laws]),
+                noise_std=np.array([law.noise_std for law in laws]), heads=H, dim=d, context=L,
+                batch=B, beta1=0.9, beta2=0.999, eps=1e-8, n_steps=STEPS_PER_CALL,
+                record_at=np.array([STEPS_PER_CALL - 1]), threads=threads)
+    theta, m, v = (b.numpy() for b in (state.theta, state.m, state.v))
+    counter = iter(range(0, 10**9, STEPS_PER_CALL))
+
+    def steps():
+        return _core.he_adam_steps(theta, m, v, step0=next(counter), **args)
+
+    benchmark.extra_info.update(runs=runs, threads=threads, steps_per_call=STEPS_PER_CALL)
+    benchmark(steps)
+
+
+@pytest.mark.parametrize("stream", ["task", "fast"])
+@pytest.mark.parametrize("runs", [1, 4, 20])
+def test_batched_step(benchmark, threads, runs, stream):
+    models, tasks = _runs(runs)
     state = BatchedState.of(models)
     cfg = BatchedAdamConfig(lr=1e-3, steps=1, batch_size=B)
     counter = iter(range(10**9))
     streams = [FastStream(t, torch.float32) for t in tasks]
 
     def draw():
+        k = next(counter)
         if stream == "task":
-            return batch_tokens(tasks, B, next(counter), torch.float32)
-        return (torch.stack(t) for t in zip(*(s.draw(B) for s in streams), strict=True))
+            return batch_tokens(tasks, B, k, torch.float32)
+        return (torch.stack(t) for t in zip(*(s.draw(B, k) for s in streams), strict=True))
 
     def step():
         z, z_q, y_q = draw()

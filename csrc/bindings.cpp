@@ -23,6 +23,10 @@
 
 namespace py = pybind11;
 
+namespace fastattn {
+void register_he_adam_step(py::module_& m);  // sampled/he_bindings.cpp
+}
+
 namespace {
 
 using namespace fastattn;
@@ -398,6 +402,7 @@ PYBIND11_MODULE(_core, m) {
                             std::to_string(EIGEN_MINOR_VERSION);
   // -march=native (the default for `pip install .`): fast here, not portable to other CPUs
   m.attr("native_build") = bool(FASTATTN_NATIVE_BUILD);
+  fastattn::register_he_adam_step(m);
 
   py::class_<CostHint>(m, "CostHint", "Costs in gradient-evaluation units, for 'auto'.")
       .def(py::init([](double hvp) { return CostHint{hvp}; }), py::arg("hvp") = 2.0)

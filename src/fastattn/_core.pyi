@@ -166,3 +166,21 @@ def integrate(objectives: Objective | Sequence[Objective], params: ArrayLike,
 
 def stabilized_table(s: int) -> dict[str, Any]:
     """The "stabilized" method's coefficients for s stages: ell, mu, nu, kappa, a, b, a5, bh."""
+
+# He et al. 2025 fused sampled training (csrc/sampled/he_adam_step.h)
+def he_adam_steps(theta: NDArray[np.floating], exp_avg: NDArray[np.floating],
+                  exp_avg_sq: NDArray[np.floating], seeds: ArrayLike, lr: ArrayLike,
+                  x_factor: ArrayLike, w_factor: ArrayLike, noise_std: ArrayLike, heads: int,
+                  dim: int, context: int, batch: int, beta1: float, beta2: float, eps: float,
+                  step0: int, n_steps: int, record_at: ArrayLike, threads: int
+                  ) -> NDArray[np.float64]:
+    """n_steps fused Adam steps of R runs in place on theta, exp_avg, exp_avg_sq [R, P] (float32
+    or float64, C-contiguous); returns the batch losses [R, len(record_at)]."""
+
+def he_sample(seed: int, step: int, dim: int, context: int, batch: int, x_factor: ArrayLike,
+              w_factor: ArrayLike, noise_std: float, float64: bool
+              ) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.floating]]:
+    """Batch `step` of the fast stream for key `seed`: z [B, L, D], z_q [B, D], y_q [B]."""
+
+def he_normals(seed: int, step: int, prompt: int, dim: int, context: int) -> NDArray[np.float32]:
+    """The standard normals of one prompt of the fast stream."""

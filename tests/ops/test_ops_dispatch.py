@@ -139,7 +139,8 @@ def test_triton_reasons_under_interpreter(interpret):
 def test_available_backends_report(no_interpret):
     report = ops.available_backends()
     assert set(report) == {"icl_readout", "icl_readout_next_token", "cubic_hidden",
-                           "sample_icl_stats", "single_query_attention", "pe_attention"}
+                           "sample_icl_stats", "single_query_attention", "pe_attention",
+                           "he_adam_step"}
     for table in report.values():
         assert table["reference"] == {"available": True, "why_not": None,
                                       "requires": table["reference"]["requires"]}

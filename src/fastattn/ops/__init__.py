@@ -8,6 +8,7 @@ from fastattn.ops._dispatch import BackendUnavailableError, available_backends
 from fastattn.ops.attention import single_query_attention
 from fastattn.ops.cubic import cubic_hidden, cubic_second_moments
 from fastattn.ops.pe_attention import pe_attention, pe_attention_backend
+from fastattn.ops.he_train_step import he_adam_step
 from fastattn.ops.readout import icl_readout, icl_readout_next_token
 from fastattn.ops.sampling import sample_icl_stats
 
@@ -16,6 +17,7 @@ __all__ = [
     "available_backends",
     "cubic_hidden",
     "cubic_second_moments",
+    "he_adam_step",
     "icl_readout",
     "icl_readout_next_token",
     "pe_attention",

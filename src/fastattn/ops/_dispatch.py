@@ -74,6 +74,8 @@ _REFERENCE = Backend("reference", False, ("cpu", "cuda", "mps", "xpu", "meta"), 
 _WISHART = Backend("wishart", False, ("cpu", "cuda", "mps", "xpu"), None, None,
                    "torch sampler of (β, x_q, y_q) through the Wishart law, O(D² + N) per "
                    "sequence: any device, any floating dtype")
+_HE_CPP = Backend("cpp", False, ("cpu",), _FLOATS, None,
+                  "the C++ core's fused step (fastattn._core.he_adam_steps): CPU, float32/float64")
 
 BACKENDS: dict[str, dict[str, Backend]] = {
     "icl_readout": {"triton": _TRITON, "reference": _REFERENCE},
@@ -82,6 +84,7 @@ BACKENDS: dict[str, dict[str, Backend]] = {
     "sample_icl_stats": {"triton": _TRITON, "reference": _REFERENCE, "wishart": _WISHART},
     "single_query_attention": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
     "pe_attention": {"triton": _TRITON, "reference": _REFERENCE},
+    "he_adam_step": {"triton": _TRITON_ATTN, "cpp": _HE_CPP, "reference": _REFERENCE},
 }
 
 

@@ -1,0 +1,525 @@
+// Fused sampled Adam training of He et al. 2025's model (he_adam_step.h). Inner loops run over
+// kLanes prompts at once so that the compiler vectorizes them; log, sin, cos and exp are
+// written as polynomials for the same reason (libm calls do not vectorize without -ffast-math).
+#include "sampled/he_adam_step.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace fastattn::he_step {
+namespace {
+
+constexpr int W = kLanes;
+
+// √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess: std::sqrt's errno
+// branch keeps the loop over prompts from vectorizing unless the file is built with
+// -fno-math-errno (and a GCC optimize pragma did not take effect), so the build flags stay as
+// they are.
+inline float sqrt_positive(float y) {
+  uint32_t bits;
+  std::memcpy(&bits, &y, 4);
+  bits = 0x5f3759dfu - (bits >> 1);
+  float g;
+  std::memcpy(&g, &bits, 4);
+  for (int i = 0; i < 3; ++i) g = g * (1.5f - 0.5f * y * g * g);
+  return y * g;
+}
+
+// (x >> 9 + 1/2) 2^-23: exact in float32, in (0, 1).
+inline float uniform(uint64_t x) { return (float(uint32_t(x) >> 9) + 0.5f) * 1.1920928955078125e-07f; }
+
+// log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9.
+inline float log_unit(float u) {
+  uint32_t bits;
+  std::memcpy(&bits, &u, 4);
+  // m in [√½, √2): the mantissa of u, or of u/2 when it exceeds √2 (then e goes up by one)
+  const uint32_t big = ((bits & 0x7fffffu) > 0x3504f3u) ? 1u : 0u;
+  const uint32_t mb = (bits & 0x7fffffu) | ((127u - big) << 23);
+  float m;
+  std::memcpy(&m, &mb, 4);
+  const float e = float(int32_t(bits >> 23) - 127 + int32_t(big));
+  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const float series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
+  return e * 0.693147180559945f + 2.0f * s * series;
+}
+
+// cos and sin of 2πt for t in [0, 1): quadrant q = round(4t), φ = 2π(t - q/4) in [-π/4, π/4].
+inline void sincos_turn(float t, float& c, float& s) {
+  const int q = int(4.0f * t + 0.5f);
+  const float phi = 6.28318530717958647f * (t - 0.25f * float(q)), p2 = phi * phi;
+  const float sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040 +
+                                                                          p2 * (1.0f / 362880)))));
+  const float cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320 +
+                                                                              p2 * (-1.0f / 3628800)))));
+  // rotate by q quarter turns: odd q swaps (cos, sin) -> (-sin, cos); q = 2, 3 flip both signs
+  const bool odd = q & 1;
+  const float flip = (q & 2) ? -1.0f : 1.0f;
+  c = flip * (odd ? -sp : cp);
+  s = flip * (odd ? cp : sp);
+}
+
+// Vectors of the kLanes prompts of a chunk (GCC/Clang vector extensions: the compiler picks the
+// instructions of the target, AVX-512 or narrower).
+template <class T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(W * sizeof(float))));
+  typedef int32_t I __attribute__((vector_size(W * sizeof(float))));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(W * sizeof(double))));
+  typedef int64_t I __attribute__((vector_size(W * sizeof(double))));
+};
+template <class T>
+using Vec = typename Simd<T>::V;
+
+template <class T>
+inline T lane_sum(const Vec<T>& v) {
+  T acc = 0;
+  for (int w = 0; w < W; ++w) acc += v[w];
+  return acc;
+}
+
+// exp(x) for x <= 0 (softmax logits minus their maximum): 2^n e^r, |r| <= ln2/2, Taylor series
+// to the dtype's precision.
+template <class T>
+inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
+  using V = Vec<T>;
+  using I = typename Simd<T>::I;
+  constexpr bool f32 = std::is_same_v<T, float>;
+  const V lo = V{} + T(f32 ? -87.0 : -708.0);
+  const V x = arg < lo ? lo : arg;
+  const V y = x * T(1.4426950408889634) + T(0.5);
+  V n = __builtin_convertvector(__builtin_convertvector(y, I), V);  // trunc; floor for y < 0:
+  n = n > y ? n - T(1) : n;
+  const V r = (x - n * T(f32 ? 0.693145751953125 : 0.6931471803691238)) -
+              n * T(f32 ? 1.428606765330187e-06 : 1.9082149292705877e-10);
+  V p;
+  if constexpr (f32) {
+    p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+                                                                          r * (1.0f / 720 + r * (1.0f / 5040)))))));
+  } else {
+    p = V{} + 1.0 / 479001600;
+    for (double c : {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
+                     1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
+      p = p * r + c;
+  }
+  const I bits = (__builtin_convertvector(n, I) + (f32 ? 127 : 1023)) << (f32 ? 23 : 52);
+  return p * (V)bits;  // the bits as floats
+}
+
+// Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
+// Philox4x32-10 written exactly as triton.language.random.philox_impl (so that the Triton kernel
+// draws the same bits), counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi), then
+// Box-Muller. Each stage is a loop over the lanes so that it vectorizes.
+void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* eps) {
+  const uint32_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
+  for (int j = 0; j < blocks; ++j) {
+    // 32-bit words held in 64-bit lanes: the 32 x 32 -> 64 products then vectorize
+    uint64_t c0[W], c1[W], c2[W], c3[W];
+    for (int w = 0; w < W; ++w) {
+      c0[w] = uint32_t(j);
+      c1[w] = uint32_t(b0 + w);
+      c2[w] = s0;
+      c3[w] = s1;
+    }
+    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+    for (int i = 0; i < 10; ++i) {
+      for (int w = 0; w < W; ++w) {
+        const uint64_t pb = 0xCD9E8D57u * c2[w], pa = 0xD2511F53u * c0[w];
+        const uint64_t n0 = (pb >> 32) ^ c1[w] ^ k0, n2 = (pa >> 32) ^ c3[w] ^ k1;
+        c1[w] = pb & 0xffffffffu;
+        c3[w] = pa & 0xffffffffu;
+        c0[w] = n0;
+        c2[w] = n2;
+      }
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    float* out = eps + 4L * j * W;
+    for (int w = 0; w < W; ++w) {
+      const float r0 = sqrt_positive(-2.0f * log_unit(uniform(c0[w])));
+      const float r1 = sqrt_positive(-2.0f * log_unit(uniform(c2[w])));
+      float cs0, sn0, cs1, sn1;
+      sincos_turn(uniform(c1[w]), cs0, sn0);
+      sincos_turn(uniform(c3[w]), cs1, sn1);
+      out[w] = r0 * cs0;
+      out[W + w] = r0 * sn0;
+      out[2 * W + w] = r1 * cs1;
+      out[3 * W + w] = r1 * sn1;
+    }
+  }
+}
+
+int blocks_of(const Shape& sh) { return (sh.normals() + 3) / 4; }
+
+bool is_identity(const double* f, int d) {
+  for (int i = 0; i < d; ++i)
+    for (int k = 0; k < d; ++k)
+      if (f[i * d + k] != (i == k ? 1.0 : 0.0)) return false;
+  return true;
+}
+
+// One chunk's tokens from its normals: zt [D][L][W] (context tokens, label last), zq [D][W],
+// yq [W]; x = Fx eps, w = Fw eps, y = <x, w> + sigma eps.
+template <class T>
+void tokens_chunk(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
+                  T sigma, T* zt, T* zq, T* yq, T* scratch /* [(d + 1) W] */) {
+  const int d = sh.d, L = sh.L;
+  T* task = scratch;        // [d][W]
+  T* x = scratch + d * W;   // [W] one coordinate
+  const float* we = eps + long((L + 1) * d) * W;
+  const float* ne = we + long(d) * W;
+  for (int i = 0; i < d; ++i)
+    for (int w = 0; w < W; ++w) {
+      T acc = 0;
+      for (int k = 0; k < d; ++k) acc += fw[i * d + k] * T(we[k * W + w]);
+      task[i * W + w] = acc;
+    }
+  for (int l = 0; l <= L; ++l) {
+    T y[W];
+    for (int w = 0; w < W; ++w) y[w] = sigma * T(ne[l * W + w]);
+    const float* xe = eps + long(l) * d * W;
+    for (int i = 0; i < d; ++i) {
+      if (fx_identity) {
+        for (int w = 0; w < W; ++w) x[w] = T(xe[i * W + w]);
+      } else {
+        for (int w = 0; w < W; ++w) {
+          T acc = 0;
+          for (int k = 0; k < d; ++k) acc += fx[i * d + k] * T(xe[k * W + w]);
+          x[w] = acc;
+        }
+      }
+      for (int w = 0; w < W; ++w) y[w] += x[w] * task[i * W + w];
+      T* dst = l < L ? zt + (long(i) * L + l) * W : zq + i * W;
+      for (int w = 0; w < W; ++w) dst[w] = x[w];
+    }
+    T* dst = l < L ? zt + (long(d) * L + l) * W : yq;
+    for (int w = 0; w < W; ++w) dst[w] = y[w];
+  }
+  for (int w = 0; w < W; ++w) zq[d * W + w] = 0;
+}
+
+// Per-run law converted to T once per call.
+template <class T>
+struct RunLaw {
+  std::vector<T> fx, fw;
+  bool fx_identity;
+  T sigma;
+  RunLaw(const double* x_factor, const double* w_factor, double noise_std, int d)
+      : fx(x_factor, x_factor + d * d), fw(w_factor, w_factor + d * d),
+        fx_identity(is_identity(x_factor, d)), sigma(T(noise_std)) {}
+};
+
+// Scratch of one thread; the token arrays hold W lanes per entry ([..][W] in memory).
+template <class T>
+struct Work {
+  using V = Vec<T>;
+  std::vector<float> eps;
+  std::vector<V> zt, zq, yq, tok, u, s, p, vv, a, head, du;
+  explicit Work(const Shape& sh) {
+    const int D = sh.D(), L = sh.L, H = sh.H;
+    eps.resize(4L * blocks_of(sh) * W);
+    zt.resize(long(D) * L);
+    zq.resize(D);
+    yq.resize(1);
+    tok.resize(sh.d + 1);
+    u.resize(D);
+    s.resize(L);
+    p.resize(long(H) * L);
+    vv.resize(long(H) * L);
+    a.resize(long(H) * D);
+    head.resize(H);
+    du.resize(D);
+  }
+  T* lanes(std::vector<V>& x) { return reinterpret_cast<T*>(x.data()); }
+};
+
+// kq [H][D][D] = W_K^T W_Q / √D and ov [H][D] = W_O W_V of one run's parameters.
+template <class T>
+void circuits(const T* theta, const Shape& sh, T* out) {
+  const int H = sh.H, D = sh.D();
+  const long HDD = long(H) * D * D;
+  const T* wq = theta;
+  const T* wk = theta + HDD;
+  const T* wv = theta + 2 * HDD;
+  const T* wo = theta + 3 * HDD;
+  const T scale = T(1) / std::sqrt(T(D));
+  T* kq = out;
+  T* ov = out + HDD;
+  for (int h = 0; h < H; ++h) {
+    const long o = long(h) * D * D;
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) {
+        T acc = 0;
+        for (int m = 0; m < D; ++m) acc += wk[o + m * D + i] * wq[o + m * D + j];
+        kq[o + i * D + j] = acc * scale;
+      }
+    for (int j = 0; j < D; ++j) {
+      T acc = 0;
+      for (int i = 0; i < D; ++i) acc += wo[h * D + i] * wv[o + i * D + j];
+      ov[h * D + j] = acc;
+    }
+  }
+}
+
+// Forward and backward of one chunk (prompts b0 .. b0+W-1 of batch `step`), written to its
+// partial: [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ, ∂L/∂ov (H D), Σ_b err_b²].
+template <class T>
+void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
+                const RunLaw<T>& law, Work<T>& wk, T* partial) {
+  using V = Vec<T>;
+  const int H = sh.H, D = sh.D(), L = sh.L;
+  const long HDD = long(H) * D * D;
+  const T* kq = circ;
+  const T* ov = circ + HDD;
+  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+  tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
+               wk.lanes(wk.zt), wk.lanes(wk.zq), wk.lanes(wk.yq), wk.lanes(wk.tok));
+  const V* zt = wk.zt.data();  // [D][L]
+  const V* zq = wk.zq.data();  // [D]
+  V* u = wk.u.data();
+  V* s = wk.s.data();
+  V yhat = V{};
+  for (int h = 0; h < H; ++h) {
+    V* p = wk.p.data() + long(h) * L;
+    V* vv = wk.vv.data() + long(h) * L;
+    V* a = wk.a.data() + long(h) * D;
+    const T* kqh = kq + long(h) * D * D;
+    const T* ovh = ov + long(h) * D;
+    for (int i = 0; i < D; ++i) {
+      V acc = V{};
+      for (int j = 0; j < D; ++j) acc += kqh[i * D + j] * zq[j];
+      u[i] = acc;
+    }
+    for (int l = 0; l < L; ++l) {
+      V sl = V{}, vl = V{};
+      for (int i = 0; i < D; ++i) {
+        sl += u[i] * zt[i * L + l];
+        vl += ovh[i] * zt[i * L + l];
+      }
+      s[l] = sl;
+      vv[l] = vl;
+    }
+    V mx = s[0];
+    for (int l = 1; l < L; ++l) mx = mx > s[l] ? mx : s[l];
+    V sum = V{};
+    for (int l = 0; l < L; ++l) {
+      p[l] = exp_nonpositive<T>(s[l] - mx);
+      sum += p[l];
+    }
+    const V inv = T(1) / sum;
+    V hd = V{};
+    for (int l = 0; l < L; ++l) {
+      p[l] *= inv;
+      hd += p[l] * vv[l];
+    }
+    for (int i = 0; i < D; ++i) {
+      V acc = V{};
+      for (int l = 0; l < L; ++l) acc += p[l] * zt[i * L + l];
+      a[i] = acc;
+    }
+    wk.head[h] = hd;
+    yhat += hd;
+  }
+  const int valid = int(std::min<int64_t>(W, sh.B - b0));
+  V err = yhat - wk.yq[0];
+  for (int w = valid; w < W; ++w) err[w] = 0;
+  const V e = err * (T(2) / T(sh.B));
+  T* G = partial;
+  T* dov = partial + HDD;
+  partial[HDD + H * D] = lane_sum<T>(err * err);
+  V* du = wk.du.data();
+  for (int h = 0; h < H; ++h) {
+    const V* p = wk.p.data() + long(h) * L;
+    const V* vv = wk.vv.data() + long(h) * L;
+    const V* a = wk.a.data() + long(h) * D;
+    const V hd = wk.head[h];
+    for (int i = 0; i < D; ++i) dov[h * D + i] = lane_sum<T>(e * a[i]);
+    for (int i = 0; i < D; ++i) du[i] = V{};
+    for (int l = 0; l < L; ++l) {
+      const V dl = p[l] * (vv[l] - hd) * e;
+      for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
+    }
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) G[long(h) * D * D + i * D + j] = lane_sum<T>(du[i] * zq[j]);
+  }
+}
+
+// Sum the chunk partials in chunk order, chain to the factors, one Adam step; returns the loss.
+template <class T>
+double finish(T* theta, T* m, T* v, const T* partials, int chunks, const Shape& sh, double lr,
+              const Adam& adam, int64_t t, std::vector<T>& buf) {
+  const int H = sh.H, D = sh.D();
+  const long HDD = long(H) * D * D, S = HDD + H * D + 1, P = sh.P();
+  buf.assign(S + P, T(0));
+  T* tot = buf.data();
+  for (int c = 0; c < chunks; ++c)
+    for (long q = 0; q < S; ++q) tot[q] += partials[c * S + q];
+  const T* G = tot;
+  const T* dov = tot + HDD;
+  T* g = buf.data() + S;
+  const T* wq = theta;
+  const T* wk = theta + HDD;
+  const T* wv = theta + 2 * HDD;
+  const T* wo = theta + 3 * HDD;
+  const T inv = T(1) / std::sqrt(T(D));
+  for (int h = 0; h < H; ++h) {
+    const long o = long(h) * D * D;
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b) {
+        T gq = 0, gk = 0;
+        for (int i = 0; i < D; ++i) {
+          gq += wk[o + a * D + i] * G[o + i * D + b];
+          gk += wq[o + a * D + i] * G[o + b * D + i];
+        }
+        g[o + a * D + b] = gq * inv;
+        g[HDD + o + a * D + b] = gk * inv;
+        g[2 * HDD + o + a * D + b] = wo[h * D + a] * dov[h * D + b];
+      }
+    for (int i = 0; i < D; ++i) {
+      T acc = 0;
+      for (int j = 0; j < D; ++j) acc += wv[o + i * D + j] * dov[h * D + j];
+      g[3 * HDD + h * D + i] = acc;
+    }
+  }
+  const double bias1 = 1.0 - std::pow(adam.beta1, double(t));
+  const T bias2_sqrt = T(std::sqrt(1.0 - std::pow(adam.beta2, double(t))));
+  const T step_size = T(lr / bias1), b1c = T(1.0 - adam.beta1), b2 = T(adam.beta2),
+          b2c = T(1.0 - adam.beta2), eps = T(adam.eps);
+  for (long q = 0; q < P; ++q) {
+    m[q] += b1c * (g[q] - m[q]);
+    v[q] = v[q] * b2 + b2c * g[q] * g[q];
+    theta[q] -= step_size * (m[q] / (std::sqrt(v[q]) / bias2_sqrt + eps));
+  }
+  return double(tot[S - 1]) / sh.B;
+}
+
+// A reusable spinning barrier (yields while waiting: the machine may be oversubscribed).
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+  void wait() {
+    const int gen = gen_.load();
+    if (count_.fetch_add(1) + 1 == n_) {
+      count_.store(0);
+      gen_.fetch_add(1);
+    } else {
+      while (gen_.load() == gen) std::this_thread::yield();
+    }
+  }
+
+ private:
+  const int n_;
+  std::atomic<int> count_{0}, gen_{0};
+};
+
+}  // namespace
+
+void normals(uint64_t seed, int64_t step, int64_t b, const Shape& shape, float* out) {
+  const int blocks = blocks_of(shape);
+  std::vector<float> eps(4L * blocks * W);
+  normals_chunk(seed, step, b, blocks, eps.data());
+  for (int n = 0; n < shape.normals(); ++n) out[n] = eps[long(n) * W];
+}
+
+template <class T>
+void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor,
+            const double* w_factor, double noise_std, T* z, T* zq, T* yq) {
+  const RunLaw<T> law(x_factor, w_factor, noise_std, sh.d);
+  Work<T> wk(sh);
+  const int D = sh.D(), L = sh.L;
+  for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
+    normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+    T* zt = wk.lanes(wk.zt);
+    T* zqs = wk.lanes(wk.zq);
+    T* yqs = wk.lanes(wk.yq);
+    tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma, zt,
+                 zqs, yqs, wk.lanes(wk.tok));
+    for (int w = 0; w < W && b0 + w < sh.B; ++w) {
+      const int64_t b = b0 + w;
+      for (int i = 0; i < D; ++i) {
+        for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * W + w];
+        zq[b * D + i] = zqs[i * W + w];
+      }
+      yq[b] = yqs[w];
+    }
+  }
+}
+
+template <class T>
+void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* seeds,
+                const Law& law, const Adam& adam, int64_t step0, int64_t n_steps,
+                const int64_t* record_at, int64_t n_record, double* losses, int threads) {
+  const int chunks = (sh.B + W - 1) / W;
+  const long P = sh.P(), S = long(sh.H) * sh.D() * sh.D() + sh.H * sh.D() + 1;
+  const long C = long(sh.H) * sh.D() * sh.D() + sh.H * sh.D();
+  std::vector<RunLaw<T>> laws;
+  for (int r = 0; r < R; ++r)
+    laws.emplace_back(law.x_factor + long(r) * sh.d * sh.d, law.w_factor + long(r) * sh.d * sh.d,
+                      law.noise_std[r], sh.d);
+  std::vector<T> partials(long(R) * chunks * S);
+  std::vector<int64_t> next_record(R, 0);
+  threads = std::max(1, std::min(threads, R * chunks));
+  // R >= threads: each thread owns whole runs and never waits; otherwise the chunks of every
+  // run are shared out and the threads meet twice per step. Both reduce chunk partials in
+  // chunk order, so the numbers are the same.
+  const bool own_runs = R >= threads;
+  Barrier barrier(threads);
+  auto worker = [&](int tid) {
+    Work<T> wk(sh);
+    std::vector<T> circ(long(R) * C), buf;
+    for (int64_t k = 0; k < n_steps; ++k) {
+      const int64_t step = step0 + k;
+      auto finish_run = [&](int r) {
+        const double loss = finish(theta + r * P, m + r * P, v + r * P, &partials[long(r) * chunks * S],
+                                   chunks, sh, adam.lr[r], adam, step + 1, buf);
+        int64_t& q = next_record[r];
+        if (q < n_record && record_at[q] == k) losses[long(r) * n_record + q++] = loss;
+      };
+      if (own_runs) {
+        for (int r = tid; r < R; r += threads) {
+          circuits(theta + r * P, sh, circ.data());
+          for (int c = 0; c < chunks; ++c)
+            chunk_grad(circ.data(), seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+                       &partials[(long(r) * chunks + c) * S]);
+          finish_run(r);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) circuits(theta + r * P, sh, circ.data() + r * C);
+        for (long q = tid; q < long(R) * chunks; q += threads) {
+          const int r = int(q / chunks), c = int(q % chunks);
+          chunk_grad(circ.data() + r * C, seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+                     &partials[q * S]);
+        }
+        barrier.wait();
+        for (int r = tid; r < R; r += threads) finish_run(r);
+        barrier.wait();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  worker(0);
+  for (auto& th : pool) th.join();
+}
+
+template void sample<float>(uint64_t, int64_t, const Shape&, const double*, const double*, double,
+                            float*, float*, float*);
+template void sample<double>(uint64_t, int64_t, const Shape&, const double*, const double*,
+                             double, double*, double*, double*);
+template void adam_steps<float>(float*, float*, float*, int, const Shape&, const uint64_t*,
+                                const Law&, const Adam&, int64_t, int64_t, const int64_t*, int64_t,
+                                double*, int);
+template void adam_steps<double>(double*, double*, double*, int, const Shape&, const uint64_t*,
+                                 const Law&, const Adam&, int64_t, int64_t, const int64_t*,
+                                 int64_t, double*, int);
+
+}  // namespace fastattn::he_step
