@@ -4,7 +4,7 @@ lengths with the pattern metrics (spec §4.2); the recipes' `train()` path would
 5·10⁵ steps. Runs of one H are trained together (R = number of seeds).
 
     python -m fastattn.experiments.he2025.batched_runs --steps 500000 --heads 1 2 4 8 \\
-        --seeds 0 1 2 3 4 --out /work/results/he-e4
+        --seeds 0 1 2 3 4 --out DIR
 
 writes OUT/results.json (per run: risk ± standard error at each L, the theory's dGD risk, the
 pattern metrics, the recorded batch losses, the group's wall and CPU time, and the risk of dGD
