@@ -73,8 +73,8 @@ class LinearTransformer(ICLModel):
         c = self.config
         d, scale = c.dim, float(c.init_scale)
         if c.init_mode == "aligned":
-            zero, eye = torch.zeros(d, d, dtype=torch.float64), torch.eye(d, dtype=torch.float64)
-            blocks = {"p1": zero, "p2": scale * eye, "q1": scale * eye, "q2": zero}
+            eye = torch.eye(d, dtype=torch.float64)
+            blocks = {"p1": 0 * eye, "p2": scale * eye, "q1": scale * eye, "q2": 0 * eye}
         else:
             blocks = {k: scale * torch.randn(d, d, generator=g, dtype=torch.float64)
                       for k in self.PARAM_ORDER}
@@ -85,7 +85,8 @@ class LinearTransformer(ICLModel):
                 t = torch.zeros(d, d, dtype=torch.float64)
             elif c.init_noise:
                 t = t + c.init_noise * torch.randn(d, d, generator=g, dtype=torch.float64)
-            p = torch.nn.Parameter(t.to(c.torch_dtype), requires_grad=not (c.reduced and null))
+            # copy=True: each block owns its storage (a shared one would get every block's update)
+            p = torch.nn.Parameter(t.to(c.torch_dtype, copy=True), requires_grad=not (c.reduced and null))
             setattr(self, name, p)
 
     @property
