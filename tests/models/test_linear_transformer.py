@@ -102,3 +102,24 @@ def test_full_model_keeps_null_blocks_small_on_centred_tasks():
     assert float(model.p1.detach().norm()) < 0.1
     assert float(model.q2.detach().norm()) < 0.1
     assert float(model.p2.detach().norm()) > 1     # the main pathway did learn
+
+
+@pytest.mark.parametrize("method,reduced", [("task_sgd", False), ("sgd", False), ("gd", True),
+                                            ("flow", True)])
+def test_every_run_records_the_null_block_norms(tmp_path, method, reduced):
+    """Spec §6.7: a run of the linear transformer, exact or sampled, records ‖p1‖_F and ‖q2‖_F at
+    every snapshot; they survive the run record and end at the trained model's blocks."""
+    from fastattn.training import Trajectory, train
+
+    task = WishartTasks(2, spectrum="1,0.5", context=4, tasks=4)
+    model = LinearTransformer(2, init_scale=0.3, init_noise=0.05, reduced=reduced)
+    extra = {"t_end": 1.0} if method == "flow" else {"steps": 20, "lr": 0.05}
+    if method in ("sgd", "task_sgd"):
+        extra["batch_size"] = 8
+    traj = Trajectory.load(train(model, task, method=method, **extra).save(tmp_path / "run"))
+    assert set(traj.series) == {"norm_p1", "norm_q2"}
+    for name, block in (("norm_p1", model.p1), ("norm_q2", model.q2)):
+        assert traj.series[name].shape == traj.snapshot_time.shape
+        assert traj.series[name][-1] == pytest.approx(float(block.detach().norm()), rel=1e-12)
+    if not reduced:
+        assert traj.series["norm_p1"][-1] > 0

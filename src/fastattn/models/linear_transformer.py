@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from fastattn import _validate as check
@@ -112,6 +113,14 @@ class LinearTransformer(ICLModel):
                      "q2": g_bot.T @ x_q / b}
             loss = 0.5 * float((r * r).sum()) / b
         return loss, grads
+
+    def snapshot_series(self, params: np.ndarray) -> dict[str, np.ndarray]:
+        """‖p1‖_F and ‖q2‖_F `[S]` of flat parameter snapshots `[S, 4d²]` (layout p1, p2, q1, q2):
+        the null blocks every run records (spec §6.7), under "norm_p1", "norm_q2"."""
+        d2 = self.config.dim ** 2
+        blocks = np.asarray(params, dtype=np.float64).reshape(len(params), 4, d2)
+        return {"norm_p1": np.linalg.norm(blocks[:, 0], axis=1),
+                "norm_q2": np.linalg.norm(blocks[:, 3], axis=1)}
 
     def blocks_in_basis(self, u: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each block conjugated into the basis U `[d, d]` (columns): B̄ = Uᵀ B U."""
