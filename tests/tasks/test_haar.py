@@ -93,7 +93,7 @@ def test_sampled_gradient_leaves_the_subspace_only_by_noise():
     """Theorem 1 for sampled SGD: at structured weights the batch-mean gradient on orthonormal data
     has an off-subspace part of norm ∝ 1/√B (zero mean: no projection or symmetrisation here).
     Measured: ‖off‖·√B = 3.1 at B = 128, 2.9–3.6 at B = 2048; the unfixed sampler gave 4.8 → 14.4
-    (its off-subspace share stayed at 65–76 %)."""
+    (its off-subspace share stayed at 64–76 %)."""
     D, N = 6, 3
     model = DisentangledTransformer(dim=D)
     theta = np.random.default_rng(1).uniform(-0.5, 0.5, 19)
