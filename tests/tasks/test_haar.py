@@ -5,6 +5,8 @@ R's diagonal, so a₁[0] was negative in every draw and Theorem 1's symmetry fai
 The check, for K draws of W `[D, n]` (n ≤ D orthonormal columns), within 5 standard errors: every
 entry has mean 0 and is positive in half the draws (sign symmetry); the trace T of the leading n×n
 block has E T = 0 and E T² = n/D (Haar on O(D): E W_ij W_kl = δ_ik δ_jl / D; 1 for n = D).
+The commuting unitary / orthogonal contexts of the autoregressive task are diagonal: their phases
+are checked for the Haar measure of the torus instead.
 """
 
 import numpy as np
@@ -111,3 +113,15 @@ def test_sampled_gradient_leaves_the_subspace_only_by_noise():
         share[B] = off / float(torch.cat([g.reshape(-1) for g in grads]).norm())
     assert 0.6 < scaled[2048] / scaled[128] < 1.6, scaled
     assert share[2048] < 0.5 * share[128], share
+
+
+@pytest.mark.parametrize("context_dist", ["unitary", "orthogonal"])
+def test_autoregressive_commuting_contexts_have_haar_phases(context_dist):
+    """𝒞_U and 𝒞_O (Sander et al.): W = diag(λ) with phases Haar on the torus (conjugate pairs for
+    𝒞_O): |λ| = 1 and E λ^k = 0 for k = 1, 2, 3 (real and imaginary parts), within 5 s.e."""
+    task = AutoRegressive(dim=4, context=2, context_dist=context_dist)
+    lam = torch.diagonal(task.sample(K, step=3).W, dim1=-2, dim2=-1).numpy()      # [K, d]
+    np.testing.assert_allclose(np.abs(lam), 1.0, atol=1e-14)
+    for k in (1, 2, 3):
+        _mean_within(np.concatenate([(lam**k).real, (lam**k).imag], 1), 0.0,
+                     f"{context_dist}: E λ^{k}")
