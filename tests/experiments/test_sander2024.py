@@ -32,6 +32,27 @@ def test_fig3_unitary_and_orthogonal_minima():
     assert o["p_T_times_C_ii"] == pytest.approx(1.0, rel=1e-3) and o["C_off_block_max"] < 1e-3
 
 
+def test_fig3_p_panel_masks_exactly_the_entries_the_model_never_reads():
+    """The mask of Fig. 3's P panel against the model itself: an entry of P is shown iff the
+    DIAG predictions depend on it (non-zero gradient on random complex tokens)."""
+    import torch
+
+    from fastattn.models import ARDiagConfig
+    from fastattn.models.base import build_model
+
+    d, tmax = 3, 7
+    model = build_model(ARDiagConfig(d, 2, tmax, init_seed=0))
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.complex(torch.randn(4, tmax, d, generator=g, dtype=torch.float64),
+                           torch.randn(4, tmax, d, generator=g, dtype=torch.float64))
+    model.predict(tokens).abs().square().sum().backward()
+    read = model.P.grad.numpy()[:-1] != 0
+    shown = fig3.used_positions(model.P.detach().numpy())
+    assert shown.shape == (tmax - 1, tmax)
+    np.testing.assert_array_equal(~np.ma.getmaskarray(shown), read)
+    assert (model.P.grad.numpy()[-1] == 0).all()
+
+
 def test_fig6_mu50_early_stop_and_closed_form():
     """μ = 50: the early stop comes at 886 steps (spec §6, N = 1000 re-simulation: 888), the
     trained P equals the closed form of §5.10, and the last row matches the spec's profile."""
