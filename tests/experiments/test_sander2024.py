@@ -106,3 +106,33 @@ def test_fig5_quick_training_helps_and_gd_improves_with_depth():
     for key in ("all", "last"):
         assert all(m < 0.7 * i for m, i in zip(s[key]["model"], s[key]["model_at_init"], strict=True))
         assert s[key]["gd"][1] < s[key]["gd"][0]
+
+
+def test_fig9_linear_model_6_has_an_exact_zero_loss_solution():
+    """The real form of Prop. 3 on Fig. 9's setup: heads (I, I), (J, J) with P = e_T predict every
+    s_{T+1} of commuting unitary contexts exactly; the zero predictor's loss is T_max − 1 = 9."""
+    import torch
+
+    from fastattn.experiments.sander2024 import fig9
+
+    model = fig9.Eq6Attention(2, 2, fig9.TMAX, softmax=False)
+    J = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
+    with torch.no_grad():
+        model.A.copy_(torch.stack([torch.eye(2, dtype=torch.float64), J]))
+        model.B.copy_(model.A)
+        model.P.zero_()
+        model.P[torch.arange(fig9.TMAX - 1), torch.arange(1, fig9.TMAX)] = 1.0
+    assert fig9.task().loss(model, fig9.task().sample(128, 3)).item() < 1e-25
+    assert fig9.task().zero_loss() == pytest.approx(9.0)
+
+
+def test_fig9_quick_linear_attention_learns_softmax_plateaus():
+    """App. B's claim at the quick size: linear model (6) goes from ℓ(0) = 9 to ≈ 0, softmax without
+    an MLP stays on a plateau above 1."""
+    from fastattn.experiments.sander2024 import fig9
+
+    s = fig9.summarize([], quick=True)
+    assert s["curves"]["no SM, no MLP"][0] > 5
+    assert s["no SM, no MLP"]["final_train_loss_tail_mean"] < 1e-2, s["no SM, no MLP"]
+    assert s["no SM, MLP"]["final_train_loss_tail_mean"] < 1e-1, s["no SM, MLP"]
+    assert s["SM, no MLP"]["final_train_loss_tail_mean"] > 1.0, s["SM, no MLP"]
