@@ -4,7 +4,8 @@ linear model (C0): (A) curvature of the windowed loss autocorrelation, (B) curva
 
 The measures are computed on the exact aligned flow of C0's task set (its ω) on a uniform grid of
 epochs, on the paper's closed form at the same ω (Eqs. 13–14 with τ_α/ω_α, `c0.paper_at_omega`),
-and on the simulation (task-centric SGD, C0's run, its records every 1/16 epoch); every landmark is
+and on the simulation (task-centric SGD, C0's run, its records every 1/16 epoch smoothed by a
+Gaussian of width max(0.1 t, ¼ epoch)); every landmark is
 matched to the mode whose window [t_half − 1.2 τ_α, t_half + 0.7 τ_α] (spec §9.5) contains it. The
 flow run is the reduced model's exact flow, whose loss the aligned flow must reproduce (the
 off-diagonal Ω leaves it 1e-3-close). The panels' time axis is logarithmic: the stages are
@@ -49,10 +50,9 @@ def runs(quick: bool) -> list[RunSpec]:
 
 def _measures(t: np.ndarray, a: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
     norm = np.sqrt(np.clip(a, 0, None).sum(1))                   # ‖p̄2‖_F with p = q = √a (balanced)
-    dt = t[1] - t[0]
-    norm_curv = np.gradient(np.gradient(norm, dt), dt)
+    norm_curv = np.gradient(np.gradient(norm, t), t)             # t: a uniform or log-spaced grid
     acf = sp.windowed_autocorrelation(loss, lag=1, window=5)
-    acf_curv = np.gradient(np.gradient(acf, dt), dt)
+    acf_curv = np.gradient(np.gradient(acf, t), t)
     mer_a = sp.marginalized_effective_rank(a, D - 2)
     mer_b, order = sp.marginalized_effective_rank_by_mode(a, D - 2, t)
     inner = slice(4, -4)                       # one-sided differences at the grid's ends: no landmarks
@@ -78,19 +78,21 @@ def _match(times, t_half, tau) -> list[int | None]:
     return out
 
 
-def _simulation(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(epochs `[R]` uniform, a `[R, d]`, loss `[R]`) of an SGD run: its records' training loss
-    and the diagonal of Uᵀ p2 q1 U interpolated from its snapshots onto the records' times, both
-    Gaussian-smoothed over ½ epoch (σ = 8 records): second derivatives of the raw SGD series are
-    batch noise (a peak every few records), the stages are ≥ τ₁ ≈ 0.5 epoch wide."""
-    from scipy.ndimage import gaussian_filter1d
-
+def _simulation(run: Run, width: float = 0.1, floor: float = 0.25
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(epochs `[G]` log-spaced, a `[G, d]`, loss `[G]`) of an SGD run: the diagonal of Uᵀ p2 q1 U
+    (interpolated from the snapshots onto the records' times) and the records' training loss, each
+    Gaussian-weighted over the records around 400 log-spaced t from ½ epoch, with standard deviation
+    max(width·t, floor) epochs. Second derivatives of the raw SGD series are batch noise (a peak
+    every few records); the stages widen with t (τ_α ∝ 1/s_α²), so the kernel does too."""
     t = run.traj.time / (2 * ETA_P)
     ts, m = products(run)
-    a = np.stack([np.interp(t, ts, m[:, k, k]) for k in range(D)], axis=1)
-    sigma = 8 * (t.size - 1) / (16 * t[-1])          # 8 records at the recipe's 16 per epoch
-    return (t, gaussian_filter1d(a, sigma, axis=0, mode="nearest"),
-            gaussian_filter1d(np.asarray(run.traj.loss), sigma, mode="nearest"))
+    raw = np.column_stack([*(np.interp(t, ts, m[:, k, k]) for k in range(D)), run.traj.loss])
+    grid = np.geomspace(0.5, t[-1] / (1 + 2 * width), 400)
+    sd = np.maximum(width * grid, floor)
+    w = np.exp(-0.5 * ((t[None, :] - grid[:, None]) / sd[:, None]) ** 2)       # [G, R]
+    smooth = (w @ raw) / w.sum(1, keepdims=True)
+    return grid, smooth[:, :D], smooth[:, D]
 
 
 def summarize(runs_: list[Run]) -> dict[str, Any]:
