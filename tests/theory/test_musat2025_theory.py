@@ -167,6 +167,15 @@ def test_large_lr_diverges_below_n_50():
     assert (s["T_gamma"], s["T_beta"], s["T_alpha"]) == (1, 9, 37)
 
 
+def test_unreached_loss_level_does_not_hide_the_crossings():
+    """N = 64 at lr = 100 crosses all three thresholds (1/9/37) and then diverges on the plateau: the
+    default loss_level = ½ is never reached, which is reported as t_loss = None, not raised."""
+    s = th.emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1))
+    assert (s["T_gamma"], s["T_beta"], s["T_alpha"], s["t_icl"]) == (1, 9, 37, 37)
+    assert s["t_loss"] is None
+    assert th.emergence_steps_gd(8, 100 / 256)["t_loss"] is not None
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="query"):
         InductionThreeParamObjective(4, query="first")

@@ -8,7 +8,10 @@
   `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
 """
 
-from fastattn.population import induction  # noqa: F401  (registers the induction objectives)
+from fastattn.population import (  # noqa: F401  (register the induction objectives)
+    induction,
+    induction_full,
+)
 from fastattn.population.api import (
     EventHit,
     IntegrationResult,

@@ -123,11 +123,18 @@ def _exact_task(task, model) -> None:
 
 @register_objective("autoregressive", "diag")
 def _diag(task, model) -> AutoRegressiveObjective:
+    if task.context_dist == "haar":
+        raise ValueError("the DIAG model has no closed-form population loss under Haar contexts "
+                         "(context_dist='haar'): train it with a sampled method (sgd, adam)")
     _exact_task(task, model)
+    if task.context_dist == "positional":
+        from fastattn.population.autoregressive_positional import PositionalDiagObjective
+
+        return PositionalDiagObjective(model.dims, task.mu)
     if task.context_dist not in ("unitary", "orthogonal"):
         raise ValueError(f"the DIAG model's exact loss is for commuting contexts; context_dist="
-                         f"{task.context_dist!r} has none: use unitary or orthogonal, or train it "
-                         "with a sampled method (sgd, adam)")
+                         f"{task.context_dist!r} has no closed form: use unitary, orthogonal or "
+                         "positional, or train it with a sampled method (sgd, adam)")
     return AutoRegressiveObjective(task.context_dist, model.dims)
 
 
