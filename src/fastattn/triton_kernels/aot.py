@@ -32,7 +32,16 @@ import torch
 
 from ._launch import Launch, recording_launches
 
-__all__ = ["KernelReport", "TARGETS", "compile_report", "kernel_names", "main", "planned_launches"]
+__all__ = [
+    "TARGETS",
+    "WORKLOADS",
+    "KernelReport",
+    "compile_report",
+    "kernel_names",
+    "main",
+    "planned_launches",
+    "run_report",
+]
 
 
 @dataclass(frozen=True)
@@ -312,56 +321,79 @@ def _key(name: str, launch: Launch) -> str:
 
 
 def compile_report(target: str = "sm_90", kernels: list[str] | None = None,
-                   progress: Callable[[str], None] | None = None) -> list[KernelReport]:
-    """Compile every distinct (kernel, configuration) the workloads plan for ``target``."""
+                   progress: Callable[[str], None] | None = None, jobs: int = 1
+                   ) -> list[KernelReport]:
+    """Compile every distinct (kernel, configuration) the workloads plan for ``target``
+    (``kernels``: only those names or packages), in ``jobs`` processes."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {sorted(TARGETS)}; got {target!r}")
     tgt = TARGETS[target]
-    seen: dict[str, KernelReport] = {}
-    for _, launch in planned_launches(tgt):
-        name = kernel_name(launch)
-        if kernels and not any(name == k or name.startswith(k + ".") for k in kernels):
-            continue
-        key = _key(name, launch)
-        if key in seen:
-            continue
-        seen[key] = _report_one(name, launch, tgt)
-        if progress is not None:
-            r = seen[key]
-            progress(_line(r))
-    return list(seen.values())
+    todo = _distinct(tgt, kernels)
+    if jobs <= 1:
+        reports = []
+        for name, launch in todo:
+            reports.append(_report_one(name, launch, tgt))
+            if progress is not None:
+                progress(_line(reports[-1]))
+        return reports
+    import multiprocessing
+
+    everything = _distinct(tgt, None)
+    index = {_key(n, launch): i for i, (n, launch) in enumerate(everything)}
+    tasks = [(target, index[_key(n, launch)]) for n, launch in todo]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        reports = []
+        for rep in pool.imap(_report_task, tasks):
+            reports.append(rep)
+            if progress is not None:
+                progress(_line(rep))
+    return reports
 
 
 def _line(r: KernelReport) -> str:
     cfg = " ".join(f"{k}={v}" for k, v in r.config.items())
     if not r.compiled:
         first = (r.error or "").strip().splitlines()
+        if r.registers is not None:  # compiled, but rejected (implicit dot)
+            return f"FAIL {r.kernel} [{cfg}] w{r.num_warps}: {first[0]}"
         return f"FAIL {r.kernel} [{cfg}] w{r.num_warps}: {first[-1] if first else ''}"
     return (f"ok   {r.kernel} [{cfg}] w{r.num_warps} s{r.num_stages}: {r.registers} regs, "
             f"{r.spilled_bytes} B spilled, {r.shared_bytes} B shared, {r.blocks_per_sm} blocks/SM, "
             f"occupancy {r.occupancy:.0%} ({r.limiter}), mma {r.mma}, "
-            f"vector/scalar loads {r.vector_loads}/{r.scalar_loads}, {r.compile_seconds:.1f} s")
+            f"loads by width {r.loads} (vector {r.vector_loads}), {r.compile_seconds:.1f} s")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: print the report (or JSON); exit 1 if any kernel fails to compile."""
-    ap = argparse.ArgumentParser(prog="fastattn kernels", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", action="append", choices=sorted(TARGETS),
-                    help="GPU target (repeatable; default sm_90)")
-    ap.add_argument("--kernel", action="append",
-                    help="only kernels named PACKAGE or PACKAGE.FUNCTION (repeatable)")
-    ap.add_argument("--json", action="store_true", help="print the report as JSON")
-    ap.add_argument("--list", action="store_true", help="list the kernels and exit")
-    args = ap.parse_args(argv)
-    if args.list:
+def _report_task(task: tuple[str, int]) -> KernelReport:
+    """Worker of ``--jobs``: compile the ``index``-th distinct configuration for ``target``
+    (workers re-plan the launches: a Launch holds meta tensors and a kernel, not picklable)."""
+    target, index = task
+    tgt = TARGETS[target]
+    return _report_one(*_distinct(tgt, None)[index], tgt)
+
+
+def _distinct(target: Target, kernels: list[str] | None) -> list[tuple[str, Launch]]:
+    """(kernel name, launch) of each distinct configuration the workloads plan for ``target``."""
+    seen: dict[str, tuple[str, Launch]] = {}
+    for _, launch in planned_launches(target):
+        name = kernel_name(launch)
+        if kernels and not any(name == k or name.startswith(k + ".") for k in kernels):
+            continue
+        seen.setdefault(_key(name, launch), (name, launch))
+    return list(seen.values())
+
+
+def run_report(targets: list[str], kernels: list[str] | None = None, as_json: bool = False,
+               list_only: bool = False, jobs: int = 1) -> int:
+    """Print the report for ``targets`` (text, or JSON); 1 if any kernel failed, else 0."""
+    if list_only:
         print("\n".join(kernel_names()))
         return 0
     reports: list[KernelReport] = []
-    for target in args.target or ["sm_90"]:
-        progress = None if args.json else (lambda line, t=target: print(f"{t} {line}", flush=True))
-        reports += compile_report(target, args.kernel, progress)
+    for target in targets:
+        progress = None if as_json else (lambda line, t=target: print(f"{t} {line}", flush=True))
+        reports += compile_report(target, kernels, progress, jobs)
     failed = [r for r in reports if not r.compiled]
-    if args.json:
+    if as_json:
         import triton
 
         print(json.dumps({"triton": triton.__version__, "reports": [asdict(r) for r in reports]},
@@ -371,6 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"error compiling {r.kernel} for {r.target} [{r.config}]:\n{r.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fastattn.triton_kernels.aot``: same options as ``fastattn kernels``."""
+    from .aot_cli import DESCRIPTION, add_arguments, run
+
+    parser = argparse.ArgumentParser(prog="python -m fastattn.triton_kernels.aot",
+                                     description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

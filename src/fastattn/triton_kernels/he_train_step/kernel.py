@@ -192,11 +192,14 @@ _GRADS = TritonKernel(_step_grads)
 _ADAM = TritonKernel(_adam)
 
 
+#: warps per program of the gradient kernel: 8 spreads the [BLOCK_B, BLOCK_T, BLOCK_D] token tile
+#: over 256 threads, which keeps it at 25 % occupancy at the He shapes (README.md)
+_GRAD_WARPS = 8
+
+
 def _block_b(batch: int) -> int:
-    """Prompts per program of the gradient kernel. Compiled: 8, so that the [BLOCK_B, BLOCK_T,
-    BLOCK_D] token tile (8·64·8 at the He shapes) takes 32 registers a thread at 4 warps and the
-    kernel stays at or above 25 % occupancy (docs in README.md); interpreted: 16 (fewer Python
-    programs)."""
+    """Prompts per program of the gradient kernel: 8 compiled (README.md: registers and occupancy
+    by block size), 16 under the interpreter (fewer Python programs)."""
     return min(block_size(batch), 16 if interpreting() else 8)
 
 
@@ -232,7 +235,7 @@ def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
                        w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(), loss_part,
                        grad_part, work, *out, consts, heads, d, context, batch, p,
                        step & 0xFFFFFFFF, step >> 32, BLOCK_B=bb, BLOCK_T=bt, BLOCK_D=bd,
-                       WRITE_BATCH=write_batch)
+                       WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
     _ADAM[(r,)](theta, m, v, lr.to(dt).contiguous(), loss_part, grad_part, loss, consts, heads, d,
                 batch, p, tiles, BLOCK_D=bd)
     return (loss, out) if write_batch else loss

@@ -24,15 +24,19 @@ from .._launch import TritonKernel, block_size, compiled_for_gpu, interpreting, 
 __all__ = ["pe_attention_backward", "pe_attention_forward"]
 
 
-def _budget() -> int:
-    """Elements of the largest [BLOCK_Q, BLOCK_K, BLOCK_D] broadcast a program forms."""
-    return 1 << 16 if interpreting() else 1 << 13
+def _budget(dtype: torch.dtype) -> int:
+    """Elements of the largest [BLOCK_Q, BLOCK_K, BLOCK_D] broadcast a program forms: 16 KB of
+    registers per program compiled (4096 float32, 2048 float64), which keeps every pe kernel at
+    or above 25 % occupancy at T <= 64 (README.md); large under the interpreter."""
+    if interpreting():
+        return 1 << 16
+    return (1 << 14) // torch.empty((), dtype=dtype).element_size()
 
 
-def _blocks(tq: int, tk: int, k: int, v: int) -> tuple[int, int, int, int]:
+def _blocks(tq: int, tk: int, k: int, v: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
     bd, bv = block_size(k), block_size(v)
     bq, bk = min(block_size(tq), 32), min(block_size(tk), 32)
-    while bq * bk * max(bd, bv) > _budget() and max(bq, bk) > 1:
+    while bq * bk * max(bd, bv) > _budget(dtype) and max(bq, bk) > 1:
         if bq >= bk:
             bq //= 2
         else:
@@ -161,7 +165,7 @@ def pe_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: t
     b, h, tq, kd = q.shape
     tk, vd = k.shape[2], v.shape[3]
     out = torch.empty(b, h, tq, vd, dtype=q.dtype, device=q.device)
-    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd, q.dtype)
     _fwd[(b * h, triton.cdiv(tq, bq))](q, k, v, p, out, h, tq, tk, kd, vd, LOOKAHEAD=lookahead,
                                         BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=bd, BLOCK_V=bv)
     return out
@@ -174,7 +178,7 @@ def pe_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, 
     the batch deterministically (per-slice partials, then a fixed-order sum)."""
     b, h, tq, kd = q.shape
     tk, vd = k.shape[2], v.shape[3]
-    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd, q.dtype)
     nqb = triton.cdiv(tq, bq)
     nb = _slices(b, h * nqb, q.device)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
