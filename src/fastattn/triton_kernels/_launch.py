@@ -9,7 +9,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 __all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "interpreting",
-           "persistent_programs", "recording_launches", "sm_count", "triton_available"]
+           "persistent_programs", "recording_launches", "register_budget", "sm_count",
+           "triton_available"]
 
 
 @dataclass
@@ -60,6 +61,16 @@ def interpreting() -> bool:
     """True when ``TRITON_INTERPRET=1`` is set now (read at every launch, not at import) and
     launches are not being recorded for the AOT report (which plans them as compiled)."""
     return os.environ.get("TRITON_INTERPRET") == "1" and _RECORDING.get() is None
+
+
+def register_budget(dtype, elements: int, interpreted: int = 1 << 16) -> int:
+    """Elements of the largest broadcast temporary a program may form: ``elements`` for 4-byte
+    dtypes compiled, half that for 8-byte ones (two registers each), ``interpreted`` under the
+    interpreter (fewer, larger programs). Each kernel's ``elements`` is chosen from the AOT report
+    (``fastattn kernels``) to stay spill-free at >= 25 % occupancy (its README)."""
+    if interpreting():
+        return interpreted
+    return elements if dtype.itemsize <= 4 else elements // 2
 
 
 def block_size(n: int, minimum: int = 1) -> int:

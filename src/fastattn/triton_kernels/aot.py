@@ -234,11 +234,11 @@ def _occupancy(target: Target, regs: int, shared: int, warps: int) -> tuple[int,
     """(blocks per SM, occupancy, limiter) from CUDA's occupancy rules: registers allocated per
     warp in units of 256, shared memory per block plus the reserved 1 KB."""
     regs_per_warp = -(-max(regs, 1) * 32 // 256) * 256
-    limits = {
-        "registers": (target.registers // regs_per_warp) // warps,
-        "shared memory": target.shared // (shared + target.reserved_shared),
+    limits = {  # on a tie the hardware maxima are named
         "warps": target.max_warps // warps,
         "blocks": target.max_blocks,
+        "registers": (target.registers // regs_per_warp) // warps,
+        "shared memory": target.shared // (shared + target.reserved_shared),
     }
     limiter = min(limits, key=limits.get)
     blocks = limits[limiter]

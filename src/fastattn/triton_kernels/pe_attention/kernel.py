@@ -19,24 +19,17 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, compiled_for_gpu, interpreting, sm_count
+from .._launch import TritonKernel, block_size, compiled_for_gpu, register_budget, sm_count
 
 __all__ = ["pe_attention_backward", "pe_attention_forward"]
 
 
-def _budget(dtype: torch.dtype) -> int:
-    """Elements of the largest [BLOCK_Q, BLOCK_K, BLOCK_D] broadcast a program forms: 16 KB of
-    registers per program compiled (4096 float32, 2048 float64), which keeps every pe kernel at
-    or above 25 % occupancy at T <= 64 (README.md); large under the interpreter."""
-    if interpreting():
-        return 1 << 16
-    return (1 << 14) // torch.empty((), dtype=dtype).element_size()
-
-
 def _blocks(tq: int, tk: int, k: int, v: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
+    """(BLOCK_Q, BLOCK_K, BLOCK_D, BLOCK_V): the [BLOCK_Q, BLOCK_K, max(BLOCK_D, BLOCK_V)]
+    broadcast within 4096 float32 elements (README.md: registers and occupancy)."""
     bd, bv = block_size(k), block_size(v)
     bq, bk = min(block_size(tq), 32), min(block_size(tk), 32)
-    while bq * bk * max(bd, bv) > _budget(dtype) and max(bq, bk) > 1:
+    while bq * bk * max(bd, bv) > register_budget(dtype, 1 << 12) and max(bq, bk) > 1:
         if bq >= bk:
             bq //= 2
         else:
