@@ -321,14 +321,15 @@ def _key(name: str, launch: Launch) -> str:
 
 
 def compile_report(target: str = "sm_90", kernels: list[str] | None = None,
-                   progress: Callable[[str], None] | None = None, jobs: int = 1
-                   ) -> list[KernelReport]:
+                   progress: Callable[[str], None] | None = None, jobs: int = 1,
+                   quick: bool = False) -> list[KernelReport]:
     """Compile every distinct (kernel, configuration) the workloads plan for ``target``
-    (``kernels``: only those names or packages), in ``jobs`` processes."""
+    (``kernels``: only those names or packages; ``quick``: one configuration per kernel), in
+    ``jobs`` processes."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {sorted(TARGETS)}; got {target!r}")
     tgt = TARGETS[target]
-    todo = _distinct(tgt, kernels)
+    todo = _distinct(tgt, kernels, quick)
     if jobs <= 1:
         reports = []
         for name, launch in todo:
@@ -371,19 +372,23 @@ def _report_task(task: tuple[str, int]) -> KernelReport:
     return _report_one(*_distinct(tgt, None)[index], tgt)
 
 
-def _distinct(target: Target, kernels: list[str] | None) -> list[tuple[str, Launch]]:
-    """(kernel name, launch) of each distinct configuration the workloads plan for ``target``."""
+def _distinct(target: Target, kernels: list[str] | None, quick: bool = False
+              ) -> list[tuple[str, Launch]]:
+    """(kernel name, launch) of each distinct configuration the workloads plan for ``target``
+    (``quick``: the first of each kernel only)."""
     seen: dict[str, tuple[str, Launch]] = {}
     for _, launch in planned_launches(target):
         name = kernel_name(launch)
         if kernels and not any(name == k or name.startswith(k + ".") for k in kernels):
+            continue
+        if quick and any(n == name for n, _ in seen.values()):
             continue
         seen.setdefault(_key(name, launch), (name, launch))
     return list(seen.values())
 
 
 def run_report(targets: list[str], kernels: list[str] | None = None, as_json: bool = False,
-               list_only: bool = False, jobs: int = 1) -> int:
+               list_only: bool = False, jobs: int = 1, quick: bool = False) -> int:
     """Print the report for ``targets`` (text, or JSON); 1 if any kernel failed, else 0."""
     if list_only:
         print("\n".join(kernel_names()))
@@ -391,7 +396,7 @@ def run_report(targets: list[str], kernels: list[str] | None = None, as_json: bo
     reports: list[KernelReport] = []
     for target in targets:
         progress = None if as_json else (lambda line, t=target: print(f"{t} {line}", flush=True))
-        reports += compile_report(target, kernels, progress, jobs)
+        reports += compile_report(target, kernels, progress, jobs, quick)
     failed = [r for r in reports if not r.compiled]
     if as_json:
         import triton

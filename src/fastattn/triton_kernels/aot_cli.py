@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(repeatable; --list shows them)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--list", action="store_true", help="list the kernels and exit")
+    parser.add_argument("--quick", action="store_true",
+                        help="one configuration per kernel (the first the workloads plan: the "
+                        "library's shapes, float32) instead of all")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="compile in N processes (default 1)")
 
@@ -40,4 +43,4 @@ def run(args: argparse.Namespace) -> int:
     from fastattn.triton_kernels.aot import run_report
 
     return run_report(targets=args.target or ["sm_90"], kernels=args.kernel, as_json=args.json,
-                      list_only=args.list, jobs=args.jobs)
+                      list_only=args.list, jobs=args.jobs, quick=args.quick)
