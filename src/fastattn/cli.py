@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     from fastattn.sweep.cli import add_parsers as add_sweep_parsers
 
     add_sweep_parsers(sub)
+    from fastattn.triton_kernels.aot_cli import add_parser as add_kernels_parser
+
+    add_kernels_parser(sub)
     for command in sub.choices.values():
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the Python traceback of an error")
