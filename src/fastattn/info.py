@@ -20,13 +20,31 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def versions() -> dict[str, str | None]:
+    """Versions of fastattn, python, numpy, torch and triton, read from the installed distributions'
+    metadata: no import of torch or triton (a run record asks for them; importing triton alone
+    costs most of a short flow's first call)."""
+    return {"fastattn": _version("fastattn"), "python": platform.python_version(),
+            "numpy": _version("numpy"), "torch": _version("torch"), "triton": _version("triton")}
+
+
+def core_report() -> dict:
+    """The compiled core: loaded, its version, Eigen's, whether built for this CPU, and the error."""
+    return {
+        "loaded": core is not None,
+        "version": getattr(core, "__version__", None),
+        "eigen": getattr(core, "eigen_version", None),
+        "native_build": getattr(core, "native_build", None),
+        "error": CORE_ERROR,
+    }
+
+
 def info() -> dict:
     """A plain dict describing the installation; ``fastattn info`` prints it.
 
     Keys: versions (fastattn, python, numpy, torch, triton), core (loaded + error), backends (name ->
     available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
     """
-    import numpy
     import torch
 
     from fastattn.models import MODELS
@@ -49,20 +67,8 @@ def info() -> dict:
         "torch-reference": {"available": True, "why_not": None},
     }
     return {
-        "versions": {
-            "fastattn": _version("fastattn"),
-            "python": platform.python_version(),
-            "numpy": numpy.__version__,
-            "torch": torch.__version__,
-            "triton": triton_version,
-        },
-        "core": {
-            "loaded": core is not None,
-            "version": getattr(core, "__version__", None),
-            "eigen": getattr(core, "eigen_version", None),
-            "native_build": getattr(core, "native_build", None),
-            "error": CORE_ERROR,
-        },
+        "versions": versions(),
+        "core": core_report(),
         "backends": backends,
         "ops": _op_backends(),
         "registries": {"tasks": sorted(TASKS), "models": sorted(MODELS)},
