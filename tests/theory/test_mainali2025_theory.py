@@ -10,6 +10,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
 from fastattn._core_loader import has_cpp
+from fastattn.population import aligned_flow
 from fastattn.theory import mainali2025 as th
 
 C0 = {"s": np.array([2.0, 1.0, 0.5, 0.25]), "n": 32, "eta_p": 0.64, "a0": 1e-4}
@@ -68,7 +69,7 @@ def test_exact_optimum_equals_an_independent_optimiser(s, n, loss):
 def test_exact_flow_conserves_the_total_but_not_the_per_mode_balance():
     t = np.unique(np.concatenate([[0.0, 400.0], np.geomspace(0.01, 2000, 300)]))
     p0 = np.full(4, np.sqrt(C0["a0"]))
-    fl = th.exact_flow(C0["s"], C0["n"], C0["eta_p"], p0, p0, t)
+    fl = aligned_flow.exact_flow(C0["s"], C0["n"], C0["eta_p"], p0, p0, t)
     c = fl.conserved()
     assert np.max(np.abs(c - c[0])) < 1e-10
     c_modes = fl.p**2 - fl.q**2
@@ -87,7 +88,7 @@ def test_escape_rate_is_the_exact_flows_growth_of_an_unlearned_mode():
     g₄/(ηP s₄²) = 0.80 there (the spec's §6.5 quotes ≈ 0.78), where the paper has g₄ = ηP s₄²."""
     s, n, eta_p = C0["s"], C0["n"], C0["eta_p"]
     p0 = np.full(4, np.sqrt(C0["a0"]))
-    fl = th.exact_flow(s, n, eta_p, p0, p0, np.array([0.0, 60.0, 60.5]))
+    fl = aligned_flow.exact_flow(s, n, eta_p, p0, p0, np.array([0.0, 60.0, 60.5]))
     p, q = fl.p[1], fl.q[1]
     k_q = (s[:3] ** 2 * q[:3] ** 2).sum()
     k_p = (s[:3] * p[:3] ** 2).sum()
