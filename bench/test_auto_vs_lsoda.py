@@ -35,7 +35,6 @@ from scipy.integrate import solve_ivp  # noqa: E402
 
 import fastattn  # noqa: E402
 from fastattn import population  # noqa: E402
-from fastattn._core_loader import has_cpp  # noqa: E402
 from fastattn.models import SeparateKQ  # noqa: E402
 from fastattn.population import Moments  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
@@ -152,7 +151,6 @@ def run_auto(D: int, repeats: int = 1) -> dict:
 
 
 # ------------------------------------------------------------------------------- pytest (CI subset)
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 @pytest.mark.parametrize("D", [4, 8])

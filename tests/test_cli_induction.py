@@ -8,11 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.cli import main
 from fastattn.population import emergence
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 ORTHO = ["train", "--task", "induction", "--dim", "8", "--context", "4", "--data", "orthonormal",
          "--query", "last", "--init", "0", "--quiet"]
 

@@ -66,3 +66,18 @@ def test_every_listed_command_builds_with_its_listed_help():
     listed = {c.dest: c.help for c in sub._choices_actions}
     assert set(sub.choices) == set(COMMANDS)
     assert listed == {name: help_line for name, (help_line, _) in COMMANDS.items()}
+
+
+def test_import_fails_with_a_clear_message_without_the_compiled_core():
+    """The compiled core is a hard requirement: no fallback, an ImportError that says how to build it."""
+    code = ("import sys\n"
+            "class NoCore:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'fastattn._core':\n"
+            "            raise ImportError('hidden by the test')\n"
+            "sys.meta_path.insert(0, NoCore())\n"
+            "import fastattn\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError") and "fastattn._core" in last and "pip install -e ." in last

@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from fastattn._core_loader import has_cpp  # the compiled core: a clear ImportError without it
+
 if TYPE_CHECKING:
-    from fastattn._core_loader import has_cpp
     from fastattn.info import info
     from fastattn.training import TrainConfig, Trajectory, train
 
@@ -21,7 +22,6 @@ __version__ = "0.1.0"
 
 #: public name → the module that defines it
 _LAZY = {
-    "has_cpp": "fastattn._core_loader",
     "info": "fastattn.info",
     "TrainConfig": "fastattn.training",
     "Trajectory": "fastattn.training",

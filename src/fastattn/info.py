@@ -7,7 +7,7 @@ import os
 import platform
 from importlib import metadata
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 
 
 # cached: reading a distribution's metadata parses its METADATA file, and every run
@@ -29,21 +29,21 @@ def versions() -> dict[str, str | None]:
 
 
 def core_report() -> dict:
-    """The compiled core: loaded, its version, Eigen's, whether built for this CPU, and the error."""
+    """The compiled core (always loaded: fastattn does not import without it): its version, Eigen's
+    and whether it was built for this CPU."""
     return {
-        "loaded": core is not None,
-        "version": getattr(core, "__version__", None),
-        "eigen": getattr(core, "eigen_version", None),
-        "native_build": getattr(core, "native_build", None),
-        "error": CORE_ERROR,
+        "loaded": True,
+        "version": core.__version__,
+        "eigen": core.eigen_version,
+        "native_build": core.native_build,
     }
 
 
 def info() -> dict:
     """A plain dict describing the installation; ``fastattn info`` prints it.
 
-    Keys: versions (fastattn, python, numpy, torch, triton), core (loaded + error), backends (name ->
-    available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
+    Keys: versions (fastattn, python, numpy, torch, triton), core (version, Eigen, native build),
+    backends (name -> available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
     """
     import torch
 
@@ -94,10 +94,8 @@ def format_info(report: dict) -> str:
     v, c = report["versions"], report["core"]
     lines = ["fastattn " + str(v["fastattn"])]
     lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
-    native = ", built for this CPU" if c.get("native_build") else ", portable build"
-    status = f"loaded (version {c['version']}, Eigen {c['eigen']}{native})" if c["loaded"] else \
-        f"NOT loaded: {c['error']}"
-    lines.append(f"C++ core: {status}")
+    native = ", built for this CPU" if c["native_build"] else ", portable build"
+    lines.append(f"C++ core: loaded (version {c['version']}, Eigen {c['eigen']}{native})")
     lines.append("kernel backends:")
     for name, b in report["backends"].items():
         state = "available" if b["available"] else f"unavailable ({b['why_not']})"

@@ -26,13 +26,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
 from fastattn.population import integrate
 from fastattn.tasks import LinearRegression
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 # (n_evals, n_steps, n_hvp, n_rejected, n_jac, final loss); every run ends with status "t_end"
 GOLDEN = {

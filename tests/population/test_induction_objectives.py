@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.analysis.pseudo_params import DEAD, DEAD_ORTHONORMAL_STRICT, embed, project, subspace_report
 from fastattn.models.disentangled import (
     NAMES,
@@ -29,7 +28,6 @@ from fastattn.population.induction import (
 from fastattn.tasks import InductionPairs
 from fastattn.tasks.induction import batch_grams
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 MASKS = ("strict", "inclusive")
 
 

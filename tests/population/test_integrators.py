@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import (
     Moments,
     conserved_quantities,
@@ -25,8 +24,6 @@ from fastattn.population import (
 from fastattn.theory.zhang2025 import white_merged_loss
 
 from .conftest import fig3_setting, random_moments, random_params
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 @pytest.mark.parametrize(("family", "dims"), [("merged", (3, 3, 1)), ("separate", (3, 3, 2)),

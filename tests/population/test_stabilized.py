@@ -11,13 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import hessian, integrate, loss_and_grad, stabilized
 from fastattn.population.stabilized import shipped
 
 from .conftest import random_moments, random_params
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 STAGES = range(stabilized.S_MIN, stabilized.S_MAX + 1)
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import BackendUnavailableError, select_backend
+from fastattn.ops._dispatch import select_backend
 from fastattn.triton_kernels._launch import interpreting
 
 __all__ = ["he_adam_step"]
@@ -46,11 +46,8 @@ def he_adam_step(theta: Tensor, m: Tensor, v: Tensor, seeds: Tensor, lr: Tensor,
         return he_adam_step_triton(theta, m, v, seeds.to(theta.device, torch.int64), lr, x_factor,
                                    w_factor, noise_std, heads, context, batch, step, betas, eps)
     if backend == "cpp":
-        from fastattn._core_loader import CORE_ERROR, core
+        from fastattn._core_loader import core
 
-        if core is None:
-            raise BackendUnavailableError(f"fastattn.ops.he_adam_step: backend 'cpp' needs the C++ "
-                                          f"core ({CORE_ERROR}); use backend='reference'")
         loss = core.he_adam_steps(
             theta.numpy(), m.numpy(), v.numpy(), seeds.numpy().astype(np.uint64),
             lr.double().numpy(), x_factor.double().numpy(), w_factor.double().numpy(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastattn._core_loader import core, has_cpp
+from fastattn._core_loader import core
 from fastattn.models import layout
 from fastattn.population import reference
 from fastattn.population.moments import Moments
@@ -90,11 +90,10 @@ def _family_params(name: str, params, family: str, dims) -> np.ndarray:
 
 
 def _backend(backend: str) -> str:
+    """"cpp" (the compiled core; "auto" picks it) or "torch" (the float64 torch reference)."""
     if backend not in ("auto", "cpp", "torch"):
         raise ValueError(f"backend={backend!r} is unknown; use 'auto', 'cpp' or 'torch'")
-    if backend == "cpp" and not has_cpp():
-        raise ValueError("backend='cpp' but the compiled core is absent; rebuild or use 'torch'")
-    return "cpp" if backend == "auto" and has_cpp() else ("torch" if backend == "auto" else backend)
+    return "cpp" if backend == "auto" else backend
 
 
 def _moment_list(moments, K: int) -> list[Moments]:
@@ -104,7 +103,7 @@ def _moment_list(moments, K: int) -> list[Moments]:
 
 def _objectives(objective) -> list:
     objs = list(objective) if isinstance(objective, Sequence) else [objective]
-    if not objs or core is None or not all(isinstance(o, core.Objective) for o in objs):
+    if not objs or not all(isinstance(o, core.Objective) for o in objs):
         raise ValueError("objective must be an Objective (a LinearAttentionObjective, objective_for(task, "
                          "model), or a Python subclass of fastattn.population.Objective) or a sequence "
                          "of K of them")
@@ -179,8 +178,6 @@ def hvp(family: str, params, u, dims, moments: Moments) -> np.ndarray:
 def make_evaluator(family: str, dims, moments: Moments) -> LinearAttentionObjective:
     """The C++ objective of a linear attention family with fixed moments (for repeated calls); see
     LinearAttentionObjective for its methods."""
-    if not has_cpp():
-        raise ValueError("make_evaluator needs the compiled core; rebuild fastattn")
     return LinearAttentionObjective(family, dims, moments)
 
 
@@ -222,13 +219,11 @@ def _integrate_family(family: str, params0, dims=None, moments=None, method: str
     family_dims(family, (1, 1, 1))
     if dims is None or moments is None:
         raise ValueError("integrate(family, params0, dims, moments, ...) needs dims and moments")
-    D, H, R = family_dims(family, dims)
+    D = family_dims(family, dims)[0]
     p = _family_params("params0", params0, family, dims)
     K = 1 if p.ndim == 1 else p.shape[0]
     moment_arrays(moments, D, K)
     opts = flow_options(None, {"method": method, "t_end": t_end, **overrides})
-    if not has_cpp():
-        return _integrate_python(family, p, (D, H, R), moments, opts)
     ms = [moments] if isinstance(moments, Moments) else list(moments)
     return _run([LinearAttentionObjective(family, dims, m) for m in ms], p, opts)
 
@@ -258,54 +253,6 @@ def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> IntegrationResult:
         times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
         n_hvp=ints[3], n_rejected=ints[4], events=events,
-    )
-
-
-def _integrate_python(family, p, dims, moments, opts: FlowOptions) -> IntegrationResult:
-    """Fallback without the C++ core: GD (method='euler') on the torch reference only."""
-    if opts.method != "euler" or p.ndim != 1 or opts.events:
-        raise ValueError(f"method={opts.method!r}: without the C++ core only single-model 'euler' runs "
-                         "(without events)")
-    lr, t_end = opts.lr, opts.t_end
-    t0 = time.perf_counter()
-    n_total = round(t_end / (2 * lr))
-    ks = np.minimum(np.rint(opts.record_grid() / (2 * lr)).astype(np.int64), n_total)
-    th = p.copy()
-    losses, params = [], []
-    status, k, n_evals = "t_end", 0, 0
-    L, g = reference.loss_and_grad(family, th, dims, moments)
-    n_evals += 1
-    j = 0
-    while True:
-        while j < ks.size and ks[j] <= k:
-            losses.append(L)
-            params.append(th.copy())
-            j += 1
-        if opts.target_loss is not None and opts.target_loss >= L:
-            status = "target_loss"
-            break
-        if opts.grad_tol is not None and np.linalg.norm(g) < opts.grad_tol:
-            status = "converged"
-            break
-        if k >= n_total or (opts.max_steps and k >= opts.max_steps):
-            status = "t_end" if k >= n_total else "max_steps"
-            break
-        if opts.max_seconds and time.perf_counter() - t0 >= opts.max_seconds:
-            status = "max_seconds"
-            break
-        new = th - lr * g
-        Ln, gn = reference.loss_and_grad(family, new, dims, moments)
-        n_evals += 1
-        if not (np.isfinite(Ln) and np.all(np.isfinite(gn)) and np.all(np.isfinite(new))):
-            status = "diverged"
-            break
-        th, L, g, k = new, Ln, gn, k + 1
-    n = len(losses)
-    return IntegrationResult(
-        times=2 * lr * ks[:n].astype(np.float64), loss=np.array(losses),
-        params=np.array(params) if opts.record_params else None, final_params=th, status=status,
-        n_evals=n_evals, n_steps=k, n_jac=0, t_final=2 * lr * k,
-        wall_time=time.perf_counter() - t0,
     )
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.population.registry import register_objective
 
 QUERIES = ("last", "uniform")
@@ -54,12 +54,6 @@ THREE_PARAM = ("alpha3", "beta2", "gamma3")
 THREE_PARAM_INDEX = tuple(NAMES.index(n) for n in THREE_PARAM)
 
 
-def _need_core(what: str) -> None:
-    if core is None:
-        raise ValueError(f"{what} needs the compiled core ({CORE_ERROR}); rebuild fastattn "
-                         "(pip install -e .)")
-
-
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name}={value!r} is unknown; use one of {list(choices)}")
@@ -72,7 +66,7 @@ def _check_n(N) -> int:
     return int(N)
 
 
-class InductionThreeParamObjective(core.InductionThreeParam if core is not None else object):
+class InductionThreeParamObjective(core.InductionThreeParam):
     """Exact population loss of the 3-parameter model (α₃, β₂, γ₃), orthonormal data, N pairs.
 
     query: "last" (q = N, Theorem 2) or "uniform" (q ~ Unif{1..N}); mask: "strict" (j < i, the
@@ -80,7 +74,6 @@ class InductionThreeParamObjective(core.InductionThreeParam if core is not None 
     """
 
     def __init__(self, N: int, query: str = "last", mask: str = "strict"):
-        _need_core("InductionThreeParamObjective")
         super().__init__(_check_n(N), check_choice("query", query, QUERIES),
                          check_choice("mask", mask, MASKS))
         self.query, self.mask = query, mask
@@ -114,7 +107,7 @@ def orthonormal_grams(N: int, query: str = "last") -> tuple[np.ndarray, np.ndarr
             np.array([2 * q - 1 for q in qs]))
 
 
-class InductionGram19Objective(core.InductionGram19 if core is not None else object):
+class InductionGram19Objective(core.InductionGram19):
     """The 19-parameter disentangled transformer's loss in Gram space (spec §5.5), summed over the
     output coordinates, weighted over S sequences.
 
@@ -123,7 +116,6 @@ class InductionGram19Objective(core.InductionGram19 if core is not None else obj
     """
 
     def __init__(self, G1, G2, GM, target, weights, mask: str = "strict"):
-        _need_core("InductionGram19Objective")
         G1, G2, GM = (np.ascontiguousarray(np.asarray(g, dtype=np.float64)) for g in (G1, G2, GM))
         if G1.ndim != 3 or G1.shape[1] != G1.shape[2] or G2.shape != G1.shape or GM.shape != G1.shape:
             raise ValueError(f"G1, G2, GM must share the shape [S, L, L]; got {G1.shape}, {G2.shape}, "

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.population.moments import Moments
 from fastattn.population.registry import register_objective
 
@@ -30,7 +30,7 @@ FAMILIES = ("merged", "cubic_mlp", "separate")
 # merged and cubic_mlp share the flat layout and the closed form (w2 ≡ v, W1[h] ≡ vec U_h)
 _MERGED_LIKE = ("merged", "cubic_mlp")
 
-Objective = core.Objective if core is not None else object
+Objective = core.Objective
 
 
 def family_dims(family: str, dims) -> tuple[int, int, int]:
@@ -76,7 +76,7 @@ def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
     return cov, ws, noise, inv_n
 
 
-class LinearAttentionObjective(core.LinearAttention if core is not None else object):
+class LinearAttentionObjective(core.LinearAttention):
     """The exact population loss of a zero-block linear attention model (`family` at `dims`) on a
     task with `moments`, in C++ (float64). The integrators work in Λ's eigenbasis.
 
@@ -91,9 +91,6 @@ class LinearAttentionObjective(core.LinearAttention if core is not None else obj
     """
 
     def __init__(self, family: str, dims, moments: Moments):
-        if core is None:
-            raise ValueError(f"LinearAttentionObjective needs the compiled core ({CORE_ERROR}); rebuild "
-                             "fastattn (pip install -e .)")
         D, H, R = family_dims(family, dims)
         cov, ws, noise, inv_n = moment_arrays(moments, D, 1)
         super().__init__(family, D, H, R, cov[0], ws[0], float(noise[0]), float(inv_n[0]))

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from fastattn import _validate as check
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.models.multihead_softmax import MultiHeadSoftmax
 from fastattn.ops._dispatch import BackendUnavailableError
 from fastattn.tasks.linear_regression import _factor
@@ -213,9 +213,6 @@ class FastStream:
     def draw(self, batch_size: int, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch `step`: z `[B, L, D]`, z_q `[B, D]`, y_q `[B]`."""
         law = self.law
-        if core is None:
-            raise RuntimeError(f"the fast stream needs the C++ core ({CORE_ERROR}); run pip "
-                               "install . again, or use stream='task'")
         out = core.he_sample(law.seed, step, self.d, self.L, batch_size, law.x_factor,
                               law.w_factor, law.noise_std, self.dtype == torch.float64)
         return tuple(torch.from_numpy(a) for a in out)
@@ -235,9 +232,6 @@ def batch_tokens(tasks: Sequence, batch_size: int, step: int, dtype: torch.dtype
 def fused_unavailable(stream: str, dtype: torch.dtype) -> list[str]:
     """Every reason the fused C++ step cannot train these runs (empty: it can)."""
     reasons = []
-    if core is None or not hasattr(core, "he_adam_steps"):
-        reasons.append("the C++ core is not built or predates the fused step "
-                       f"({CORE_ERROR or 'no he_adam_steps'}); run pip install . again")
     if stream != "fast":
         reasons.append(f"stream={stream!r}: the fused step draws its own data (stream='fast'); "
                        "the 'task' stream's batches come from task.sample in Python")
