@@ -3,14 +3,16 @@
 - objectives: `Objective` (the core's interface; subclass it in Python), `LinearAttentionObjective`
   (the zero-block linear attention models' closed form, docs/theory.md §1–3), and the registry
   `objective_for(task, model)` / `register_objective` / `registered_objectives`;
-- flows: `integrate(objective, params0, FlowOptions(...))` → `IntegrationResult` (docs/theory.md §4);
+- flows: `integrate(objective, params0, FlowOptions(...))` → `FlowResult` (docs/theory.md §4), the
+  one integrator entry for every objective;
 - the linear attention models by family name: `loss_and_grad`, `hessian`, `hvp`, `make_evaluator`,
-  `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
+  `gamma`, `n_params`, `conserved_quantities`.
 """
 
 from fastattn.population import induction  # noqa: F401  (registers the induction objectives)
 from fastattn.population.api import (
     EventHit,
+    FlowResult,
     IntegrationResult,
     conserved_quantities,
     gamma,
@@ -39,6 +41,7 @@ __all__ = [
     "CoordinateEvent",
     "EventHit",
     "FlowOptions",
+    "FlowResult",
     "FullModelObjective",
     "IntegrationResult",
     "LinearAttentionObjective",

@@ -1,9 +1,9 @@
 """Gradient flows of exact objectives, and the linear attention models' population loss (public face).
 
-`integrate(objective, params0, options)` follows dθ/dt = −½ ∂L/∂θ (one GD step with learning rate η
-advances t by 2η) for any `Objective`: a `LinearAttentionObjective`, one from `objective_for(task,
-model)`, or a Python subclass of `Objective`. The family-name functions (`loss_and_grad(family, ...)`,
-`integrate(family, params0, dims, moments, ...)`, …) are conveniences over `LinearAttentionObjective`.
+`integrate(objective, params0, options) -> FlowResult` follows dθ/dt = −½ ∂L/∂θ (one GD step with
+learning rate η advances t by 2η) for any `Objective`: a `LinearAttentionObjective`, one from
+`objective_for(task, model)`, or a Python subclass of `Objective`. The family-name functions
+(`loss_and_grad(family, ...)`, `hessian`, …) are conveniences over `LinearAttentionObjective`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class EventHit:
 
 
 @dataclass(frozen=True, eq=False)
-class IntegrationResult:
+class FlowResult:
     """A gradient-flow trajectory.
 
     Attributes:
@@ -72,6 +72,10 @@ class IntegrationResult:
     n_hvp: int | np.ndarray = 0
     n_rejected: int | np.ndarray = 0
     events: list[EventHit] | list[list[EventHit]] = ()
+
+
+#: the earlier name of `FlowResult`
+IntegrationResult = FlowResult
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -182,53 +186,26 @@ def make_evaluator(family: str, dims, moments: Moments) -> LinearAttentionObject
 
 
 # ---------------------------------------------------------------- integrate
-def integrate(objective, params0, options: FlowOptions | None = None, *legacy,
-              **overrides) -> IntegrationResult:
+def integrate(objective, params0, options: FlowOptions | None = None, **overrides) -> FlowResult:
     """Integrate the gradient flow dθ/dt = −½ ∂L/∂θ from params0 to t_end (or an early stop).
 
-    Forms:
-        integrate(objective, params0, options=None, **option_overrides)
-        integrate(family, params0, dims, moments, method="rk45", t_end=1.0, **option_overrides)
-
     Args:
-        objective: an `Objective` shared by the K models, or a sequence of K (one each).
+        objective: an `Objective` shared by the K models, or a sequence of K (one each): e.g.
+            `LinearAttentionObjective(family, dims, moments)` or `objective_for(task, model)`.
         params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step), in the
             caller's basis.
         options: a FlowOptions; keyword overrides replace its fields (or build one: t_end is required).
-        family, dims, moments: a linear attention family ("merged", "cubic_mlp", "separate"), its
-            dims (D, H, R) and one Moments (shared) or K: the objective(s) are built for you.
     Returns:
-        IntegrationResult (with the events' crossings). See FlowOptions for the methods and stops,
+        FlowResult (with the events' crossings). See FlowOptions for the methods and stops,
         and docs/theory.md §4.
     """
-    if isinstance(objective, str):
-        return _integrate_family(objective, params0, options, *legacy, **overrides)
-    if legacy:
-        raise ValueError("integrate(objective, params0, options, **overrides) takes no further positional "
-                         "arguments; pass options by name")
     opts = flow_options(options, overrides)
     objs = _objectives(objective)
     p = _params("params0", params0, objs[0].size(), f"objective {objs[0].name()}")
     return _run(objs, p, opts)
 
 
-def _integrate_family(family: str, params0, dims=None, moments=None, method: str = "rk45",
-                      t_end: float = 1.0, **overrides) -> IntegrationResult:
-    """integrate(family, params0, dims, moments, method, t_end, **overrides): the objective(s) built
-    from a family name (the older call form)."""
-    family_dims(family, (1, 1, 1))
-    if dims is None or moments is None:
-        raise ValueError("integrate(family, params0, dims, moments, ...) needs dims and moments")
-    D = family_dims(family, dims)[0]
-    p = _family_params("params0", params0, family, dims)
-    K = 1 if p.ndim == 1 else p.shape[0]
-    moment_arrays(moments, D, K)
-    opts = flow_options(None, {"method": method, "t_end": t_end, **overrides})
-    ms = [moments] if isinstance(moments, Moments) else list(moments)
-    return _run([LinearAttentionObjective(family, dims, m) for m in ms], p, opts)
-
-
-def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> IntegrationResult:
+def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> FlowResult:
     t0 = time.perf_counter()
     out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core())
     wall = time.perf_counter() - t0
@@ -242,14 +219,14 @@ def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> IntegrationResult:
     if p.ndim == 1:
         reached = ~np.isnan(loss[0])
         n_rec = int(np.argmin(reached)) if not reached.all() else reached.size
-        return IntegrationResult(
+        return FlowResult(
             times=times[:n_rec], loss=loss[0, :n_rec],
             params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
             status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
             n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
             n_hvp=int(ints[3][0]), n_rejected=int(ints[4][0]), events=events[0],
         )
-    return IntegrationResult(
+    return FlowResult(
         times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
         n_hvp=ints[3], n_rejected=ints[4], events=events,
