@@ -10,22 +10,21 @@
 """
 
 from fastattn.population import induction  # noqa: F401  (registers the induction objectives)
-from fastattn.population.api import (
-    EventHit,
-    FlowResult,
-    IntegrationResult,
+from fastattn.population.api import EventHit, FlowResult, IntegrationResult, integrate
+from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
+from fastattn.population.moments import Moments
+from fastattn.population.objectives import (
+    FAMILIES,
+    LinearAttentionObjective,
+    Objective,
     conserved_quantities,
     gamma,
     hessian,
     hvp,
-    integrate,
     loss_and_grad,
     make_evaluator,
     n_params,
 )
-from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
-from fastattn.population.moments import Moments
-from fastattn.population.objectives import FAMILIES, LinearAttentionObjective, Objective
 from fastattn.population.options import METHODS, CoordinateEvent, FlowOptions, LossEvent
 from fastattn.population.registry import objective_for, register_objective, registered_objectives
 from fastattn.population.wishart_tasks import (
