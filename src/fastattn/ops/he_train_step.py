@@ -49,9 +49,10 @@ def he_adam_step(theta: Tensor, m: Tensor, v: Tensor, seeds: Tensor, lr: Tensor,
         from fastattn._core_loader import core
 
         loss = core.he_adam_steps(
-            theta.numpy(), m.numpy(), v.numpy(), seeds.numpy().astype(np.uint64),
-            lr.double().numpy(), x_factor.double().numpy(), w_factor.double().numpy(),
-            noise_std.double().numpy(), heads=heads, dim=d, context=context, batch=batch,
+            theta.numpy(), m.numpy(), v.numpy(), seeds=seeds.numpy().astype(np.uint64),
+            lr=lr.double().numpy(), x_factor=x_factor.double().numpy(),
+            w_factor=w_factor.double().numpy(), noise_std=noise_std.double().numpy(), heads=heads,
+            dim=d, context=context, batch=batch,
             beta1=betas[0], beta2=betas[1], eps=eps, step0=step, n_steps=1,
             record_at=np.zeros(1, dtype=np.int64), threads=torch.get_num_threads())
         return torch.from_numpy(loss[:, 0]).to(theta.dtype)

@@ -35,7 +35,8 @@ class AutoRegressiveObjective(core.AutoRegressive):
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
         d, H, tmax = (int(x) for x in dims)
-        super().__init__(context, d, H, tmax, bool(factored))
+        super().__init__(context=core.Context.__members__[context], d=d, H=H, tmax=tmax,
+                         factored=bool(factored))
         self.context, self.dims, self.factored = context, (d, H, tmax), bool(factored)
 
     def __repr__(self) -> str:

@@ -74,8 +74,8 @@ class InductionThreeParamObjective(core.InductionThreeParam):
     """
 
     def __init__(self, N: int, query: str = "last", mask: str = "strict"):
-        super().__init__(_check_n(N), check_choice("query", query, QUERIES),
-                         check_choice("mask", mask, MASKS))
+        super().__init__(N=_check_n(N), query=core.Query.__members__[check_choice("query", query, QUERIES)],
+                         mask=core.Mask.__members__[check_choice("mask", mask, MASKS)])
         self.query, self.mask = query, mask
 
     def __repr__(self) -> str:
@@ -124,7 +124,8 @@ class InductionGram19Objective(core.InductionGram19):
         weights = np.asarray(weights, dtype=np.float64).ravel()
         if len(target) != G1.shape[0] or weights.shape[0] != G1.shape[0]:
             raise ValueError(f"target and weights need one entry per sequence (S={G1.shape[0]})")
-        super().__init__(G1, G2, GM, target, weights, check_choice("mask", mask, MASKS))
+        super().__init__(G1=G1, G2=G2, GM=GM, target=target, weights=weights,
+                         mask=core.Mask.__members__[check_choice("mask", mask, MASKS)])
         self.mask = mask
 
     @classmethod

@@ -98,7 +98,8 @@ class LinearAttentionObjective(core.LinearAttention):
     def __init__(self, family: str, dims, moments: Moments):
         D, H, R = family_dims(family, dims)
         cov, ws, noise, inv_n = moment_arrays(moments, D, 1)
-        super().__init__(family, D, H, R, cov[0], ws[0], float(noise[0]), float(inv_n[0]))
+        super().__init__(family=core.Family.__members__[layout_family(family)], D=D, H=H, R=R,
+                         cov=cov[0], w_second=ws[0], noise=float(noise[0]), inv_n=float(inv_n[0]))
         self.family, self.dims, self.moments = family, (D, H, R), moments
 
     def __repr__(self) -> str:

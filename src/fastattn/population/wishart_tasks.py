@@ -32,8 +32,8 @@ class WishartReducedObjective(core.WishartReduced):
 
     def __init__(self, s, N: float, omega, U):
         s = np.asarray(s, dtype=np.float64)
-        super().__init__(s, float(N), np.asarray(omega, dtype=np.float64),
-                         np.asarray(U, dtype=np.float64))
+        super().__init__(s=s, N=float(N), omega=np.asarray(omega, dtype=np.float64),
+                         U=np.asarray(U, dtype=np.float64))
         self.s, self.N = s, float(N)
 
     @classmethod
@@ -47,7 +47,7 @@ class WishartAlignedObjective(core.WishartAligned):
     def __init__(self, s, N: float, omega=None):
         s = np.asarray(s, dtype=np.float64)
         w = np.ones_like(s) if omega is None else np.asarray(omega, dtype=np.float64)
-        super().__init__(s, float(N), w)
+        super().__init__(s=s, N=float(N), omega=w)
         self.s, self.N, self.omega = s, float(N), w
 
 
