@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import AutoRegressiveObjective
 from fastattn.theory import sander2024 as th
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def _optima(d: int, tmax: int, rng: np.random.Generator):
