@@ -32,7 +32,7 @@ MULTITASK = register_task_card(TaskCard(
     "N responses y_n = β_{S_n}ᵀ x_{S_n} + noise on fixed coordinate supports S_n (spec §2.3)",
     (Field("dim", int, "covariate dimension d (the supports must fit)", 6),
      Field("supports", supports, "each task's 0-based coordinates, ';' between tasks",
-           "0,1,2,3;2,3,4,5"),
+           ((0, 1, 2, 3), (2, 3, 4, 5))),
      Field("context", int, "context length L", 40),
      Field("noise", float, "response-noise variance σ²", 0.1),
      Field("shared_beta", boolean, "one β for all tasks (the text; false: the code)", True),
@@ -45,7 +45,7 @@ MULTITASK = register_task_card(TaskCard(
 #: 5·10⁵ steps, PyTorch's default init (float32, as the authors' code); H = 2 (the text's model)
 HE = Preset("he2025", "spec he2025 §2.1, §3.2: d=5, L=40, x~N(0,I), β~N(0,I/d), σ²=0.1, H=2, "
             "Adam lr 1e-3, batch 256, 5e5 steps, PyTorch default init",
-            task={"dim": 5, "context": 40, "spectrum": None, "rotate": False,
+            task={"dim": 5, "context": 40, "spectrum": "identity", "rotate": False,
                   "w_var": PerDim(1.0), "noise": 0.1},
             model={"heads": 2, "dtype": "float32"},
             train={"method": "adam", "lr": 1e-3, "steps": 500_000, "batch_size": 256})
@@ -56,7 +56,7 @@ HE_KERNEL = Preset("he2025", "spec he2025 §1.5 (E12): the reduced model, init 0
 HE_MULTITASK = Preset("he2025", "spec he2025 §2.3 (E11): d=6, supports {1..4}, {3..6}, σ²=0.1, "
                       "H=2, Adam lr 1e-3, batch 256, 5e5 steps",
                       task={"dim": 6, "context": 40, "noise": 0.1},
-                      model={"heads": 2, "outputs": 2, "dtype": "float32"}, train=HE.train)
+                      model={"heads": 2, "dtype": "float32"}, train=HE.train)
 
 INIT_MODE = Field("init_mode", str, "torch (nn.Linear's default, the paper's) | small_id | "
                   "small_id_qk | oppo_small_id (the authors' code)", "torch",
@@ -101,9 +101,9 @@ for _card in (
                Field("norm_context", int, "LinTF's hard-coded 1/L (default: the actual context "
                      "length)")), _multihead, {"linear_regression": (HE,)}),
     ModelCard("multioutput_softmax", "he2025", "H-head softmax attention on [x; y], y ∈ R^N "
-              "(spec §1.9)", (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C,
-                              Field("outputs", int, "number N of outputs (tasks)", 2)),
-              _multioutput, {"multitask_regression": (HE_MULTITASK,)}),
+              "(spec §1.9); N = the task's number of supports",
+              (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C), _multioutput,
+              {"multitask_regression": (HE_MULTITASK,)}, from_task={"outputs": "outputs"}),
     ModelCard("multilayer_softmax", "he2025", "a stack of softmax attention layers (the authors' "
               "multi-layer variant, spec §1.3)",
               (*TORCH_INIT, Field("layers", int, "number of attention layers", 2),

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from fastattn.models.base import ICLModel
+from fastattn.models.base import ICLModel, register_family
 
 MASKS = ("strict", "inclusive")
 
@@ -215,3 +215,7 @@ class DisentangledTransformer(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return disentangled_forward(X, *self.weights(), self.config.mask)
+
+
+for _kind in ("disentangled", "gram19", "three_param"):     # one class; the kind sets config.params
+    register_family(_kind, DisentangledTransformer, DisentangledConfig)

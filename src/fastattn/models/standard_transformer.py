@@ -27,6 +27,7 @@ from torch import nn
 
 from fastattn import _validate as check
 from fastattn.analysis.induction_circuit import CircuitWeights
+from fastattn.models.base import register_family
 from fastattn.models.transformer import Transformer, TransformerConfig
 
 
@@ -155,3 +156,6 @@ class StandardTransformer(nn.Module):
 
     def flat_size(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+register_family(StandardConfig.kind, StandardTransformer, StandardConfig)
