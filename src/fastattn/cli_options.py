@@ -117,9 +117,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
         if opt.name in seen:
             continue
         seen.add(opt.name)
-        group = choose if opt.target == "model" and opt.field == "kind" or \
-            opt.target == "task" and opt.field == "kind" else trainer if opt.target == "train" \
-            else None
+        group = choose if opt.field == "kind" else trainer if opt.target == "train" else None
         helptext = argparse.SUPPRESS if group is None else opt.help + (
             f" (default: {_show(opt.default)})" if opt.default is not None and group is choose
             else "")

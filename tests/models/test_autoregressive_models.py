@@ -21,7 +21,7 @@ from fastattn.models import (
     config_to_dict,
 )
 from fastattn.models import reference as ref
-from fastattn.models.layout import unflatten
+from fastattn.configs import unflatten
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as th
 

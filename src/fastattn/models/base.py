@@ -7,7 +7,7 @@ config's `kind` names the family in the registry (`MODELS`), in run records
 (`{"kind": ..., **asdict(config)}`, see `config_to_dict`) and in the objective registry.
 
 A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major,
-fastattn.models.layout); the population objectives and the integrators read that vector
+the family cards, fastattn.configs); the population objectives and the integrators read that vector
 (docs/conventions.md, "Parameters").
 """
 
