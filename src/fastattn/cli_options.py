@@ -25,6 +25,7 @@ from fastattn.configs import (
     pairs,
     resolve,
 )
+from fastattn.configs.base import in_paper_order
 from fastattn.configs.build import build_run, build_task
 
 #: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
@@ -36,9 +37,11 @@ class CommandError(Exception):
 
 
 def _sweep_options() -> tuple[Option, ...]:
-    """Every option once; defaults: the (linear_regression, separate) pair's where it has the
-    option (the sweep's default pair), else the first family's."""
-    base = {o.name: o.default for o in options_for("linear_regression", "separate")}
+    """Every option once; defaults: the (linear_regression, separate) pair's task and model values
+    where it has the option (the sweep's default pair), else the first family's; the trainer's
+    own defaults (a flow without --time takes the sweep's theory horizon)."""
+    base = {o.name: o.default for o in options_for("linear_regression", "separate")
+            if o.target != "train"}
     return tuple(replace(o, default=base.get(o.name, o.default)) for o in all_options())
 
 
@@ -123,13 +126,13 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
             else "")
         (group or parser).add_argument(opt.flag, dest=opt.name, default=None, metavar=opt.name.upper(),
                                        help=helptext)
-    for kind, card in TASK_CARDS.items():
+    for kind, card in in_paper_order(TASK_CARDS).items():
         opts = [o for o in options_for(kind, pairs()[kind][0]) if o.target == "task"
                 and o.field != "kind"]
         parser.add_argument_group(
             f"task {kind} ({card.paper}): {card.summary}",
             _wrap(f"models: {', '.join(pairs()[kind])}") + "\n" + _lines(opts))
-    for kind, card in MODEL_CARDS.items():
+    for kind, card in in_paper_order(MODEL_CARDS).items():
         opts = [o for o in options_for(card.tasks[0], kind) if o.target == "model"
                 and o.field != "kind"]
         presets = "\n".join(_preset_lines(t, kind) for t in card.tasks)
@@ -143,12 +146,20 @@ def given(args: argparse.Namespace) -> tuple[str, str, dict[str, dict[str, Any]]
     task = getattr(args, "task", None) or "linear_regression"
     model = getattr(args, "model", None) or "separate"
     out: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
+    mine = {o.name: o for o in options_for(task, model)} if _pairs_known(task, model) else {}
     for opt in all_options():
+        opt = mine.get(opt.name, opt)           # the pair's own parser (e.g. --context 1..31)
         text = getattr(args, opt.name, None)
         if text is None or opt.field == "kind":
             continue
         out[opt.target][opt.field] = opt.convert(text)
     return task, model, out
+
+
+def _pairs_known(task: str, model: str) -> bool:
+    """Whether (task, model) pairs; a wrong pair is reported by `resolve` (one line, after the
+    options' values are read)."""
+    return task in TASK_CARDS and model in MODEL_CARDS and task in MODEL_CARDS[model].tasks
 
 
 def in_cli_words(message: str, options: Mapping[str, Option]) -> str:

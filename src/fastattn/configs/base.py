@@ -150,6 +150,19 @@ def register_task_card(card: TaskCard) -> TaskCard:
     return card
 
 
+#: the papers in the order the CLI lists their families (the first declaration of a shared option,
+#: e.g. linear_regression's --context with its "1..31" form, is the sweep's)
+PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025", "musat2025")
+
+
+def in_paper_order(cards: Mapping[str, Any]) -> dict[str, Any]:
+    """`cards` ordered by their (first) paper in `PAPERS`, then as registered (new papers last)."""
+    def rank(card) -> int:
+        first = card.paper.split(",")[0].strip()
+        return PAPERS.index(first) if first in PAPERS else len(PAPERS)
+    return dict(sorted(cards.items(), key=lambda kv: rank(kv[1])))
+
+
 def model_card(kind: str) -> ModelCard:
     if kind not in MODEL_CARDS:
         raise ValueError(f"--model {kind!r} is unknown; choose one of {', '.join(MODEL_CARDS)}")

@@ -19,6 +19,7 @@ from fastattn.configs.base import (
     TASK_CARDS,
     Field,
     Preset,
+    in_paper_order,
     model_card,
     task_card,
 )
@@ -76,7 +77,7 @@ def all_options() -> tuple[Option, ...]:
     """Every option once (first declaration's help and default), with the families that have it."""
     seen: dict[str, Option] = {"task": TASK, "model": MODEL}
     for target, cards in (("task", TASK_CARDS), ("model", MODEL_CARDS)):
-        for kind, card in cards.items():
+        for kind, card in in_paper_order(cards).items():
             for f in card.fields:
                 opt = seen.get(f.option[2:].replace("-", "_"))
                 if opt is None:
@@ -96,8 +97,8 @@ def all_options() -> tuple[Option, ...]:
 
 def pairs() -> dict[str, tuple[str, ...]]:
     """Task kind → the model kinds that pair with it (cards' order)."""
-    out: dict[str, list[str]] = {kind: [] for kind in TASK_CARDS}
-    for kind, card in MODEL_CARDS.items():
+    out: dict[str, list[str]] = {kind: [] for kind in in_paper_order(TASK_CARDS)}
+    for kind, card in in_paper_order(MODEL_CARDS).items():
         for task in card.tasks:
             out.setdefault(task, []).append(kind)
     return {k: tuple(v) for k, v in out.items()}

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastattn._core_loader import core, has_cpp
 from fastattn import configs as layout
+from fastattn._core_loader import core, has_cpp
 from fastattn.population import reference
 from fastattn.population.moments import Moments
 from fastattn.population.objectives import (

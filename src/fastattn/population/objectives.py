@@ -50,7 +50,7 @@ def family_dims(family: str, dims) -> tuple[int, int, int]:
 
 
 def layout_family(family: str) -> str:
-    """The flat layout's name in the family cards, fastattn.configs (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
+    """The flat layout's name in the model cards (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
     return "merged" if family in _MERGED_LIKE else "separate"
 
 
