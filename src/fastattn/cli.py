@@ -80,18 +80,19 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _exact_pairs() -> set[tuple[str, str]]:
-    from fastattn.population.registry import registered_objectives
-
-    return set(registered_objectives())
-
-
 def _check_method(task: str, model: str, method: str) -> None:
-    """flow and gd train the exact population loss: refuse, before any work, a pair without one."""
-    if method in ("flow", "gd") and (task, model) not in _exact_pairs():
+    """Refuse, before any work, a method the pair does not have (flow and gd need the exact
+    population loss)."""
+    from fastattn.info import pair_methods
+
+    methods = pair_methods(task, model)
+    if method in ("flow", "gd") and method not in methods:
         raise CommandError(f"--method {method} trains the exact population loss, which --task {task} "
-                           f"--model {model} does not have; use --method sgd or adam (fastattn info "
-                           "lists each pair's methods)")
+                           f"--model {model} does not have; use --method {' or '.join(methods)} "
+                           "(fastattn info lists each pair's methods)")
+    if method not in methods:
+        raise CommandError(f"--method {method} does not train --task {task} --model {model}; use "
+                           f"--method {' | '.join(methods)}")
 
 
 def _title(resolved) -> str:
