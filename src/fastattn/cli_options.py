@@ -61,7 +61,7 @@ def add_options(parser: argparse.ArgumentParser, parse: Callable[[Option], Calla
     """Add every option to `parser`, one argument group per (target, families); `parse(option)`
     gives each option's parser (the sweep's axes)."""
     groups: dict[str, Any] = {}
-    for opt in OPTIONS:
+    for opt in _sweep_options():            # now, not at import: families registered since count
         heading = _heading(opt)
         if heading not in groups:
             groups[heading] = parser.add_argument_group(heading)
