@@ -253,3 +253,35 @@ def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys)
     assert "status=steps" in capsys.readouterr().out
     assert np.load(tmp_path / "run.npz")["step"][-1] == 200
     assert not (tmp_path / "run.ckpt").exists()
+
+
+def test_the_help_example_shows_every_drop(tmp_path, capsys):
+    """Issue 28 item 8: the `train --help` example (`--time 2000`) stopped as the first drop began.
+    Its horizon now reaches Eq. 19's last level (all four drops)."""
+    from fastattn.cli import TRAIN_HELP
+    from fastattn.tasks import LinearRegression
+    from fastattn.theory import zhang2025 as theory
+
+    example = " ".join(TRAIN_HELP.split("fastattn train ", 1)[1].split("\n", 2)[:2]).replace("\\", "")
+    argv = ["train", *example.split()]
+    argv[argv.index("DIR")] = str(tmp_path)
+    assert main([*argv, "--quiet"]) == 0
+    levels = theory.fixed_point_losses(LinearRegression(4, spectrum=(0.4, 0.3, 0.2, 0.1)).eigvals,
+                                       LinearRegression(4).inv_context_mean())
+    data = np.load(tmp_path / "run.npz")
+    assert data["loss"][-1] <= 1.01 * levels[-1]
+    assert data["loss"][np.searchsorted(data["time"], 2000)] > levels[1]   # the old horizon: no drop yet
+
+
+def test_plot_titles_show_only_the_family_s_fields():
+    """Issue 28 item 8: titles like "diag: H=10, R=20" showed fields meaningless for the family."""
+    from fastattn.cli import _title
+    from fastattn.configs import resolve
+
+    assert _title(resolve("linear_regression", "multihead_softmax")) == \
+        "linear_regression: D=5, N=40; multihead_softmax: H=2"
+    assert _title(resolve("autoregressive", "diag")) == "autoregressive: D=10, N=20; diag: H=10"
+    assert _title(resolve("linear_regression", "separate")) == \
+        "linear_regression: D=4, N=31; separate: H=5, R=1"
+    assert _title(resolve("wishart_tasks", "linear_transformer")) == \
+        "wishart_tasks: D=4, N=32; linear_transformer"

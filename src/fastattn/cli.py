@@ -67,8 +67,9 @@ TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAM
 
 --task and --model alone run the canonical setup of the paper the pair comes from (its preset,
 listed under each model below; the run record's meta.preset names it). Every field is a --KEY VALUE
-override. E.g. Zhang et al.'s Fig. 3 (three drops by t = 20000):
-  fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 --time 20000 --out DIR
+override. E.g. Zhang et al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
+  fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
+      --time 20000 --out DIR
 `fastattn info` lists every task with the models it pairs with and each pair's methods."""
 
 
