@@ -17,6 +17,7 @@ from fastattn.configs import MODEL_CARDS, TASK_CARDS, options_for, pairs, resolv
 from fastattn.configs.build import build_default
 from fastattn.models import MODELS
 from fastattn.tasks import TASKS
+from fastattn.training import rebuild_run
 
 
 def test_every_family_has_a_card_and_every_card_a_family():
@@ -64,6 +65,8 @@ def test_every_task_runs_with_its_defaults(tmp_path, capsys):
                      "--out", str(tmp_path), "--name", task]) == 0, capsys.readouterr().err
         record = json.loads((tmp_path / f"{task}.json").read_text())
         assert record["meta"]["preset"]["name"] == r.preset.name
+        rebuilt = rebuild_run(record["config"])          # Musat's models too (now in MODELS)
+        assert (rebuilt[0].kind, rebuilt[1].kind) == (task, models[0])
 
 
 def test_info_lists_every_pair_with_its_methods(capsys):
