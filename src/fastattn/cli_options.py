@@ -38,11 +38,12 @@ class CommandError(Exception):
 
 def _sweep_options() -> tuple[Option, ...]:
     """Every option once; defaults: the (linear_regression, separate) pair's task and model values
-    where it has the option (the sweep's default pair), else the first family's; the trainer's
-    own defaults (a flow without --time takes the sweep's theory horizon)."""
+    (the sweep's default pair), --task and --model; none for the other options (a run's own pair
+    fills them from its preset: `build_run`), nor for the trainer's (a flow without --time takes
+    the sweep's theory horizon)."""
     base = {o.name: o.default for o in options_for("linear_regression", "separate")
             if o.target != "train"}
-    return tuple(replace(o, default=base.get(o.name, o.default)) for o in all_options())
+    return tuple(replace(o, default=base.get(o.name)) for o in all_options())
 
 
 #: every option once (the sweep's axes; `fastattn.configs.options_for` gives a pair's own)

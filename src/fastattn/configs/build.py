@@ -45,15 +45,26 @@ def model_config(model_values: Mapping[str, Any], task: Any):
 
 def build_run(spec: Mapping[str, Mapping[str, Any]]):
     """(task, model, TrainConfig) of a {"task", "model", "train"} dict of option values by field
-    (`Resolved.spec()`); the pair must pair (one line naming the models that pair with the task)."""
+    (`Resolved.spec()`, or a sweep's grid point). The pair must pair (one line naming the models
+    that pair with the task); values of other families' fields are ignored, and the fields not
+    given take the pair's preset."""
+    from fastattn.configs.common import TRAIN
     from fastattn.configs.options import check_pair
     from fastattn.models import build_model
     from fastattn.training import TrainConfig
 
-    check_pair(spec["task"].get("kind", "linear_regression"), spec["model"]["kind"])
-    task = build_task(spec["task"])
-    model = build_model(model_config(spec["model"], task))
-    return task, model, TrainConfig(**spec["train"])
+    task_kind = spec["task"].get("kind", "linear_regression")
+    model_kind = spec["model"]["kind"]
+    check_pair(task_kind, model_kind)
+    known = {"task": {f.name for f in task_card(task_kind).fields},
+             "model": {f.name for f in model_card(model_kind).fields},
+             "train": {f.name for f in TRAIN}}
+    given = {t: {k: v for k, v in spec.get(t, {}).items() if k in known[t] and v is not None}
+             for t in known}
+    r = resolve(task_kind, model_kind, given)
+    task = build_task(r.task)
+    extra = {k: v for k, v in spec.get("train", {}).items() if k not in known["train"]}
+    return task, build_model(model_config(r.model, task)), TrainConfig(**(r.train | extra))
 
 
 def build_default(task: str, model: str, **given: Mapping[str, Any]):
