@@ -122,9 +122,10 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
             continue
         seen.add(opt.name)
         group = choose if opt.field == "kind" else trainer if opt.target == "train" else None
+        default = "the pair's preset" if opt.field == "method" else \
+            None if opt.default is None else _show(opt.default)
         helptext = argparse.SUPPRESS if group is None else opt.help + (
-            f" (default: {_show(opt.default)})" if opt.default is not None and group is choose
-            else "")
+            f" (default: {default})" if default is not None else "")
         (group or parser).add_argument(opt.flag, dest=opt.name, default=None, metavar=opt.name.upper(),
                                        help=helptext)
     for kind, card in in_paper_order(TASK_CARDS).items():
@@ -132,7 +133,9 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
                 and o.field != "kind"]
         parser.add_argument_group(
             f"task {kind} ({card.paper}): {card.summary}",
-            _wrap(f"models: {', '.join(pairs()[kind])}") + "\n" + _lines(opts))
+            _wrap(f"models: {', '.join(pairs()[kind])} (defaults below: with --model "
+                  f"{pairs()[kind][0]}; each model's preset lines give its own)") + "\n"
+            + _lines(opts))
     for kind, card in in_paper_order(MODEL_CARDS).items():
         opts = [o for o in options_for(card.tasks[0], kind) if o.target == "model"
                 and o.field != "kind"]

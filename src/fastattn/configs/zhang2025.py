@@ -52,7 +52,7 @@ LINEAR_REGRESSION = register_task_card(TaskCard(
      Field("context", context_value, "context length N; '1..31' draws N uniformly (next-token loss, "
            "Eq. 23); '8,16' a list", 31),
      Field("spectrum", _spectrum, "eigenvalues of Λ: a name (linear, inverse, identity, power:A, "
-           "repeated:K) or comma-separated values (default: Λ = I)"),
+           "repeated:K) or comma-separated values; unset: Λ = I"),
      Field("rotate", boolean, "random eigenvectors for Λ, drawn from --rotation-seed", False),
      Field("rotation_seed", int, "seed of Λ's random eigenbasis", 0),
      Field("w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)"),
