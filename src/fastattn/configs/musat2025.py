@@ -45,13 +45,14 @@ INDUCTION_TOKENS = register_task_card(TaskCard(
     _plain))
 
 #: §11 (Theorem 2's setting): orthonormal inputs, q = N, summed loss, strict mask, zero init; D = 2N
-#: = 16; the exact flow to t = 200 (2× the 19-parameter flow's loss drop at t ≈ 100)
+#: = 16; the exact flow to core time 400 (the core's time is twice the paper's: paper t = 200, 2× the
+#: 19-parameter flow's loss drop at t ≈ 100; docs/musat2025.md)
 THEOREM2 = Preset("musat2025", "spec musat2025 §11: D=16, N=8, orthonormal, q=N, sum, strict mask, "
-                  "zero init, exact flow to t=200",
+                  "zero init, exact flow to t=400 (paper time 200)",
                   task={"dim": 16, "context": 8, "data": "orthonormal", "query": "last",
                         "reduction": "sum"},
                   model={"mask": "strict", "init_scale": 0.0},
-                  train={"method": "flow", "t_end": 200.0})
+                  train={"method": "flow", "t_end": 400.0})
 #: Figs. 4/5 (App. C/D, spec §11.5): Gaussian data, uniform query, mean loss, inclusive mask,
 #: SGD lr 1, batch 512, 400 steps (the full model has no exact objective)
 FIG4 = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5): D=16, N=4, Gaussian, uniform query, "
