@@ -4,12 +4,8 @@ summed loss, so the paper's learning rates reproduce its runs) and writes the us
 import json
 
 import numpy as np
-import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.cli import main
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 BASE = ["train", "--task", "autoregressive", "--model", "diag", "--dim", "10", "--heads", "10",
         "--context", "20", "--init", "0.1", "--quiet"]

@@ -8,17 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.cli import main
-from fastattn.theory import musat2025 as th
+from fastattn.population import emergence
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 ORTHO = ["train", "--task", "induction", "--dim", "8", "--context", "4", "--data", "orthonormal",
          "--query", "last", "--init", "0", "--quiet"]
 
 
 def test_three_param_flow_record_matches_the_theory(tmp_path):
-    t_icl = th.emergence_times(4)["t_icl"]
+    t_icl = emergence.emergence_times(4)["t_icl"]
     assert main([*ORTHO, "--model", "three_param", "--method", "flow", "--time", str(2 * t_icl),
                  "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "run.json").read_text())

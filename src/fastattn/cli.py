@@ -1,4 +1,8 @@
-"""The ``fastattn`` command line: one entry point, one subcommand per job."""
+"""The fastattn command line: one entry point, one subcommand per job.
+
+Only the chosen subcommand's parser is built, and only its modules are imported: ``fastattn --help``
+and a subcommand's ``--help`` load no more than that subcommand needs (no torch for the listing).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,8 @@ import json
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-
-from fastattn.cli_options import INTERRUPTED, CommandError, add_train_options
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -23,6 +26,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from fastattn import experiments
+    from fastattn.cli_options import CommandError
 
     if not args.list and not args.name:
         raise CommandError("give a figure name (e.g. zhang2025-fig3); --list lists them")
@@ -46,6 +50,8 @@ def natural_order(name: str) -> list:
 
 def check_output(out: Path, name: str, overwrite: bool) -> None:
     """Refuse, before any work, an output that cannot be written or would replace a run record."""
+    from fastattn.cli_options import CommandError
+
     if not name or Path(name).name != name or name in (".", ".."):
         raise CommandError(f"--name {name!r} must be a plain file name (no directory part)")
     if out.exists() and not out.is_dir():
@@ -84,6 +90,7 @@ class _OneLineParser(argparse.ArgumentParser):
 def _check_method(task: str, model: str, method: str) -> None:
     """Refuse, before any work, a method the pair does not have (flow and gd need the exact
     population loss)."""
+    from fastattn.cli_options import CommandError
     from fastattn.info import pair_methods
 
     methods = pair_methods(task, model)
@@ -111,7 +118,7 @@ def _title(resolved) -> str:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn import plots
-    from fastattn.cli_options import build_run, in_cli_words, resolve_args
+    from fastattn.cli_options import CommandError, build_run, in_cli_words, resolve_args
     from fastattn.configs import options_for
     from fastattn.training import Checkpointing, train
     from fastattn.training.interrupt import terminate_as_interrupt
@@ -164,17 +171,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="fastattn", description=__doc__)
-    parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of an error (also after the subcommand)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("info", help="versions, C++ core, kernel backends and devices")
+def _add_info(sub) -> None:
+    p = sub.add_parser("info", help=COMMANDS["info"][0])
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_info)
 
-    p = sub.add_parser("train", help="train one model on one task; writes a run record and a plot",
+
+def _add_train(sub) -> None:
+    from fastattn.cli_options import add_train_options
+
+    p = sub.add_parser("train", help=COMMANDS["train"][0],
                        usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
                        description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_options(p)
@@ -193,7 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("reproduce", help="reproduce a published figure with the theory overlaid")
+
+def _add_reproduce(sub) -> None:
+    p = sub.add_parser("reproduce", help=COMMANDS["reproduce"][0])
     p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")
     p.add_argument("--out", default="out", help="output directory (default: out)")
     p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
@@ -201,12 +209,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a recipe option, e.g. heads=code (see --list)")
     p.set_defaults(func=_cmd_reproduce)
-    from fastattn.sweep.cli import add_parsers as add_sweep_parsers
 
-    add_sweep_parsers(sub)
-    for command in sub.choices.values():
-        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                             help="show the Python traceback of an error")
+
+def _add_sweep(sub) -> None:
+    from fastattn.sweep.cli import add_parsers
+
+    add_parsers(sub)                        # adds both `sweep` and `plot`
+
+
+def _add_kernels(sub) -> None:
+    from fastattn.triton_kernels.aot_cli import add_parser
+
+    add_parser(sub)
+
+
+#: subcommand → (its one-line help in `fastattn --help`, the function that adds its parser).
+#: A subcommand's parser, and the modules its options need, are built only when it runs.
+COMMANDS: dict[str, tuple[str, Callable[[argparse._SubParsersAction], None]]] = {
+    "info": ("versions, C++ core, kernel backends and devices", _add_info),
+    "train": ("train one model on one task; writes a run record and a plot", _add_train),
+    "reproduce": ("reproduce a published figure with the theory overlaid", _add_reproduce),
+    "sweep": ("run a grid of configurations; resumable Parquet table", _add_sweep),
+    "plot": ("plots of a sweep's results table", _add_sweep),
+    "kernels": ("compile the Triton kernels for a GPU, no GPU needed; resource report", _add_kernels),
+}
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand named in argv: its first word that is not an option (the top-level parser's
+    only options, --debug and --help, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand listed and `command`'s options added (None: every
+    command's, which imports every subcommand's modules)."""
+    parser = _OneLineParser(prog="fastattn", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error (also after the subcommand)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    built: set[Callable] = set()
+    for name, (help_line, add) in COMMANDS.items():
+        if command is None or name == command:
+            if add not in built:
+                add(sub)
+                built.add(add)
+        elif name not in sub.choices:
+            sub.add_parser(name, help=help_line, add_help=False)  # listed; built when chosen
+    for name in sub.choices:
+        if command is None or name == command:
+            sub.choices[name].add_argument("--debug", action="store_true",
+                                           default=argparse.SUPPRESS,
+                                           help="show the Python traceback of an error")
     return parser
 
 
@@ -214,16 +268,22 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (and any other error) prints one line `fastattn <cmd>:
     error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line, unless
     the command ends the work itself (`train` saves the interrupted run and exits 0)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _chosen(argv)
+    args = build_parser(command if command in COMMANDS else "").parse_args(argv)
     try:
         return args.func(args)
     except KeyboardInterrupt:
+        from fastattn.cli_options import INTERRUPTED
+
         print(f"fastattn {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        known = isinstance(exc, (CommandError, ValueError, TypeError, OSError))
+        options = sys.modules.get("fastattn.cli_options")   # loaded if it raised CommandError
+        known = isinstance(exc, (ValueError, TypeError, OSError)) or (
+            options is not None and isinstance(exc, options.CommandError))
         text = " ".join(str(exc).split())          # one line
         print(f"fastattn {args.command}: error: "
               f"{text if known else f'{type(exc).__name__}: {text}'}", file=sys.stderr)

@@ -3,6 +3,7 @@ accuracy long before test accuracy) and the measures are well-formed; the attent
 record ICL and the per-head measures."""
 
 import numpy as np
+import pytest
 
 from fastattn.experiments.mainali2025 import attn_only, grokking
 
@@ -35,3 +36,39 @@ def test_quick_attention_only_records_icl():
         assert np.all(np.diff(mer[-1]) < 0)                        # dropping modes lowers the rank
     assert summary["1L"]["icl_emergence_window"] is None
     assert summary["2L"]["icl_emergence_window"] is not None
+
+
+def test_paper_at_omega_is_eq_13_14_at_unit_omega_and_weights_the_limit():
+    """`c0.paper_at_omega` (the closed form that Figs. 3–4 compare with the flow on the task set's Ω):
+    at ω = 1 it is the paper's Eqs. 13–14; at any ω its a_α reaches half of a^∞_α at the
+    ω-corrected t_half = τ_α/(2ω_α) ln((a^∞ − a⁰)/a⁰), and its loss tends to ½ Σ ω s (1 − s a^∞)."""
+    from fastattn.experiments.mainali2025 import c0
+    from fastattn.theory import mainali2025 as th
+
+    s = c0.c0_task().s
+    paper = th.paper_theory(s, c0.N, c0.ETA_P, c0.INIT**2)
+    t = np.geomspace(0.1, 300, 50)
+    a, loss = c0.paper_at_omega(t, s, np.ones(c0.D))
+    np.testing.assert_allclose(a, paper.a(t), rtol=1e-12)
+    np.testing.assert_allclose(loss, paper.loss(t), rtol=1e-12)
+    omega = np.array([0.773, 0.997, 1.429, 1.011])
+    t_half = paper.tau / omega / 2 * np.log((paper.a_inf - c0.INIT**2) / c0.INIT**2)
+    a_half, _ = c0.paper_at_omega(t_half, s, omega)
+    np.testing.assert_allclose(np.diag(a_half), paper.a_inf / 2, rtol=1e-9)
+    _, late = c0.paper_at_omega(np.array([1e5]), s, omega)
+    assert late[0] == pytest.approx(0.5 * (omega * s * (1 - s * paper.a_inf)).sum(), rel=1e-12)
+
+
+def test_fig4_quick_draws_paper_and_simulation_and_finds_the_first_stages(tmp_path):
+    """Fig. 4 computes its measures on the exact flow, the paper's closed form at the task set's ω
+    and the SGD simulation; at the quick size (30 epochs) the norm-curvature peaks of each sit in
+    the windows of the first modes (the smoothed SGD curve's in that of mode 2: its stage-1 peak
+    sits at the window's edge)."""
+    from fastattn.experiments import registry
+
+    doc = registry.reproduce("mainali2025-fig4", tmp_path, quick=True)
+    s = doc["summary"]
+    for name in ("exact", "paper_closed_form"):
+        modes = list(dict.fromkeys(m for m in s[name]["norm_peak_modes"] if m is not None))
+        assert modes[:2] == [0, 1], (name, s[name]["norm_curvature_peaks"], s[name]["norm_peak_modes"])
+    assert 1 in s["simulation"]["norm_peak_modes"], s["simulation"]["norm_curvature_peaks"]

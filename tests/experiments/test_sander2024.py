@@ -5,11 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments import registry
 from fastattn.experiments.sander2024 import fig2, fig3, fig4, fig5, fig6, fig7, fig8
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def test_fig2_identity():
@@ -30,6 +27,27 @@ def test_fig3_unitary_and_orthogonal_minima():
     assert o["p_Tm1_mean"] == pytest.approx(-o["p_T_mean"] / 2, rel=1e-3)
     assert o["C_partner_mean"] == pytest.approx(o["C_diagonal_mean"], rel=1e-3)
     assert o["p_T_times_C_ii"] == pytest.approx(1.0, rel=1e-3) and o["C_off_block_max"] < 1e-3
+
+
+def test_fig3_p_panel_masks_exactly_the_entries_the_model_never_reads():
+    """The mask of Fig. 3's P panel against the model itself: an entry of P is shown iff the
+    DIAG predictions depend on it (non-zero gradient on random complex tokens)."""
+    import torch
+
+    from fastattn.models import ARDiagConfig
+    from fastattn.models.base import build_model
+
+    d, tmax = 3, 7
+    model = build_model(ARDiagConfig(d, 2, tmax, init_seed=0))
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.complex(torch.randn(4, tmax, d, generator=g, dtype=torch.float64),
+                           torch.randn(4, tmax, d, generator=g, dtype=torch.float64))
+    model.predict(tokens).abs().square().sum().backward()
+    read = model.P.grad.numpy()[:-1] != 0
+    shown = fig3.used_positions(model.P.detach().numpy())
+    assert shown.shape == (tmax - 1, tmax)
+    np.testing.assert_array_equal(~np.ma.getmaskarray(shown), read)
+    assert (model.P.grad.numpy()[-1] == 0).all()
 
 
 def test_fig6_mu50_early_stop_and_closed_form():
@@ -85,3 +103,33 @@ def test_fig5_quick_training_helps_and_gd_improves_with_depth():
     for key in ("all", "last"):
         assert all(m < 0.7 * i for m, i in zip(s[key]["model"], s[key]["model_at_init"], strict=True))
         assert s[key]["gd"][1] < s[key]["gd"][0]
+
+
+def test_fig9_linear_model_6_has_an_exact_zero_loss_solution():
+    """The real form of Prop. 3 on Fig. 9's setup: heads (I, I), (J, J) with P = e_T predict every
+    s_{T+1} of commuting unitary contexts exactly; the zero predictor's loss is T_max − 1 = 9."""
+    import torch
+
+    from fastattn.experiments.sander2024 import fig9
+
+    model = fig9.Eq6Attention(2, 2, fig9.TMAX, softmax=False)
+    J = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
+    with torch.no_grad():
+        model.A.copy_(torch.stack([torch.eye(2, dtype=torch.float64), J]))
+        model.B.copy_(model.A)
+        model.P.zero_()
+        model.P[torch.arange(fig9.TMAX - 1), torch.arange(1, fig9.TMAX)] = 1.0
+    assert fig9.task().loss(model, fig9.task().sample(128, 3)).item() < 1e-25
+    assert fig9.task().zero_loss() == pytest.approx(9.0)
+
+
+def test_fig9_quick_linear_attention_learns_softmax_plateaus():
+    """App. B's claim at the quick size: linear model (6) goes from ℓ(0) = 9 to ≈ 0, softmax without
+    an MLP stays on a plateau above 1."""
+    from fastattn.experiments.sander2024 import fig9
+
+    s = fig9.summarize([], quick=True)
+    assert s["curves"]["no SM, no MLP"][0] > 5
+    assert s["no SM, no MLP"]["final_train_loss_tail_mean"] < 1e-2, s["no SM, no MLP"]
+    assert s["no SM, MLP"]["final_train_loss_tail_mean"] < 1e-1, s["no SM, MLP"]
+    assert s["SM, no MLP"]["final_train_loss_tail_mean"] > 1.0, s["SM, no MLP"]

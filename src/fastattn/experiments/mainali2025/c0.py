@@ -16,6 +16,7 @@ import numpy as np
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import LinearTransformerConfig
+from fastattn.population import aligned_flow
 from fastattn.tasks import WishartTasks
 from fastattn.theory import mainali2025 as th
 from fastattn.training import TrainConfig
@@ -41,6 +42,17 @@ def runs(quick: bool) -> list[RunSpec]:
                        atol=1e-14, n_records=400, n_snapshots=400)
     return [RunSpec("sgd", task, model, sgd, {"method": "task_sgd"}),
             RunSpec("flow", task, model, flow, {"method": "flow"})]
+
+
+def paper_at_omega(t: np.ndarray, s: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's closed form at a task set's ω = diag Ω (spec §6.8): a_α(t) of Eq. 13 with
+    τ_α/ω_α `[T, d]`, and Eq. 14 with each mode's terms weighted by ω_α `[T]` (the ω-weighted
+    L(∞) of spec §9.0), for C0's N, ηP and a⁰ at epochs `t` `[T]`."""
+    paper = th.paper_theory(s, N, ETA_P, INIT**2)
+    a0 = INIT**2
+    a = paper.a_inf * a0 / (a0 + (paper.a_inf - a0) * np.exp(-2 * np.asarray(t)[:, None] * omega / paper.tau))
+    loss = 0.5 * (omega * s * (s * paper.s_inf * a**2 - 2 * s * a + 1)).sum(-1)
+    return a, loss
 
 
 def products(run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -128,11 +140,8 @@ def plot_fig2(runs_: list[Run], summary: dict[str, Any]):
     t_s, m_s = products(r["sgd"])
     t_f, m_f = products(r["flow"])
     task = r["sgd"].spec.task
-    paper = th.paper_theory(task.s, N, ETA_P, INIT**2)
     tt = np.geomspace(0.05, max(t_f[-1], 1.0), 400)
-    omega = np.diag(task.omega())
-    a_w = paper.a_inf * INIT**2 / (INIT**2 + (paper.a_inf - INIT**2)
-                                   * np.exp(-2 * tt[:, None] * omega / paper.tau))
+    a_w, _ = paper_at_omega(tt, task.s, np.diag(task.omega()))
     colors = plots.plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i in range(D):
         c = colors[i]
@@ -158,19 +167,27 @@ def plot_fig2(runs_: list[Run], summary: dict[str, Any]):
 
 
 def plot_fig3(runs_: list[Run], summary: dict[str, Any]):
+    """Like with like: the exact flow on the task set's Ω against the paper's Eq. 14 at that Ω
+    (ω-corrected τ and ω-weighted modes), and the exact flow at ω = 1 against Eq. 14 as printed."""
     r = _by_label(runs_)
     fig, ax = plots.plt.subplots(1, 1, figsize=(7, 4.5))
-    sgd, flow = r["sgd"].traj, r["flow"].traj
-    ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.loss[1:], "o", ms=2,
+    sgd, flow, task = r["sgd"].traj, r["flow"].traj, r["sgd"].spec.task
+    ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.loss[1:], "o", ms=2, color="0.6",
             label="SGD training loss (mean since the previous record)")
     if "population" in sgd.test_loss:
-        ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.test_loss["population"][1:], ".", ms=2,
+        ax.plot(sgd.time[1:] / (2 * ETA_P), sgd.test_loss["population"][1:], ".", ms=2, color="0.3",
                 label="SGD iterate, exact population loss")
-    ax.plot(flow.time[1:] / (2 * ETA_P), flow.loss[1:], "-", label="exact flow (Ω)")
-    paper = th.paper_theory(r["sgd"].spec.task.s, N, ETA_P, INIT**2)
     tt = np.geomspace(0.05, max(flow.time[-1] / (2 * ETA_P), 1.0), 400)
-    ax.plot(tt, paper.loss(tt), "--", label="paper Eq. 14 (ω = 1)")
-    plots.draw_levels(ax, summary["paper"]["plateaus"], label="paper plateaus")
+    ax.plot(flow.time[1:] / (2 * ETA_P), flow.loss[1:], "-", color="tab:blue",
+            label="exact flow, task set's Ω")
+    ax.plot(tt, paper_at_omega(tt, task.s, np.diag(task.omega()))[1], "--", color="tab:blue",
+            label="paper Eq. 14 at the task set's ω")
+    p0 = np.full(D, INIT)
+    ax.plot(tt, aligned_flow.exact_flow(task.s, N, ETA_P, p0, p0, tt).loss, "-", color="tab:orange",
+            label="exact flow, ω = 1")
+    ax.plot(tt, th.paper_theory(task.s, N, ETA_P, INIT**2).loss(tt), "--", color="tab:orange",
+            label="paper Eq. 14 (ω = 1)")
+    plots.draw_levels(ax, summary["paper"]["plateaus"], label="paper plateaus (ω = 1)")
     ax.set_xscale("log")
     ax.set_xlabel("epochs")
     ax.set_ylabel("loss ½‖ŷ − y‖²")

@@ -30,11 +30,11 @@ FIGURES = (
     Figure("musat2025-fig15-17", "Musat et al. 2025, Figs. 15-17: weights after 250/500/1000 SGD steps, "
            "D=16, N=16", f"{__name__}.weights:FIG15_17"),
     Figure("musat2025-fig5", "Musat et al. 2025, Figs. 4/5 at App. D's D=32, N=16: SGD of the full model vs "
-           "training only alpha3, beta2, gamma3", f"{__name__}.dynamics:FIG5"),
+           "training only alpha3, beta2, gamma3 (--quick: D=16, N=8)", f"{__name__}.dynamics:FIG5"),
     Figure("musat2025-fig18", "Musat et al. 2025, Fig. 18: pseudo-parameters and loss, full vs 3-parameter, "
-           "D=16, N=32", f"{__name__}.dynamics:FIG18"),
+           "D=16, N=32 (--quick: D=8, N=16)", f"{__name__}.dynamics:FIG18"),
     Figure("musat2025-fig19", "Musat et al. 2025, Fig. 19: pseudo-parameters and loss, full vs 3-parameter, "
-           "D=32, N=8", f"{__name__}.dynamics:FIG19"),
+           "D=32, N=8 (--quick: D=16, N=4)", f"{__name__}.dynamics:FIG19"),
     Figure("musat2025-sweep", "Musat et al. 2025, emergence time vs N (4 to 4096): 3-parameter, 19-parameter "
            "and full model; t_ICL vs the loss drop", f"{__name__}.sweep:RECIPE"),
 )

@@ -13,6 +13,7 @@ import numpy as np
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import ARDiagConfig
+from fastattn.models.autoregressive import lookahead_mask
 from fastattn.tasks import AutoRegressive
 from fastattn.training import TrainConfig
 
@@ -71,6 +72,13 @@ def structure(run: Run) -> dict[str, Any]:
     return out
 
 
+def used_positions(P: np.ndarray) -> np.ma.MaskedArray:
+    """The rows T = 2..T_max of P `[T_max, T_max]` as `[T_max−1, T_max]` with the entries the model
+    never reads masked (row T−2 reads e_1..e_T only): those keep their initial values, which are not
+    a result of training."""
+    return np.ma.masked_array(P[:-1], mask=~lookahead_mask(P.shape[0]).numpy())
+
+
 def summarize(runs: list[Run]) -> dict[str, Any]:
     return {r.spec.label: structure(r) for r in runs}
 
@@ -88,11 +96,11 @@ def plot(runs: list[Run], summary: dict[str, Any]):
             plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim)
             ax.tick_params(labelsize=6)
             ax.set_title(f"{run.spec.label}: {name}", fontsize=8)
-        P = m.P.detach().numpy()[:-1]
+        P = used_positions(m.P.detach().numpy())
         lim = float(np.abs(P).max())
         plots.heatmap(row[3], P, colorbar="entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim)
         row[3].tick_params(labelsize=6)
-        row[3].set_title(f"P (loss {run.traj.final_loss:.1e})", fontsize=8)
+        row[3].set_title(f"P, entries read by the model (loss {run.traj.final_loss:.1e})", fontsize=8)
     return fig
 
 

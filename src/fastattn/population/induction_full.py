@@ -1,0 +1,74 @@
+"""The full disentangled transformer (all 28D² weights, `params="full"`) on its exact population
+gradient, orthonormal data (Musat et al. 2025, Theorem 1, spec §5.2, §11.3).
+
+At weights W in the 19-dimensional subspace spanned by the basis matrices B_k (⟨B_k, B_l⟩ = D δ_kl),
+the data symmetries of Theorem 1 average the population gradient onto that subspace (the orbit mean
+that `tests/population/test_induction_objectives.py` computes without any projection): ∇_W L =
+Σ_k (∂L19/∂θ_k / D) B_k with θ = project(W) and L19 the exact Gram-space loss. A flow or GD from
+structured weights (zero included) therefore never leaves the subspace, and this objective follows
+the full model exactly. Off the subspace the population gradient has no closed form here: a
+ValueError says so.
+
+Time: `loss_grad` returns (L, 2D ∇_W L) = (L, 2 Σ_k (∂L19/∂θ_k) B_k). The library's flow
+dW/dt = −½ (returned gradient) is then θ̇ = −∇_θ L, so a record's time axis is the θ-coordinates'
+paper time (the time of `theory.musat2025`'s emergence times), and `gd` with lr η (time 2η per
+step) moves θ by 2η ∇_θ L. The loss is the exact population loss itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastattn.population.induction import InductionGram19Objective, _exact_task
+from fastattn.population.objectives import Objective
+from fastattn.population.registry import register_objective
+
+
+def basis_matrix(D: int) -> np.ndarray:
+    """E `[28D², 19]`: column k is B_k flattened in the model's order (W1 `[2D, 2D]`, W2 `[4D, 4D]`,
+    W3 `[8D, D]`, row-major); EᵀE = D·I."""
+    from fastattn.analysis.pseudo_params import embed
+
+    return np.stack([np.concatenate([w.ravel() for w in embed(e, D)]) for e in np.eye(19)], axis=1)
+
+
+class DisentangledFullObjective(Objective):
+    """ℓ(W1, W2, W3) of the full disentangled transformer on orthonormal data at structured weights;
+    gradient 2D ∇_W ℓ, the θ-coordinates' paper time (module docstring). Flat parameters: W1, W2,
+    W3 row-major (28D²)."""
+
+    def __init__(self, D: int, N: int, query: str = "last", mask: str = "strict", tol: float = 1e-9):
+        super().__init__()
+        self.D, self.N, self.query, self.mask, self.tol = int(D), int(N), query, mask, float(tol)
+        self.gram = InductionGram19Objective.orthonormal(self.N, query, mask)
+        self.E = basis_matrix(self.D)
+
+    def __repr__(self) -> str:
+        return f"DisentangledFullObjective(D={self.D}, N={self.N}, query={self.query!r}, mask={self.mask!r})"
+
+    def size(self) -> int:
+        return 28 * self.D**2
+
+    def theta(self, params: np.ndarray) -> np.ndarray:
+        """θ `[19]` = project(W): the pseudo-parameters (order `NAMES`)."""
+        return self.E.T @ np.asarray(params, dtype=np.float64) / self.D
+
+    def loss_grad(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        w = np.asarray(params, dtype=np.float64)
+        theta = self.theta(w)
+        off = float(np.linalg.norm(w - self.E @ theta))
+        if off > self.tol * max(1.0, float(np.linalg.norm(w))):
+            raise ValueError(f"the full disentangled model's exact population gradient is known on the "
+                             f"19-dimensional subspace of Theorem 1 only; these weights are {off:.3g} off "
+                             "it: start from zero (--init 0) or structured weights, or train with a "
+                             "sampled method (sgd)")
+        loss, g = self.gram.loss_grad(theta)
+        return float(loss), 2.0 * (self.E @ np.asarray(g))
+
+
+@register_objective("induction", "disentangled")
+def _full(task, model) -> DisentangledFullObjective:
+    _exact_task(task)
+    if model.config.dim != task.dim:
+        raise ValueError(f"the model's dim={model.config.dim} must equal the task's dim={task.dim}")
+    return DisentangledFullObjective(task.dim, task.context, task.query, model.config.mask)

@@ -1,0 +1,81 @@
+"""The numbers the docs quote from quick forms, recomputed by the commands beside them: each case
+renders the recomputed values in the docs' own words and checks that sentence is in the docs
+(whitespace-normalised, so a quote may wrap). Only quick forms, seconds each; full-size numbers are
+labelled in the docs with their command and the run they came from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _text(name: str) -> str:
+    return re.sub(r"\s+", " ", (DOCS / name).read_text())
+
+
+def _num(x: float, fmt: str = ".3f") -> str:
+    return format(x, fmt).replace("-", "−")
+
+
+def _musat_gd_lr100() -> str:
+    from fastattn.population.emergence import emergence_steps_gd
+
+    s = emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1))
+    return f"gives {s['T_gamma']}/{s['T_beta']}/{s['T_alpha']} for γ/β.1/α.1"
+
+
+def _musat_fig19_quick() -> str:
+    from fastattn.experiments.musat2025 import dynamics
+
+    s = dynamics.FIG19.summarize([], quick=True)
+    order = ("gamma3>=0.1", "beta2>=0.1", "alpha3>=0.1", "loss<=0.5", "gamma3>=0.5", "beta2>=0.5",
+             "alpha3>=0.5", "loss<=0.2")
+    st = s["settings"]
+    rows = []
+    for run, label in (("full", "full"), ("three_param", "α₃, β₂, γ₃")):
+        first = s["runs"][run]["first_step"]
+        steps = " / ".join("–" if first[k] is None else str(first[k]) for k in order)
+        rows.append(f"| 19 | {st['D']}, {st['N']}, {st['batch']}, {st['steps']} | {label} | {steps} | "
+                    f"{s['runs'][run]['mean_loss_last_tenth']:.3f} |")
+    return " ".join(rows)
+
+
+def _he_e2_quick(tmp_path) -> str:
+    from fastattn.experiments import registry
+
+    m = registry.reproduce("he2025-e2", tmp_path, quick=True)["summary"]["models"]["H2_seed0"]
+    (w0, w1), (m0, m1) = m["omega"], m["mu"]
+    return (f"heads (ω, μ) = ({_num(w0)}, {_num(m0)}) and ({_num(w1)}, {_num(m1)}): sign matching, one "
+            f"positive and one negative head, zero-sum to {100 * m['zero_sum']:.1f}%, η_eff = "
+            f"{m['eta_eff']:.3f} (η* = 0.879), (γ̂, μ₊) = ({m['gamma']:.3f}, {m['mu_plus']:.3f}) on the "
+            f"μ_γ curve (μ_γ({m['gamma']:.3f}) = {m['mu_gamma_at_gamma']:.3f})")
+
+
+def _he_e6_quick(tmp_path) -> str:
+    from fastattn.experiments import registry
+
+    s = registry.reproduce("he2025-e6", tmp_path, quick=True)["summary"]
+    r = next(r for r in s["rows"] if r["xi"] == 0.2)
+    return (f"quick ({s['n_prompts']:,} prompts".replace(",", " ") + "; `fastattn reproduce he2025-e6 "
+            f"--quick --out DIR`): dGD {r['dgd_mc']:.3f} ± {r['dgd_se']:.3f} (closed {r['dgd_closed']:.3f}, "
+            f"limit {r['dgd_limit']:.4f}), ridge {r['ridge_mc']:.3f} ± {r['ridge_se']:.3f} (limit "
+            f"{r['bayes_limit']:.4f}), ratio {r['ratio_mc']:.3f}")
+
+
+CASES = {
+    "musat2025.md: emergence_steps_gd at lr 100": ("musat2025.md", _musat_gd_lr100),
+    "musat2025.md: Fig. 19 --quick": ("musat2025.md", _musat_fig19_quick),
+    "he2025.md: E2 --quick": ("he2025.md", _he_e2_quick),
+    "he2025.md: E6 --quick": ("he2025.md", _he_e6_quick),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_docs_quote_what_the_quick_command_gives(case, tmp_path):
+    doc, render = CASES[case]
+    text = render(tmp_path) if "tmp_path" in render.__code__.co_varnames else render()
+    assert re.sub(r"\s+", " ", text) in _text(doc), text
