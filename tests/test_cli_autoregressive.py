@@ -35,7 +35,8 @@ def test_orthogonal_flow_run(tmp_path):
 
 def test_options_of_the_task_family_are_checked(tmp_path, capsys):
     assert main(["train", "--context-dist", "unitary", "--out", str(tmp_path), "--quiet"]) == 2
-    assert "--context-dist applies to task autoregressive" in capsys.readouterr().err
+    assert "--context-dist does not apply to --task linear_regression (it applies to --task "\
+        "autoregressive)" in capsys.readouterr().err
 
 
 def test_non_augmented_model_takes_the_tasks_duplication(tmp_path):

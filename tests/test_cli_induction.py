@@ -37,7 +37,8 @@ def test_gram19_gd_and_disentangled_sgd(tmp_path, capsys):
     assert np.load(tmp_path / "sgd.npz")["params"].shape[-1] == 28 * 16
     assert main([*ORTHO, "--model", "disentangled", "--method", "flow", "--time", "1",
                  "--out", str(tmp_path)]) == 2
-    assert "no exact population objective" in capsys.readouterr().err
+    assert "--method flow trains the exact population loss, which --task induction --model " \
+        "disentangled does not have" in capsys.readouterr().err
 
 
 def test_standard_transformer_adamw_on_the_token_task(tmp_path, capsys):
@@ -54,6 +55,7 @@ def test_standard_transformer_adamw_on_the_token_task(tmp_path, capsys):
     assert config["model"]["d_model"] == 6 and config["train"]["weight_decay"] == 0.01
     assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 2 * 8 * 6 + 10 * 6 + 8 * 36
     assert main([*base, "--model", "separate", "--name", "b"]) == 2
-    assert "go together" in capsys.readouterr().err
+    assert "--model separate does not pair with --task induction_tokens; models for " \
+        "induction_tokens: standard_transformer" in capsys.readouterr().err
     assert main(["train", "--model", "standard_transformer", "--method", "adam", "--lr", "1e-3",
                  "--steps", "1", "--quiet", "--out", str(tmp_path), "--name", "c"]) == 2

@@ -17,10 +17,7 @@ CONVENTIONS = ROOT / "docs" / "conventions.md"
 
 #: Up-imports still in the tree, each with the change that removes it. The test also fails when one
 #: is gone, so that this list only shrinks.
-PENDING = {
-    ("fastattn.population.objectives", "fastattn.models.layout"):
-        "issue 24 item 1 (configs): the flat layouts move to the torch-free fastattn.configs cards",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def layers() -> list[list[str]]:

@@ -69,13 +69,67 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
                            "or --overwrite to replace it")
 
 
+TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAME.npz) and a plot.
+
+--task and --model alone run the canonical setup of the paper the pair comes from (its preset,
+listed under each model below; the run record's meta.preset names it). Every field is a --KEY VALUE
+override. E.g. Zhang et al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
+  fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
+      --time 20000 --out DIR
+`fastattn info` lists every task with the models it pairs with and each pair's methods."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser (and its subcommands') whose errors are one line, `fastattn train: error:
+    …`, without the usage (`--help` has it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _check_method(task: str, model: str, method: str) -> None:
+    """Refuse, before any work, a method the pair does not have (flow and gd need the exact
+    population loss)."""
+    from fastattn.cli_options import CommandError
+    from fastattn.info import pair_methods
+
+    methods = pair_methods(task, model)
+    if method in ("flow", "gd") and method not in methods:
+        raise CommandError(f"--method {method} trains the exact population loss, which --task {task} "
+                           f"--model {model} does not have; use --method {' or '.join(methods)} "
+                           "(fastattn info lists each pair's methods)")
+    if method not in methods:
+        raise CommandError(f"--method {method} does not train --task {task} --model {model}; use "
+                           f"--method {' | '.join(methods)}")
+
+
+def _title(resolved) -> str:
+    """The plot title: the task's dim and context, the model's integer options (H, R, L …)."""
+    from fastattn.configs import model_card
+
+    short = {"heads": "H", "rank": "R", "layers": "L", "d_model": "D", "context": "N", "dim": "D"}
+    task = ", ".join(f"{short[k]}={resolved.task[k]}" for k in ("dim", "context")
+                     if k in resolved.task)
+    card = model_card(resolved.model["kind"])
+    model = ", ".join(f"{short[f.name]}={resolved.model[f.name]}" for f in card.fields
+                      if f.name in short and f.name in resolved.model)
+    return f"{resolved.task['kind']}: {task}; {resolved.model['kind']}" + (f": {model}" if model else "")
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn import plots
-    from fastattn.cli_options import CommandError, build_run, collect
+    from fastattn.cli_options import CommandError, build_run, in_cli_words, resolve_args
+    from fastattn.configs import options_for
     from fastattn.training import Checkpointing, train
     from fastattn.training.interrupt import terminate_as_interrupt
 
-    task, model, config = build_run(collect(args))
+    resolved = resolve_args(args)
+    kinds = resolved.task["kind"], resolved.model["kind"]
+    _check_method(*kinds, resolved.train["method"])
+    try:
+        task, model, config = build_run(resolved.spec())
+    except (ValueError, TypeError) as exc:
+        raise CommandError(in_cli_words(str(exc), {o.field: o for o in options_for(*kinds)})) from None
     if config.progress is None and args.quiet:
         config = dataclasses.replace(config, progress=False)
     out = Path(args.out)
@@ -92,6 +146,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                            "checkpoints")
     with terminate_as_interrupt():
         traj = train(model, task, config, checkpoint=checkpoint)
+    traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
     record = traj.save(out / args.name)
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
@@ -105,14 +160,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
                         label=f"{label}: population loss (exact)", x=x)
     else:
         plots.plot_loss(ax, traj, label=label, x=x)
-    d, h, r = model.dims
-    ax.set_title(f"{task.kind}: D={d}; {model.kind}: H={h}, R={r}")
+    ax.set_title(_title(resolved))
     ax.legend()
     png = plots.save(fig, out / f"{args.name}.png")
     final = (f"final population loss={float(exact[-1]):.6g} (batch {traj.final_loss:.6g})"
              if exact is not None and len(exact) else f"final loss={traj.final_loss:.6g}")
     print(f"{config.method}: status={traj.status}, {final}, "
-          f"evaluations={traj.n_evals}, wall time={traj.wall_time:.3g} s")
+          f"evaluations={traj.n_evals}, wall time={traj.wall_time:.3g} s (preset {resolved.preset.name})")
     print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
     return 0
 
@@ -124,15 +178,12 @@ def _add_info(sub) -> None:
 
 
 def _add_train(sub) -> None:
-    from fastattn.cli_options import add_options
+    from fastattn.cli_options import add_train_options
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
-                       description="Train one model on one task. Every task, model and trainer "
-                       "option is below, under the family it applies to; e.g. fastattn train "
-                       "--task linear_regression --model separate --dim 4 --heads 5 --rank 1 "
-                       "--context 31 --spectrum 0.4,0.3,0.2,0.1 --init 1e-2 --method flow "
-                       "--time 2000 --out DIR")
-    add_options(p)
+                       usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
+                       description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_train_options(p)
     p.add_argument("--out", required=True, help="directory for the run record and the plot")
     p.add_argument("--name", default="run",
                    help="file name stem (default: run); an existing record of that name is an "
@@ -194,7 +245,7 @@ def _chosen(argv: list[str]) -> str | None:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser with every subcommand listed and `command`'s options added (None: every
     command's, which imports every subcommand's modules)."""
-    parser = argparse.ArgumentParser(prog="fastattn", description=__doc__.split("\n")[0])
+    parser = _OneLineParser(prog="fastattn", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of an error (also after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -234,13 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         options = sys.modules.get("fastattn.cli_options")   # loaded if it raised CommandError
         known = isinstance(exc, (ValueError, TypeError, OSError)) or (
             options is not None and isinstance(exc, options.CommandError))
-        if args.command in ("train", "sweep"):           # their options' table is loaded by now
-            from fastattn.cli_options import cli_names
-
-            text = cli_names(str(exc))
-        else:
-            text = str(exc)
-        text = " ".join(text.split())          # one line
+        text = " ".join(str(exc).split())          # one line
         print(f"fastattn {args.command}: error: "
               f"{text if known else f'{type(exc).__name__}: {text}'}", file=sys.stderr)
         return 2

@@ -43,7 +43,8 @@ def info() -> dict:
     """A plain dict describing the installation; ``fastattn info`` prints it.
 
     Keys: versions (fastattn, python, numpy, torch, triton), core (version, Eigen, native build),
-    backends (name -> available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
+    backends (name -> available + why not), registries (task kinds, model kinds), pairs (task ->
+    model -> methods, exact, preset), devices (cpu, cuda list).
     """
     import torch
 
@@ -72,12 +73,41 @@ def info() -> dict:
         "backends": backends,
         "ops": _op_backends(),
         "registries": {"tasks": sorted(TASKS), "models": sorted(MODELS)},
+        "pairs": pairs_report(),
         "devices": {
             "cpu": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
             "cuda": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
         },
     }
+
+
+def pair_methods(task: str, model: str) -> tuple[str, ...]:
+    """The training methods of a (task, model) pair: flow and gd where the pair has an exact
+    population objective, sgd and adam always (sampled), task_sgd for models with a per-task
+    gradient (the Wishart task sets)."""
+    from fastattn.models import MODELS
+    from fastattn.population.registry import registered_objectives
+
+    exact = (task, model) in set(registered_objectives())
+    return (*(("flow", "gd") if exact else ()), "sgd", "adam",
+            *(("task_sgd",) if hasattr(MODELS[model].model, "query_loss_grad") else ()))
+
+
+def pairs_report() -> dict:
+    """{task: {model: {"methods": [...], "exact": bool, "preset": name, "source": text}}} for every
+    task (in the papers' order) and the models that pair with it."""
+    from fastattn.configs import pairs, preset_for
+
+    out: dict = {}
+    for task, models in pairs().items():
+        out[task] = {}
+        for model in models:
+            methods = pair_methods(task, model)
+            preset = preset_for(task, model)
+            out[task][model] = {"methods": list(methods), "exact": "flow" in methods,
+                                "preset": preset.name, "source": preset.source}
+    return out
 
 
 def _op_backends() -> dict:
@@ -104,8 +134,13 @@ def format_info(report: dict) -> str:
     for op, backends in report["ops"].items():
         ok = [name for name, b in backends.items() if b["available"]]
         lines.append(f"  {op:<24} {', '.join(ok) or 'none'}")
-    r = report["registries"]
-    lines.append(f"tasks: {', '.join(r['tasks'])}; models: {', '.join(r['models'])}")
+    lines.append("tasks, the models that pair with each, and each pair's methods (exact: the "
+                 "population flow/GD; sampled: sgd, adam):")
+    for task, models in report["pairs"].items():
+        lines.append(f"  {task}")
+        for model, p in models.items():
+            kind = "exact + sampled" if p["exact"] else "sampled"
+            lines.append(f"    {model:<21} {kind:<16} {', '.join(p['methods']):<30} preset {p['preset']}")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

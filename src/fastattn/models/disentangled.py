@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from fastattn.models.base import ICLModel
+from fastattn.models.base import ICLModel, register_family
 from fastattn.population.induction import (  # noqa: F401  (the pseudo-parameters: the objective's)
     BASIS,
     NAMES,
@@ -194,3 +194,7 @@ class DisentangledTransformer(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return disentangled_forward(X, *self.weights(), self.config.mask)
+
+
+for _kind in ("disentangled", "gram19", "three_param"):     # one class; the kind sets config.params
+    register_family(_kind, DisentangledTransformer, DisentangledConfig)

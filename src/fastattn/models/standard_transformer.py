@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from fastattn import _validate as check
+from fastattn.models.base import register_family
 from fastattn.models.transformer import Transformer, TransformerConfig
 
 
@@ -171,3 +172,6 @@ class StandardTransformer(nn.Module):
 
     def flat_size(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+register_family(StandardConfig.kind, StandardTransformer, StandardConfig)

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fastattn import configs as layout
 from fastattn._core_loader import core
-from fastattn.models import layout
 from fastattn.population import reference
 from fastattn.population.moments import Moments
 from fastattn.population.registry import register_objective
@@ -55,7 +55,7 @@ def family_dims(family: str, dims) -> tuple[int, int, int]:
 
 
 def layout_family(family: str) -> str:
-    """The flat layout's name in fastattn.models.layout (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
+    """The flat layout's name in the model cards (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
     return "merged" if family in _MERGED_LIKE else "separate"
 
 
