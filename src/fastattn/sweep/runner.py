@@ -15,6 +15,7 @@ import numpy as np
 
 from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
 from fastattn.cli_options import build_run, build_task
+from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
 from fastattn.training import run_config
@@ -64,6 +65,49 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
             raise ValueError(f"flow run without --time and {why}; give --time")
         tr["t_end"] = t_end
     return spec, theory
+
+
+def check_run(spec: dict[str, dict[str, Any]]) -> None:
+    """Build the run's task (without its random rotation), model and trainer config, so that a bad
+    option value fails at planning time with the config's own message. Raises ValueError."""
+    build_run({"task": dict(spec["task"], rotate=False), "model": spec["model"],
+               "train": dict(spec["train"], progress=False)})
+
+
+#: fields of a run that train_batched keeps per run: runs that differ only in these share a call
+PER_RUN_FIELDS = {"model": ("init_seed",), "task": ("data_seed", "rotation_seed"),
+                  "train": ("lr", "eval_seed")}
+
+
+def batched_sampled(spec: dict[str, dict[str, Any]]) -> bool:
+    """Whether a run trains with `training.batched.train_batched` (He et al. 2025's fused Adam
+    step): adam on fresh batches (no fixed data set, test sets, weight decay or other loss) of
+    `multihead_softmax` with the softmax activation on one fixed context length."""
+    task, model, tr = spec["task"], spec["model"], spec["train"]
+    return (tr.get("method") == "adam" and model["kind"] == "multihead_softmax"
+            and model.get("activation", "exp") == "exp" and task["kind"] == "linear_regression"
+            and isinstance(task.get("context"), int) and not tr.get("dataset_size")
+            and not tr.get("test_size") and not tr.get("weight_decay") and tr.get("loss") is None
+            and tr.get("target_loss") is None and tr.get("grad_tol") is None
+            and not task.get("fixed_task_fraction") and not task.get("w_mean"))
+
+
+def batch_key(item: RunItem) -> str | None:
+    """The key of the runs `item` may share one call with: compatible flow runs (same family, dims,
+    integrator, horizon) or sampled runs of a batched trainer that differ only in per-run values
+    (seeds, learning rate); None: it runs alone."""
+    spec = item.spec
+    tr = spec["train"]
+    if tr.get("method", "flow") == "flow":
+        m = spec["model"]
+        return canonical({"family": m["kind"], "dim": spec["task"]["dim"], "heads": m["heads"],
+                          "rank": m.get("rank", 1),
+                          "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
+    if batched_sampled(spec):
+        shared = {t: {k: v for k, v in fields.items() if k not in PER_RUN_FIELDS.get(t, ())}
+                  for t, fields in spec.items()}
+        return canonical({"batched": "train_batched", **shared})
+    return None
 
 
 # ------------------------------------------------------------------------------ measuring

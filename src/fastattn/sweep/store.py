@@ -32,6 +32,21 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
     return path
 
 
+def check_writable(out: Path) -> None:
+    """Create the sweep folder `out` (and runs/, records/) and check that files can be written
+    there, before any run starts; a clear OSError naming the folder otherwise."""
+    out = Path(out)
+    try:
+        for d in (out, out / RUNS, out / RECORDS):
+            d.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / ".write-test", lambda fh: fh.write("ok"), "w")
+        (out / ".write-test").unlink()
+    except OSError as exc:
+        what = exc.strerror or type(exc).__name__
+        raise OSError(f"cannot write to the sweep folder {out} ({what}); choose a writable --out "
+                      "(or fix the folder's permissions)") from None
+
+
 def check_key_format(out: Path, expected: int) -> None:
     """Raise if `out` holds finished runs keyed by another key format than `expected` (their keys
     cannot be matched to this version's, so resuming would silently rerun everything)."""
@@ -70,6 +85,11 @@ def finished_keys(out: Path, include_failed: bool = True) -> set[str]:
     rows = (read_row(p) for p in (Path(out) / RUNS).glob("*.json"))
     return {row["key"] for row in rows
             if row is not None and (include_failed or row["status"] != "error")}
+
+
+def table_size(out: Path) -> int:
+    """Runs recorded in the sweep folder `out` (by any grid run there)."""
+    return len(finished_keys(out))
 
 
 def load_rows(out: Path) -> list[dict[str, Any]]:

@@ -47,19 +47,10 @@ def _exit_with_parent(parent: int, poll: float = 0.5) -> None:
 
 
 def run_batch(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
-    """The worker entry point: mark the batch in flight, record runs whose planning failed as
-    failed rows, execute the others; returns every row (also saved in `out_dir`)."""
+    """The worker entry point: mark the batch in flight and execute it; returns every row (also
+    saved in `out_dir`)."""
     mark_inflight(items, out_dir)
-    rows = []
-    for it in items:
-        if "_plan_error" in it.spec["train"]:
-            row = error_row(it, it.spec["train"]["_plan_error"], 0.0)
-            store.save_row(Path(out_dir), row)
-            rows.append(row)
-    good = [it for it in items if "_plan_error" not in it.spec["train"]]
-    if good:
-        rows += execute(good, out_dir, horizon)
-    return rows
+    return execute(items, out_dir, horizon)
 
 
 def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
@@ -109,14 +100,10 @@ def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
     return row
 
 
-def error_row(item: RunItem, exc: BaseException | str, wall: float) -> dict[str, Any]:
-    """The row of a failed run: its config columns, the error (an exception, or the message of
-    one caught while planning) and the planned theory columns."""
-    if isinstance(exc, str):
-        error, trace = exc, ""
-    else:
-        error = f"{type(exc).__name__}: {exc}"
-        trace = "".join(traceback.format_exception(exc))[-4000:]
+def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
+    """The row of a failed run: its config columns, the error and the planned theory columns."""
+    error = f"{type(exc).__name__}: {exc}"
+    trace = "".join(traceback.format_exception(exc))[-4000:]
     return {"key": item.key, **item.columns, "status": "error", "error": error,
             "traceback": trace, "wall_time": wall, **item.theory}
 
