@@ -281,17 +281,6 @@ def test_local_process_pool_equals_in_process(tmp_path):
     pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
 
 
-def test_ray_executor_equals_local(tmp_path):
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastattn[ray]')")
-    local = run_sweep(TINY, tmp_path / "local", seeds=2, workers=0, progress=False)
-    try:
-        remote = run_sweep(TINY, tmp_path / "ray", seeds=2, executor="ray", workers=2, progress=False)
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-    pd.testing.assert_frame_equal(local[DETERMINISTIC], remote[DETERMINISTIC])
-
-
 def test_cli_sweep_and_plot(tmp_path, capsys):
     p = _parser()
     out = str(tmp_path / "s")
