@@ -138,10 +138,26 @@ def measure(traj) -> Columns:
 
 # ------------------------------------------------------------------------------ running
 def build(item: RunItem):
-    """(task, model, TrainConfig) of a run, without a progress bar."""
+    """(task, model, TrainConfig) of a run, without a progress bar; an exact flow run locates the
+    events of its paper's hooks."""
     spec = {k: dict(v) for k, v in item.spec.items()}
     spec["train"]["progress"] = False
+    hooks = hooks_for(spec["task"]["kind"], spec["model"]["kind"])
+    if hooks and hooks.events and spec["train"].get("method", "flow") == "flow":
+        spec["train"]["events"] = tuple(hooks.events(spec["task"], spec["model"]).values())
     return build_run(spec)
+
+
+def event_times(item: RunItem, traj) -> dict[str, float]:
+    """{event name: time of its first crossing} of the run's hooks' events (the integrators' time)."""
+    hooks = hooks_for(item.spec["task"]["kind"], item.spec["model"]["kind"])
+    if not (hooks and hooks.events and traj.events):
+        return {}
+    names = list(hooks.events(item.spec["task"], item.spec["model"]))
+    out: dict[str, float] = {}
+    for hit in traj.events:
+        out.setdefault(names[hit.event], float(hit.t))
+    return out
 
 
 def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.ndarray, list]:
@@ -175,9 +191,10 @@ def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str
     model = item.spec["model"]
     hooks = run_hooks(task, model)
     theory = hooks.predictions(task, model, p0, horizon) if hooks else {}
-    measured = measure(traj)
+    measured = measure(traj) | {"_events": event_times(item, traj)}
     if hooks:
         measured |= hooks.measurements(traj, theory, measured)
+    measured = {k: v for k, v in measured.items() if not k.startswith("_")}
     row = {"key": item.key, **item.columns,
            "t_end": item.spec["train"].get("t_end"),
            "target_loss": item.spec["train"].get("target_loss"),

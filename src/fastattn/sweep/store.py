@@ -98,7 +98,7 @@ def load_rows(out: Path) -> list[dict[str, Any]]:
     return [row for row in rows if row is not None]
 
 
-FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_end", "target_loss")
+FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_", "target_loss", "risk")
 LIST_COLUMNS = ("theory_levels", "plateau_levels", "plateau_starts", "plateau_ends", "drop_times")
 
 
@@ -123,11 +123,29 @@ def to_frame(rows: list[dict[str, Any]]):
 
 
 def write_table(out: Path) -> Path:
-    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path."""
-    df = to_frame(load_rows(out))
+    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path. Columns with a unit
+    (the papers' hooks' `units`) carry it in their Parquet field metadata ("unit")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastattn.sweep.hooks import units
+
+    table = pa.Table.from_pandas(to_frame(load_rows(out)), preserve_index=False)
+    known = units()
+    fields = [f.with_metadata({"unit": known[f.name]}) if f.name in known else f for f in table.schema]
+    table = pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
     path = Path(out) / TABLE
-    atomic_write(path, lambda fh: df.to_parquet(fh, index=False), "wb")
+    atomic_write(path, lambda fh: pq.write_table(table, fh), "wb")
     return path
+
+
+def column_units(out: str | Path) -> dict[str, str]:
+    """Column -> unit of DIR/results.parquet (its field metadata)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(Path(out) / TABLE)
+    return {f.name: f.metadata[b"unit"].decode() for f in schema
+            if f.metadata and b"unit" in f.metadata}
 
 
 def read_table(out: str | Path):
