@@ -191,7 +191,7 @@ def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str
     model = item.spec["model"]
     hooks = run_hooks(task, model)
     theory = hooks.predictions(task, model, p0, horizon) if hooks else {}
-    measured = measure(traj) | {"_events": event_times(item, traj)}
+    measured = measure(traj) | {"_events": event_times(item, traj), "_task": task}
     if hooks:
         measured |= hooks.measurements(traj, theory, measured)
     measured = {k: v for k, v in measured.items() if not k.startswith("_")}

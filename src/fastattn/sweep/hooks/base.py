@@ -32,7 +32,7 @@ class Hooks:
             value (no target; without t_end the run fails with a message asking for --time).
         measurements: `(trajectory, predictions, measured) -> columns` measured from a finished run
             against the theory; `measured` holds the paper-independent columns (plateaus, drops,
-            final loss: `fastattn.sweep.runner.measure`).
+            final loss: `fastattn.sweep.runner.measure`) and, under "_task", the run's task.
         plots: plot kind -> "module:function" drawing `(table, figure)`, imported when drawn
             (`fastattn plot --kind KIND`), so a sweep worker never imports matplotlib.
         events: `(task options, model options) -> {name: event}`: crossings an exact flow run
