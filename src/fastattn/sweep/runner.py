@@ -19,7 +19,7 @@ from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
 from fastattn.training import run_config
-from fastattn.training.flow import population_runs
+from fastattn.training.flow import objectives, population_runs
 from fastattn.training.records import environment
 
 #: parameters are recorded at every loss record only below this many floats (else init + final)
@@ -68,10 +68,13 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
 
 
 def check_run(spec: dict[str, dict[str, Any]]) -> None:
-    """Build the run's task (without its random rotation), model and trainer config, so that a bad
-    option value fails at planning time with the config's own message. Raises ValueError."""
-    build_run({"task": dict(spec["task"], rotate=False), "model": spec["model"],
-               "train": dict(spec["train"], progress=False)})
+    """Build the run's task (without its random rotation), model, trainer config and (flow, gd)
+    exact objective, so that a bad option value or pair fails at planning time with the config's
+    own message. Raises ValueError."""
+    task, model, cfg = build_run({"task": dict(spec["task"], rotate=False), "model": spec["model"],
+                                  "train": dict(spec["train"], progress=False)})
+    if cfg.method in ("flow", "gd"):
+        objectives([model], [task], cfg.method)
 
 
 #: fields of a run that train_batched keeps per run: runs that differ only in these share a call
