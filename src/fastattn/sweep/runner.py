@@ -8,6 +8,7 @@ of them in a worker.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from fastattn.cli_options import build_run, build_task
 from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
-from fastattn.training import run_config
+from fastattn.training import Trajectory, run_config
 from fastattn.training.flow import objectives, population_runs
 from fastattn.training.records import environment
 
@@ -188,13 +189,49 @@ def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.
     return out, p0, tasks
 
 
+def batched_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.ndarray, list]:
+    """Train K sampled runs that differ only in per-run values (`batch_key`) in one call of
+    `training.batched.train_batched` (He et al.'s fused Adam step on the "fast" data stream: batch
+    k of a run is a pure function of its data seed and k, so a run's result does not depend on
+    the runs it shares the call with). Returns what `flow_trajectories` does."""
+    from fastattn.training.batched import BatchedAdamConfig, train_batched
+
+    built = [build(it) for it in items]
+    tasks, models, cfgs = ([b[i] for b in built] for i in range(3))
+    cfg = cfgs[0]
+    p0 = np.stack([m.to_flat() for m in models])
+    every = max(1, cfg.steps // max(1, horizon.n_records or cfg.n_records))
+    start = time.perf_counter()
+    res = train_batched(models, tasks, BatchedAdamConfig(
+        lr=cfg.lr, steps=cfg.steps, batch_size=cfg.batch_size, record_every=every, stream="fast"),
+        lrs=[c.lr for c in cfgs])
+    wall = time.perf_counter() - start
+    meta = environment()
+    out = []
+    for k, (task, model, c) in enumerate(built):
+        loss = np.asarray(res.losses[k], dtype=float)
+        final = model.to_flat()
+        traj = Trajectory(time=2 * c.lr * (res.steps + 1.0), step=res.steps + 1, loss=loss,
+                          snapshot_time=np.array([0.0, 2 * c.lr * c.steps]),
+                          params=np.stack([p0[k], final]),
+                          status="steps" if np.all(np.isfinite(loss)) and np.all(np.isfinite(final))
+                          else "diverged",
+                          n_evals=c.steps, wall_time=wall / len(items),
+                          config=run_config(task, model, dataclasses.replace(c, progress=None)),
+                          meta=meta)
+        out.append((traj, model, {"runs_in_batch": len(items), "batch_wall_time": wall,
+                                  "backend": res.extras.get("backend"), "stream": "fast"}))
+    return out, p0, tasks
+
+
 def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
-               horizon: Horizon) -> dict[str, Any]:
-    """The result row of a finished run: config columns, horizon, cost, theory and measurements."""
-    model = item.spec["model"]
-    hooks = run_hooks(task, model)
-    theory = hooks.predictions(task, model, p0, horizon) if hooks else {}
-    measured = measure(traj) | {"_events": event_times(item, traj), "_task": task}
+               horizon: Horizon, model=None) -> dict[str, Any]:
+    """The result row of a finished run: config columns, horizon, cost, theory and measurements
+    (`model`: the run's model, given to the hooks' measurements as measured["_model"])."""
+    options = item.spec["model"]
+    hooks = run_hooks(task, options)
+    theory = hooks.predictions(task, options, p0, horizon) if hooks else {}
+    measured = measure(traj) | {"_events": event_times(item, traj), "_task": task, "_model": model}
     if hooks:
         measured |= hooks.measurements(traj, theory, measured)
     measured = {k: v for k, v in measured.items() if not k.startswith("_")}

@@ -9,12 +9,12 @@ experiments -> theory). The theory itself stays in `fastattn/theory/<paper>.py`.
 
 from __future__ import annotations
 
-from fastattn.sweep.hooks import mainali2025, musat2025, sander2024, zhang2025
+from fastattn.sweep.hooks import he2025, mainali2025, musat2025, sander2024, zhang2025
 from fastattn.sweep.hooks.base import Columns, Hooks
 
 #: paper name -> its hooks
 HOOKS: dict[str, Hooks] = {h.paper: h for h in (zhang2025.HOOKS, musat2025.HOOKS, mainali2025.HOOKS,
-                                                  sander2024.HOOKS)}
+                                                  sander2024.HOOKS, he2025.HOOKS)}
 
 
 def _by_pair() -> dict[tuple[str, str], Hooks]:
