@@ -28,11 +28,14 @@ def test_musat_emergence_times_are_the_flow_events(tmp_path):
     def rhs(t, th):
         return np.array(musat2025.three_param_rhs(*th, N))
 
-    events = []
-    for i in (2, 1, 0):                      # γ₃, β₂, α₃ crossing ½ upwards
-        ev = (lambda i: lambda t, th: th[i] - 0.5)(i)
-        ev.direction = 1
-        events.append(ev)
+    def crossing(i):
+        def event(t, th):
+            return th[i] - 0.5
+
+        event.direction = 1
+        return event
+
+    events = [crossing(i) for i in (2, 1, 0)]     # γ₃, β₂, α₃ crossing ½ upwards
     sol = integrate.solve_ivp(rhs, (0, 4 * N * N + 100 * N), np.zeros(3), rtol=1e-11, atol=1e-13,
                               events=events, method="DOP853")
     ref = {name: sol.t_events[k][0] for k, name in enumerate(("t_gamma", "t_beta", "t_alpha"))}
