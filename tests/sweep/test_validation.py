@@ -99,3 +99,10 @@ def test_an_unwritable_folder_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot write to the sweep folder" in err and ".tmp" not in err
     assert "choose a writable --out" in err
+
+
+def test_reproduce_option_without_a_value_is_one_clear_line(tmp_path, capsys):
+    assert main(["reproduce", "zhang2025-fig3", "--option", "heads", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("fastattn reproduce: error: --option heads: expected KEY=VALUE, e.g. --option "
+                   "heads=code (--list shows each figure's options)")
