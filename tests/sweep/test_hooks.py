@@ -129,3 +129,14 @@ def test_a_batched_sampled_run_does_not_depend_on_its_batch(tmp_path):
                   batch=1)
     assert (a["runs_in_batch"] == 3).all() and (b["runs_in_batch"] == 1).all()
     pd.testing.assert_frame_equal(a[["key", "final_loss", "risk"]], b[["key", "final_loss", "risk"]])
+
+
+def test_musat_grid_plans_at_the_largest_N_without_building_its_data():
+    """N = 65 536 needs D ≥ 2N = 131 072 for orthonormal data; planning (which builds and checks
+    every run) must not allocate anything D × D (the half-swap M is 137 GB there)."""
+    from fastattn.sweep import Grid, plan
+
+    (item,) = plan(Grid({"task": "induction", "model": "three_param", "data": "orthonormal",
+                         "query": "last", "dim": 131072, "context": 65536, "init": 0.0}))
+    assert item.theory["theory_t_icl"] == pytest.approx(1.71125 * 65536**2 + 0.682 * 65536)
+    assert item.spec["train"]["target_loss"] == 0.25 and item.spec["train"]["t_end"] > 0
