@@ -153,7 +153,7 @@ def test_a_new_option_with_a_default_resumes_every_run(tmp_path, monkeypatch):
                         Option("--warmup", "train", "warmup", float, "a new option", 0.0))
     from fastattn.sweep import api
 
-    monkeypatch.setattr(api, "check_run", lambda spec: None)   # TrainConfig has no such field
+    monkeypatch.setattr(api, "check_run", lambda spec, trainer=True: None)   # no such config field
     items = plan(Grid(TINY, 2), Horizon())
     assert all(it.spec["train"]["warmup"] == 0.0 for it in items)
     assert {it.key for it in items} == set(first["key"])

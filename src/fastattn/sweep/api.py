@@ -68,6 +68,7 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
         full = dict(defaults or {}) | point
         try:
             spec = resolve(full)
+            check_run(spec, trainer=False)
             spec, theory = plan_flow(spec, horizon)
             check_run(spec)
         except Exception as exc:

@@ -93,7 +93,11 @@ def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, 
     try:
         if kind in PAPER_PLOTS:
             module, _, name = PAPER_PLOTS[kind].partition(":")
-            getattr(importlib.import_module(module), name)(df, fig)
+            try:
+                getattr(importlib.import_module(module), name)(df, fig)
+            except KeyError as exc:             # another paper's table
+                raise ValueError(f"the table has no column {exc}: no run of the pairs this plot "
+                                 "is for") from None
         elif kind == "heatmap":
             axes = swept_axes(Path(sweep_dir), df)
             x = x or (axes[0] if axes else None)

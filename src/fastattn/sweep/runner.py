@@ -68,13 +68,15 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
     return spec, theory
 
 
-def check_run(spec: dict[str, dict[str, Any]]) -> None:
-    """Build the run's task (without its random rotation), model, trainer config and (flow, gd)
-    exact objective, so that a bad option value or pair fails at planning time with the config's
-    own message. Raises ValueError."""
+def check_run(spec: dict[str, dict[str, Any]], trainer: bool = True) -> None:
+    """Build the run's task (without its random rotation), model, and with `trainer` its trainer
+    config and (flow, gd) exact objective, so that a bad option value or pair fails at planning
+    time with the config's own message. trainer=False checks the task and model alone (before the
+    horizon is planned: the theory's formulas need valid ones). Raises ValueError."""
+    train = dict(spec["train"], progress=False) if trainer else {"t_end": 1.0}   # a placeholder
     task, model, cfg = build_run({"task": dict(spec["task"], rotate=False), "model": spec["model"],
-                                  "train": dict(spec["train"], progress=False)})
-    if cfg.method in ("flow", "gd"):
+                                  "train": train})
+    if trainer and cfg.method in ("flow", "gd"):
         objectives([model], [task], cfg.method)
 
 
