@@ -29,7 +29,10 @@ def swept_axes(out: Path, df) -> list[str]:
 
 
 def tick_label(v: float) -> str:
-    """A short tick label: 4, 0.5, 1e-03, 6.6e+04 (`:.3g` keeps at most ~7 characters)."""
+    """A short tick label: integers below 10⁶ as written (4, 1024, 65536), else `:.3g` (0.5,
+    1e-03, 2.5e+07)."""
+    if float(v).is_integer() and abs(v) < 1e6:
+        return str(int(v))
     return f"{v:.3g}"
 
 
