@@ -107,3 +107,33 @@ def test_reproduce_option_without_a_value_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("fastattn reproduce: error: --option heads: expected KEY=VALUE, e.g. --option "
                    "heads=code (--list shows each figure's options)")
+
+
+def test_a_row_holds_only_its_familys_options():
+    """Issue 27 item 2: Zhang's separate-KQ rows have `rank` but no induction or autoregressive
+    option; a merged row has no `rank` (it is separate's); trainer options are everyone's."""
+    from fastattn.sweep.options import family_options
+
+    items = plan(Grid({"model": ["separate", "merged"], "dim": 2, "heads": 2, "time": 1.0}))
+    cols = {it.spec["model"]["kind"]: set(it.columns) for it in items}
+    assert {"rank", "dim", "context", "spectrum", "lr", "method"} <= cols["separate"]
+    assert "rank" not in cols["merged"] and "full" in cols["merged"]
+    for absent in ("query", "vocab", "context_dist", "tasks", "mask", "d_model"):
+        assert absent not in cols["separate"] | cols["merged"]
+    induction = set(family_options("induction", "three_param"))
+    assert {"query", "data", "mask"} <= induction and not {"spectrum", "rank", "noise"} & induction
+
+
+def test_log_ticks_label_the_swept_values_only():
+    from matplotlib.figure import Figure
+
+    from fastattn.sweep.plots import log_ticks
+
+    ax = Figure().subplots()
+    n = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+    ax.plot(n, n)
+    ax.set(xscale="log")
+    log_ticks(ax, "x", n)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == 8 and labels[0] == "4" and labels[-1] == "65536"
+    assert all(t.get_text() == "" for t in ax.xaxis.get_minorticklabels())
