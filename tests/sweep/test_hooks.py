@@ -98,6 +98,18 @@ def test_sander_diag_loss_rank_and_prop6(tmp_path):
         assert row["p_T"] == P[tmax - 2, tmax - 1]
 
 
+def test_sander_augmented_model_reaches_prop2(tmp_path):
+    """AUG-1 trained by Adam ends at Prop. 2's minimum (s_0 = 0, the authors' code) with a3 b1 ≈ η*."""
+    df = run_sweep({"task": "autoregressive", "model": "aug", "encoding": "augmented", "dim": 2,
+                    "context": 6, "method": "adam", "lr": 0.01, "steps": 300, "batch_size": 64},
+                   tmp_path, workers=0, progress=False)
+    row = df.iloc[0]
+    eta, lstar = sander2024.augmented_optimum(2, 6, "zero")
+    assert row["theory_Lstar"] == pytest.approx(lstar) and row["theory_eta_star"] == pytest.approx(eta)
+    assert row["final_loss"] == pytest.approx(lstar, rel=0.02)
+    assert row["eta_aug"] == pytest.approx(eta, rel=0.05)
+
+
 HE = {"model": "multihead_softmax", "dim": 5, "context": 40, "noise": 0.1, "w_var": 0.2,
       "spectrum": "1,1,1,1,1", "method": "adam", "lr": 0.01, "batch_size": 256}
 

@@ -61,7 +61,8 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
         tr["target_loss"] = target
     if tr.get("t_end") is None:
         if t_end is None:
-            why = ("no theory estimate (init scale 0?)" if hooks else
+            why = (f"no horizon from {hooks.paper}'s theory for it (a sampled model, or init "
+                   "scale 0)" if hooks else
                    f"no theory for (task, model) = ({task.kind}, {model['kind']})")
             raise ValueError(f"flow run without --time and {why}; give --time")
         tr["t_end"] = t_end

@@ -65,8 +65,8 @@ def _predictions(task, model, params0, horizon) -> Columns:
 
 
 def measurements(traj: Trajectory, theory: Columns, measured: Columns) -> Columns:
-    """c_rank, p_T, p_{T−1}, the Prop. 6 distance ‖C − C₆(p_T, p_{T−1})‖_F / ‖C₆‖_F, and the
-    final loss minus ℓ*."""
+    """DIAG: c_rank, p_T, p_{T−1}, the Prop. 6 distance ‖C − C₆(p_T, p_{T−1})‖_F / ‖C₆‖_F; AUG:
+    eta_aug = a3 b1 (Prop. 2's η* at the optimum); both: the final loss minus ℓ*."""
     task = measured["_task"]
     lstar = theory.get("theory_Lstar", float("nan"))
     out: Columns = {"excess_loss": measured["final_loss"] - lstar if math.isfinite(lstar)
@@ -74,6 +74,9 @@ def measurements(traj: Trajectory, theory: Columns, measured: Columns) -> Column
                     "c_rank": None, "p_T": float("nan"), "p_T_minus_1": float("nan"),
                     "prop6_distance": float("nan")}
     cfg = traj.config.get("model", {})
+    if cfg.get("kind") == "aug" and len(traj.params):
+        a, b = traj.params[-1][:4], traj.params[-1][4:6]
+        out["eta_aug"] = float(a[2] * b[0])          # Prop. 2: a3 b1 → η*
     if cfg.get("kind") != "diag" or not len(traj.params):
         return out
     d, tmax, heads = int(task.dim), int(task.context), int(cfg["heads"])
