@@ -17,9 +17,12 @@ SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer o
 A comma separates the values of an axis: --dim 4,8 --context 16,64 is 4 runs. Inside one value
 write commas as '/': --spectrum 0.4/0.3/0.2/0.1, --context 8/16 (a list of lengths). --heads and
 --init may be expressions of D and N: --heads D, --heads 2*D, --init '1e-2*sqrt(D)'.
-Flow runs without --time stop at L <= (1 + converge-rel)·L* (theory's minimum), bounded by
-t_end = horizon-factor × the theory's plateau-time estimate. Finished runs in --out are never
-rerun: rerun the same command to resume. See docs/sweeps.md.
+Every point is built and checked before any run starts or --out is created (a bad value: one line,
+exit 2; --dry-run shows the same). Flow runs without --time run to the horizon of the paper whose
+theory covers the pair (Zhang: L <= (1 + converge-rel)·L*, bounded by t_end = horizon-factor × the
+plateau-time estimate; Musat, Sander, Mainali: docs/sweeps.md). Sampled runs that differ only in
+seeds or --lr train in one batched call where the pair has a batched trainer (He et al.'s model).
+Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
 Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
          --seeds 2 --out DIR"""
@@ -130,7 +133,8 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--workers", type=int, help="processes (default: CPU count; 0: in this process)")
     g.add_argument("--address", help="ray: address of a running cluster (default: start a local one)")
     g.add_argument("--batch", type=int,
-                   help="integrate up to this many compatible flow runs per C++ call (default 1)")
+                   help="integrate up to this many compatible flow runs per C++ call (default 1); "
+                   "train up to this many batched sampled runs per call (default 64)")
     g.add_argument("--converge-rel", type=float,
                    help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
