@@ -49,6 +49,17 @@ def test_musat_emergence_times_are_the_flow_events(tmp_path):
     assert store.column_units(tmp_path)["t_icl"].startswith("paper time")
 
 
+def test_musat_gram19_events_match_the_theory_modules_integration(tmp_path):
+    """The 19-parameter flow's t_icl (γ₃, β₂, α₃ at their indices in the Gram basis) against
+    `theory.musat2025.gram19_emergence_times` (terminal events, restarted integration)."""
+    df = run_sweep({"task": "induction", "model": "gram19", "data": "orthonormal", "query": "last",
+                    "dim": 8, "context": 4, "init": 0.0}, tmp_path, workers=0, progress=False)
+    ref = musat2025.gram19_emergence_times(4)
+    for name in ("t_icl", "t_gamma", "t_beta", "t_alpha"):
+        key = "t_icl" if name == "t_icl" else "T_" + name[2:]
+        assert df[name].iloc[0] == pytest.approx(ref[key], rel=1e-4), name
+
+
 def test_mainali_half_times_and_fixed_points(tmp_path):
     """Per-mode final a against the exact optimum (spec §6.4) and t_half against the exact aligned
     flow of the C++ `WishartAlignedObjective` (the sweep integrates the full model's torch
