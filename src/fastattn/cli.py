@@ -36,6 +36,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
             print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
         return 0
+    bad = [o for o in args.option if "=" not in o]
+    if bad:
+        raise CommandError(f"--option {bad[0]}: expected KEY=VALUE, e.g. --option heads=code "
+                           "(--list shows each figure's options)")
     options = dict(o.split("=", 1) for o in args.option)
     doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
     print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")

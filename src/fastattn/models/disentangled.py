@@ -127,7 +127,8 @@ class DisentangledConfig:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        half_swap(self.dim)
+        if self.dim < 2 or self.dim % 2:        # half_swap's check, without building M `[D, D]`
+            raise ValueError(f"dim={self.dim} must be even (M swaps the two halves of the positional code)")
         check_mask(self.mask)
         if self.params not in ("full", "gram19", "three_param"):
             raise ValueError(f"params={self.params!r} is unknown; use 'full', 'gram19' or 'three_param'")
