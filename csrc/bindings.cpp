@@ -1,6 +1,7 @@
 // pybind11 entry point of fastattn._core: the Objective interface (C++ objectives, and Python ones
-// through a trampoline), the integrators' Method and Options, and integrate over K models. The
-// typed face of this module is fastattn/_core.pyi.
+// through a trampoline), the integrators' Method and Options, and integrate over K models. Each
+// objective's bindings are in csrc/objectives/bind_<objective>.cpp, the He step's in
+// csrc/sampled/he_bindings.cpp. The typed face of this module is fastattn/_core.pyi.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,14 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "bind_common.h"
 #include "integrators/integrate.h"
 #include "integrators/stabilized_tables.h"
 #include "objective.h"
-#include "objectives/induction_gram.h"
-#include "objectives/induction_three_param.h"
-#include "objectives/linear_attention.h"
-#include "objectives/autoregressive.h"
-#include "objectives/wishart_tasks.h"
 
 namespace py = pybind11;
 
@@ -30,23 +27,7 @@ void register_he_adam_step(py::module_& m);  // sampled/he_bindings.cpp
 namespace {
 
 using namespace fastattn;
-namespace la = fastattn::linear_attention;
-using Arr = py::array_t<double, py::array::c_style | py::array::forcecast>;
-
-Arr new_array(std::vector<py::ssize_t> shape) { return Arr(shape); }
-
-// K for params [P] or [K, P] (P = the objective's size); a clear error otherwise.
-Index batch_of(const Arr& params, Index P, const char* name) {
-  if ((params.ndim() != 1 && params.ndim() != 2) || params.shape(params.ndim() - 1) != P)
-    throw std::invalid_argument(std::string(name) + " must be [P] or [K, P] with P = " +
-                                std::to_string(P));
-  return params.ndim() == 1 ? 1 : Index(params.shape(0));
-}
-
-void require_vector(const Arr& a, Index P, const char* name) {
-  if (a.ndim() != 1 || a.shape(0) != P)
-    throw std::invalid_argument(std::string(name) + " must be [P] with P = " + std::to_string(P));
-}
+using namespace fastattn::bind;
 
 // ------------------------------------------------------------------ Python-defined objectives
 // Runs a call into Python (the GIL held); a KeyboardInterrupt there ends the run as "interrupted".
@@ -219,89 +200,6 @@ Arr hessian_user(const Objective& obj, const Arr& params) {
   return out;
 }
 
-Arr change_basis(const Objective& obj, const Arr& params, bool to_working) {
-  const Index P = obj.size(), K = batch_of(params, P, "params");
-  Arr out(std::vector<py::ssize_t>(params.shape(), params.shape() + params.ndim()));
-  for (Index k = 0; k < K; ++k) {
-    if (to_working) obj.to_working(params.data() + k * P, out.mutable_data() + k * P);
-    else obj.from_working(params.data() + k * P, out.mutable_data() + k * P);
-  }
-  return out;
-}
-
-// ------------------------------------------------------------------ the choices that cross the boundary
-// Named choices arrive as enums (a typo fails in Python, at the enum's attribute, never here).
-// Musat et al.'s query position and attention mask (csrc/objectives/induction_*.h take them as flags).
-enum class Query { last, uniform };
-enum class Mask { strict, inclusive };
-
-// ------------------------------------------------------------------ the linear attention objective
-
-Mat square(const Arr& a, int D, const char* name) {
-  if (a.ndim() != 2 || a.shape(0) != D || a.shape(1) != D)
-    throw std::invalid_argument(std::string(name) + " must be [D, D] with D = " + std::to_string(D));
-  return CRMap(a.data(), D, D);
-}
-
-// Evaluations in the original basis (as the caller's parameters are), or the eigenbasis.
-py::tuple la_loss_grad(const LinearAttention& obj, const Arr& params, bool eigen) {
-  const Index P = obj.size(), K = batch_of(params, P, "params");
-  Arr loss = new_array({py::ssize_t(K)});
-  Arr grad = new_array({py::ssize_t(K), py::ssize_t(P)});
-  {
-    py::gil_scoped_release nogil;
-    la::Work w;
-    const la::Basis& bs = eigen ? obj.eigen() : obj.original();
-    for (Index k = 0; k < K; ++k)
-      loss.mutable_data()[k] = la::loss_grad(obj.dims(), bs, params.data() + k * P,
-                                             grad.mutable_data() + k * P, w);
-  }
-  if (params.ndim() == 1) return py::make_tuple(loss.at(0), grad.reshape({py::ssize_t(P)}));
-  return py::make_tuple(loss, grad);
-}
-
-Arr la_hessian(const LinearAttention& obj, const Arr& params) {
-  const Index P = obj.size();
-  require_vector(params, P, "params");
-  Arr out = new_array({py::ssize_t(P), py::ssize_t(P)});
-  py::gil_scoped_release nogil;
-  la::Work w;
-  la::hessian(obj.dims(), obj.original(), params.data(), out.mutable_data(), w);
-  return out;
-}
-
-Arr la_hessian_diag(const LinearAttention& obj, const Arr& params) {
-  const Index P = obj.size();
-  require_vector(params, P, "params");
-  Arr out = new_array({py::ssize_t(P)});
-  la::hessian_diag(obj.dims(), obj.original(), params.data(), out.mutable_data());
-  return out;
-}
-
-Arr la_hvp(const LinearAttention& obj, const Arr& params, const Arr& u) {
-  const Index P = obj.size();
-  require_vector(params, P, "params");
-  require_vector(u, P, "u");
-  Arr out = new_array({py::ssize_t(P)});
-  py::gil_scoped_release nogil;
-  la::Work w;
-  la::hvp(obj.dims(), obj.original(), params.data(), u.data(), out.mutable_data(), w);
-  return out;
-}
-
-Arr la_stage_preconditioner(const LinearAttention& obj, const Arr& params, double c, const Arr& r) {
-  const Index P = obj.size();
-  require_vector(params, P, "params");
-  require_vector(r, P, "r");
-  la::HeadPreconditioner pc;
-  pc.prepare(obj.dims(), obj.original(), params.data(), c);
-  Vec z;
-  pc.apply(CVMap(r.data(), P), z);
-  Arr out = new_array({py::ssize_t(P)});
-  std::copy(z.data(), z.data() + P, out.mutable_data());
-  return out;
-}
-
 // ------------------------------------------------------------------ integrate
 std::vector<const Objective*> objective_list(const py::object& objectives) {
   std::vector<const Objective*> out;
@@ -433,95 +331,11 @@ and cost_hint() -> CostHint. The bound methods below evaluate in the caller's ba
       .def("from_working", [](const Objective& o, const Arr& p) { return change_basis(o, p, false); },
            py::arg("params"), "Working-basis parameters [P] or [K, P] back in the caller's basis.");
 
-  py::enum_<la::Family>(m, "Family", "A linear attention family's closed form (cubic_mlp is merged's).")
-      .value("merged", la::MERGED)
-      .value("separate", la::SEPARATE);
-  py::enum_<Query>(m, "Query", "Musat et al.: the query position, q = N ('last') or uniform over 1..N.")
-      .value("last", Query::last)
-      .value("uniform", Query::uniform);
-  py::enum_<Mask>(m, "Mask", "Musat et al.: the causal mask, strict (keys before the query) or inclusive.")
-      .value("strict", Mask::strict)
-      .value("inclusive", Mask::inclusive);
-  py::enum_<autoregressive::Context>(m, "Context",
-                                     "Sander et al.: the context law (unitary_paper: Prop. 4 as printed).")
-      .value("unitary", autoregressive::UNITARY)
-      .value("orthogonal", autoregressive::ORTHOGONAL)
-      .value("unitary_paper", autoregressive::UNITARY_PAPER);
-
-  py::class_<LinearAttention, Objective>(m, "LinearAttention", R"doc(
-The exact population loss of a zero-block linear attention model (merged / cubic_mlp / separate rank R)
-on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of cov.)doc")
-      .def(py::init([](la::Family family, int D, int H, int R, const Arr& cov, const Arr& w_second,
-                       double noise, double inv_n) {
-             return new LinearAttention(family, D, H, R, square(cov, D, "cov"),
-                                        square(w_second, D, "w_second"), noise, inv_n);
-           }),
-           py::kw_only(), py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"),
-           py::arg("w_second"), py::arg("noise"), py::arg("inv_n"))
-      .def_property_readonly("P", &LinearAttention::size)
-      .def_property_readonly("eig_diagonal", [](const LinearAttention& o) { return o.eigen().b_diag; })
-      .def("eigvecs", [](const LinearAttention& o) {
-        const int D = o.dims().D;
-        Arr out = new_array({D, D});
-        RMap(out.mutable_data(), D, D) = o.eigen().E;
-        return out;
-      })
-      .def("loss_grad", &la_loss_grad, py::arg("params"), py::arg("eigen") = false,
-           "(loss, grad [P]) for params [P], ([K], [K, P]) for [K, P]; eigen: params in Lambda's eigenbasis.")
-      .def("hessian", &la_hessian, py::arg("params"))
-      .def("hvp", &la_hvp, py::arg("params"), py::arg("u"))
-      .def("hessian_diag", &la_hessian_diag, py::arg("params"))
-      .def("stage_preconditioner", &la_stage_preconditioner, py::arg("params"), py::arg("c"), py::arg("r"),
-           "(I + c Hb)^-1 r, Hb the per-head Gauss-Newton blocks (Jacobi if B, Lambda are not diagonal).")
-      .def("to_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, true); },
-           py::arg("params"))
-      .def("from_eigen", [](const LinearAttention& o, const Arr& p) { return change_basis(o, p, false); },
-           py::arg("params"));
-
-  // Musat et al. 2025 (docs/musat2025.md)
-  py::class_<induction::ThreeParam, Objective>(m, "InductionThreeParam", R"doc(
-The 3-parameter induction-head model (alpha_3, beta_2, gamma_3) on orthonormal data: exact population
-loss (summed over the output coordinates) and gradient, at a Query position under a Mask.)doc")
-      .def(py::init([](int N, Query query, Mask mask) {
-             return new induction::ThreeParam(N, query == Query::uniform, mask == Mask::inclusive);
-           }),
-           py::kw_only(), py::arg("N"), py::arg("query") = Query::last, py::arg("mask") = Mask::strict)
-      .def_property_readonly("N", &induction::ThreeParam::N)
-      .def("loss_grad_query", [](const induction::ThreeParam& o, const Arr& params, int q) {
-             require_vector(params, 3, "params");
-             Arr grad = new_array({3});
-             const double loss = o.loss_grad_query(params.data(), q, grad.mutable_data());
-             return py::make_tuple(loss, grad);
-           },
-           py::arg("params"), py::arg("q"), "(loss, grad [3]) of query position q (1-based) alone.");
-
-  py::class_<induction::Gram19, Objective>(m, "InductionGram19", R"doc(
-The 19 pseudo-parameter disentangled transformer in Gram space: the weighted sum over S sequences of
-its loss, from their Gram matrices G1, G2, GM [S, L, L] and target positions [S] (0-based).)doc")
-      .def(py::init([](const Arr& G1, const Arr& G2, const Arr& GM, const std::vector<int>& target,
-                       const Arr& weights, Mask mask) {
-             if (G1.ndim() != 3 || G1.shape(1) != G1.shape(2))
-               throw std::invalid_argument("G1 must be [S, L, L]");
-             const int L = int(G1.shape(1));
-             auto vec = [](const Arr& a) { return std::vector<double>(a.data(), a.data() + a.size()); };
-             return new induction::Gram19(L, vec(G1), vec(G2), vec(GM), target, vec(weights),
-                                          mask == Mask::inclusive);
-           }),
-           py::kw_only(), py::arg("G1"), py::arg("G2"), py::arg("GM"), py::arg("target"),
-           py::arg("weights"), py::arg("mask") = Mask::strict)
-      .def_property_readonly("L", &induction::Gram19::L)
-      .def_property_readonly("n_sequences", &induction::Gram19::n_sequences);
-
-  py::class_<AutoRegressive, Objective>(m, "AutoRegressive", R"doc(
-Sander et al. 2024: the exact population loss (sum over T = 2..tmax) of the diagonal multi-head linear
-attention with positional matrix P on commuting unitary or orthogonal contexts (a Context);
-factored: parameters (A [H, d], B [H, d], P [tmax, tmax]), else (C [d, d], P).)doc")
-      .def(py::init([](autoregressive::Context context, int d, int H, int tmax, bool factored) {
-             return new AutoRegressive(context, d, H, tmax, factored);
-           }),
-           py::kw_only(), py::arg("context"), py::arg("d"), py::arg("H"), py::arg("tmax"),
-           py::arg("factored") = true)
-      .def_property_readonly("P", &AutoRegressive::size);
+  // each objective's bindings: csrc/objectives/bind_<objective>.cpp
+  register_linear_attention(m);
+  register_induction(m);
+  register_autoregressive(m);
+  register_wishart_tasks(m);
 
   py::class_<Event>(m, "Event", R"doc(
 A scalar function of the state crossing a level: coordinate `index` of the parameters (caller's
@@ -598,26 +412,4 @@ final_params [K, P], params [K, T, P] or None, status (K strings), n_evals, n_st
 n_hvp, t_final [K], events (per model, a list of (event index, t, params [P]) in time order).)doc");
   m.def("stabilized_table", &stabilized_table, py::arg("s"),
         "Coefficients of the 'stabilized' method with s stages (integrators/stabilized_tables.h).");
-
-  // Mainali & Teixeira 2025 (csrc/objectives/wishart_tasks.h)
-  py::class_<WishartReduced, Objective>(m, "WishartReduced", R"doc(
-Exact population loss of the reduced linear transformer (p1 = q2 = 0 frozen; general p2, q1) on
-vector in-context regression with x ~ N(0, U diag(s) U^T), tasks U diag(lambda) U^T, E lambda lambda^T =
-omega. Parameters: [p1, p2, q1, q2] row-major d x d blocks; working basis: blocks conjugated by U.)doc")
-      .def(py::init([](const Arr& s, double n, const Arr& omega, const Arr& u) {
-             if (s.ndim() != 1) throw std::invalid_argument("s must be a vector [d]");
-             const int d = int(s.shape(0));
-             return new WishartReduced(CVMap(s.data(), d), n, square(omega, d, "omega"), square(u, d, "u"));
-           }),
-           py::kw_only(), py::arg("s"), py::arg("N"), py::arg("omega"), py::arg("U"));
-  py::class_<WishartAligned, Objective>(m, "WishartAligned", R"doc(
-Exact population loss of the aligned per-mode linear transformer: parameters [p (d), q (d)], the
-diagonals of U^T p2 U and U^T q1 U; omega [d] the per-mode task second moments.)doc")
-      .def(py::init([](const Arr& s, double n, const Arr& omega) {
-             if (s.ndim() != 1 || omega.ndim() != 1 || omega.shape(0) != s.shape(0))
-               throw std::invalid_argument("s and omega must be vectors [d] of one length");
-             const int d = int(s.shape(0));
-             return new WishartAligned(CVMap(s.data(), d), n, CVMap(omega.data(), d));
-           }),
-           py::kw_only(), py::arg("s"), py::arg("N"), py::arg("omega"));
 }

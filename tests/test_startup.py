@@ -58,6 +58,19 @@ def test_a_first_flow_run_and_its_record_import_no_triton(tmp_path):
     assert meta["versions"]["torch"] and meta["core_loaded"] is True
 
 
+@pytest.mark.parametrize("command", ["info", "train", "reproduce", "sweep", "plot"])
+def test_each_command_builds_alone_with_its_options(command):
+    """Only the chosen command's parser is built, whole (sweep and plot come from one function)."""
+    from fastattn.cli import build_parser
+
+    parser = build_parser(command)
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert any(a.option_strings == ["--debug"] for a in sub.choices[command]._actions)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args([command, "--help"])
+    assert stop.value.code == 0
+
+
 def test_every_listed_command_builds_with_its_listed_help():
     """The one-line help shown before a command is built is the one its parser declares."""
     from fastattn.cli import COMMANDS, build_parser

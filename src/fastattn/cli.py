@@ -253,16 +253,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of an error (also after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
+    chosen = COMMANDS[command][1] if command in COMMANDS else None
     built: set[Callable] = set()
     for name, (help_line, add) in COMMANDS.items():
-        if command is None or name == command:
+        if command is None or add is chosen:           # one function may add several commands
             if add not in built:
                 add(sub)
                 built.add(add)
         elif name not in sub.choices:
             sub.add_parser(name, help=help_line, add_help=False)  # listed; built when chosen
     for name in sub.choices:
-        if command is None or name == command:
+        if command is None or COMMANDS[name][1] is chosen:
             sub.choices[name].add_argument("--debug", action="store_true",
                                            default=argparse.SUPPRESS,
                                            help="show the Python traceback of an error")
