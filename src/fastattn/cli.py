@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -19,29 +18,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
     report = info()
     print(json.dumps(report, indent=2) if args.json else format_info(report))
     return 0
-
-
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from fastattn import experiments
-
-    if not args.list and not args.name:
-        raise CommandError("give a figure name (e.g. zhang2025-fig3); --list lists them")
-    if args.list:
-        for name in sorted(experiments.FIGURES, key=natural_order):
-            recipe = experiments.FIGURES[name]
-            opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
-            print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
-        return 0
-    options = dict(o.split("=", 1) for o in args.option)
-    doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
-    print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
-    print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
-    return 0
-
-
-def natural_order(name: str) -> list:
-    """Sort key that puts numbers in numeric order: fig3 before fig11."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def check_output(out: Path, name: str, overwrite: bool) -> None:
@@ -143,14 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("reproduce", help="reproduce a published figure with the theory overlaid")
-    p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")
-    p.add_argument("--out", default="out", help="output directory (default: out)")
-    p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
-    p.add_argument("--list", action="store_true", help="list the available figures")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a recipe option, e.g. heads=code (see --list)")
-    p.set_defaults(func=_cmd_reproduce)
+    from fastattn.cli_reproduce import add_parsers as add_reproduce_parsers
+
+    add_reproduce_parsers(sub)
     from fastattn.sweep.cli import add_parsers as add_sweep_parsers
 
     add_sweep_parsers(sub)
