@@ -203,8 +203,10 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         record(*future.result())
-            finally:                # Ctrl-C: drop the queue, keep what finished
+            except BaseException:   # Ctrl-C: drop the queue, keep what finished
                 pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
     finally:
         result.wall_time = time.perf_counter() - start
         order = {name: i for i, name in enumerate(names)}

@@ -45,6 +45,10 @@ class Claim:
         note: the erratum's explanation, or why a claim is known not to reproduce.
         quick: whether the `--quick` form measures it (False: its numbers are at smaller sizes).
         measure: "module:function" returning the measured value (a closed form, no figure).
+        magnitude: compare |measured| (a quantity defined up to a global sign).
+        at: (path, value): `field` is a list indexed like the list at `path`; take the entry where
+            that list equals `value` (e.g. ("summary.L", 40): the quick and full grids differ). A
+            field "a.b.[].c" takes that entry of the list a.b, then its c.
     """
 
     paper: str
@@ -61,6 +65,8 @@ class Claim:
     note: str = ""
     quick: bool = True
     measure: str = ""
+    at: tuple[str, float] | None = None
+    magnitude: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.figure) == bool(self.measure):
@@ -68,6 +74,8 @@ class Claim:
                              "measure, not both or neither")
         if self.figure and not self.field:
             raise ValueError(f"claim {self.paper}/{self.key}: a figure claim needs its JSON field")
+        if ".[]" in self.field and self.at is None:
+            raise ValueError(f"claim {self.paper}/{self.key}: a field with [] needs `at`")
         if self.compare not in ("approx", "at_most", "at_least"):
             raise ValueError(f"claim {self.paper}/{self.key}: compare must be approx, at_most or "
                              f"at_least; got {self.compare!r}")
@@ -128,7 +136,8 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
     """The ledger row of `claim` against the figures in `folder` (a run of mode `quick`)."""
     row: dict[str, Any] = {
         "paper": claim.paper, "key": claim.key, "figure": claim.figure or None,
-        "field": claim.field or claim.measure, "claim": claim.claim,
+        "field": (claim.field + (f" at {claim.at[0]} = {claim.at[1]:g}" if claim.at else "")
+                  if claim.field else claim.measure), "claim": claim.claim,
         "paper_value": claim.paper_value, "corrected": claim.corrected, "measured": None,
         "tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare,
         "tolerance_reason": claim.reason, "status": "not_run", "note": ""}
@@ -146,7 +155,15 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
             return row
         doc = json.loads(path.read_text())
         try:
-            row["measured"] = _number(lookup(doc, claim.field))
+            head, _, tail = claim.field.partition(".[]")
+            value = lookup(doc, head)
+            if claim.at is not None:
+                value = value[list(lookup(doc, claim.at[0])).index(claim.at[1])]
+            if tail:
+                value = lookup(value, tail.lstrip("."))
+            row["measured"] = _number(value)
+            if claim.magnitude and row["measured"] is not None:
+                row["measured"] = abs(row["measured"])
         except (KeyError, IndexError, ValueError, TypeError):
             row["note"] = (f"the figure's JSON has no {claim.field}"
                            + (" (the quick form does not compute it)" if doc.get("quick") else ""))
