@@ -119,6 +119,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise _Error(f"{folder} is not a folder")
     ledger, page = write_report(folder)
     print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
+    if args.docs:
+        from fastattn.experiments.report import update_docs
+        from fastattn.training.records import git_revision
+
+        manifest = folder / "reproduce.json"
+        mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
+        for path in update_docs(Path(args.docs), ledger, mode, git_revision()):
+            print(f"wrote the claims ledger block of {path}")
     return 0
 
 
@@ -152,6 +160,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description="Rebuild DIR/claims.json and DIR/index.html from a folder "
                        "written by fastattn reproduce, or compare two such folders' claims.")
     p.add_argument("dir", nargs="?", help="folder written by fastattn reproduce")
+    p.add_argument("--docs", metavar="DOCS_DIR",
+                   help="also write each paper's ledger table into DOCS_DIR/<paper>.md (between "
+                   "the claims-ledger markers)")
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
     p.set_defaults(func=_cmd_report)
