@@ -203,6 +203,7 @@ def test_statuses(tmp_path):
     full_only = claims.evaluate(Claim(key="d", claim="c", paper_value=1.0, quick=False, **base),
                                 tmp_path, True)
     assert full_only["status"] == "not_run" and "quick" in full_only["note"]
+    assert full_only["measured"] is None
     missing = claims.evaluate(Claim(key="e", claim="c", paper_value=1.0,
                                     **{**base, "figure": "zhang2025-fig3"}), tmp_path, True)
     assert missing["status"] == "not_run"
@@ -240,3 +241,34 @@ def test_report_page_lists_every_claim(quick_two):
         assert f'src="{name}.png"' in text
     assert "http://" not in text and "https://" not in text      # self-contained
     assert os.path.basename(str(page)) == "index.html"
+
+
+def test_ctrl_c_loses_only_the_figure_in_flight(tmp_path):
+    """A real SIGINT while the second figure computes: exit 130, the first figure stays finished
+    (and is not recomputed by the next run), the second has no JSON."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys\n"
+            "from fastattn.cli import main\n"
+            "from fastattn.experiments import batch\n"
+            f"batch.select = lambda papers=(), names=(): {FAST!r}\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    args = [sys.executable, "-c", code, "reproduce", "--all", "--quick", "--out", str(tmp_path)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = tmp_path / f"{FAST[0]}.json"
+    deadline = time.monotonic() + 240
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.exists(), proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:        # the second figure finished before the signal landed
+        pytest.skip("the second figure finished before SIGINT arrived")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert not (tmp_path / f"{FAST[1]}.json").exists()
+    result = batch.run_all(FAST, tmp_path, quick=True)
+    assert [o.status for o in result.outcomes] == ["cached", "done"]

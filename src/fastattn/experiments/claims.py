@@ -169,6 +169,7 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
                            + (" (the quick form does not compute it)" if doc.get("quick") else ""))
             return row
         if doc.get("quick") and not claim.quick:
+            row["measured"] = None      # a number of the smaller settings would read as a result
             row["note"] = "the quick form does not measure it (smaller settings); run without --quick"
             return row
     measured = row["measured"]
