@@ -125,7 +125,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         manifest = folder / "reproduce.json"
         mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
-        for path in update_docs(Path(args.docs), ledger, mode, git_revision()):
+        ran = {p.name.split("-")[0] for p in folder.glob("*-*.json")}      # papers with figures here
+        for path in update_docs(Path(args.docs), ledger, mode, git_revision(), ran):
             print(f"wrote the claims ledger block of {path}")
     return 0
 
@@ -161,8 +162,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        "written by fastattn reproduce, or compare two such folders' claims.")
     p.add_argument("dir", nargs="?", help="folder written by fastattn reproduce")
     p.add_argument("--docs", metavar="DOCS_DIR",
-                   help="also write each paper's ledger table into DOCS_DIR/<paper>.md (between "
-                   "the claims-ledger markers)")
+                   help="also write the ledger table of each paper with figures in DIR into "
+                   "DOCS_DIR/<paper>.md (between the claims-ledger markers)")
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
     p.set_defaults(func=_cmd_report)

@@ -272,3 +272,13 @@ def test_ctrl_c_loses_only_the_figure_in_flight(tmp_path):
     assert not (tmp_path / f"{FAST[1]}.json").exists()
     result = batch.run_all(FAST, tmp_path, quick=True)
     assert [o.status for o in result.outcomes] == ["cached", "done"]
+
+
+def test_lookup_keys_with_dots_and_lists():
+    doc = {"summary": {"runs": {"fixed0.0": {"x": [1, {"y": 2}]}, "fixed0": {"0": 5}}}}
+    assert claims.lookup(doc, "summary.runs.fixed0.0.x.1.y") == 2
+    assert claims.lookup(doc, "summary.runs.fixed0.0.x.0") == 1
+    with pytest.raises(KeyError):
+        claims.lookup(doc, "summary.runs.fixed0.0.z")
+    with pytest.raises(KeyError):
+        claims.lookup(doc, "summary.runs.fixed0.0.x.7")

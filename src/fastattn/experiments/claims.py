@@ -111,17 +111,28 @@ def load(papers: Iterable[str] | None = None) -> list[Claim]:
 
 
 def lookup(doc: Any, field: str) -> Any:
-    """The value at dotted path `field` of a JSON document (integers index lists); KeyError if
-    absent."""
-    value = doc
-    for part in field.split("."):
-        if isinstance(value, list):
-            value = value[int(part)]
-        elif isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
-            raise KeyError(field)
-    return value
+    """The value at dotted path `field` of a JSON document (integers index lists; a key that
+    itself holds dots, e.g. "fixed0.0", is matched whole); KeyError if absent."""
+    return _lookup(doc, field.split("."), field)
+
+
+def _lookup(value: Any, parts: list[str], field: str) -> Any:
+    if not parts:
+        return value
+    if isinstance(value, list):
+        try:
+            return _lookup(value[int(parts[0])], parts[1:], field)
+        except (ValueError, IndexError):
+            raise KeyError(field) from None
+    if isinstance(value, dict):
+        for n in range(len(parts), 0, -1):      # longest key first
+            key = ".".join(parts[:n])
+            if key in value:
+                try:
+                    return _lookup(value[key], parts[n:], field)
+                except KeyError:
+                    continue
+    raise KeyError(field)
 
 
 def _number(value: Any) -> float | None:
