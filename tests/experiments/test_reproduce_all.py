@@ -282,3 +282,18 @@ def test_lookup_keys_with_dots_and_lists():
         claims.lookup(doc, "summary.runs.fixed0.0.z")
     with pytest.raises(KeyError):
         claims.lookup(doc, "summary.runs.fixed0.0.x.7")
+
+
+def test_bad_batch_input_is_one_line_before_work(tmp_path, capsys):
+    out = tmp_path / "x"
+    assert main(["reproduce", "--paper", "nosuch", "--out", str(out)]) == 2
+    assert "--paper 'nosuch' is not a paper" in _one_error_line(capsys.readouterr().err, "reproduce")
+    assert main(["reproduce", "zhang2025-fig8", "--all", "--out", str(out)]) == 2
+    assert "not both" in _one_error_line(capsys.readouterr().err, "reproduce")
+    assert main(["reproduce", "--all", "--workers", "0", "--out", str(out)]) == 2
+    assert "--workers must be at least 1" in _one_error_line(capsys.readouterr().err, "reproduce")
+    assert not out.exists()
+    assert main(["report", str(out)]) == 2
+    assert "is not a folder" in _one_error_line(capsys.readouterr().err, "report")
+    assert main(["report", "--compare", str(tmp_path), str(tmp_path)]) == 2
+    assert "claims.json does not exist" in _one_error_line(capsys.readouterr().err, "report")
