@@ -144,8 +144,8 @@ def test_progress_lines_only_on_a_terminal(quick_two, monkeypatch, capsys):
     printer(3, 58, batch.Outcome("zhang2025-fig8", "done", 12.34))
     printer(4, 58, batch.Outcome("zhang2025-fig9", "failed", 1.0, "ValueError: x"))
     assert stream.getvalue().splitlines() == [
-        "figure 3 of 58: zhang2025-fig8 done in 12.3 s",
-        "figure 4 of 58: zhang2025-fig9 FAILED after 1.0 s: ValueError: x"]
+        "figure 3 of 58: zhang2025-fig8 done in 12.3 s [0 s elapsed]",
+        "figure 4 of 58: zhang2025-fig9 FAILED after 1.0 s: ValueError: x [0 s elapsed]"]
     # under pytest stderr is not a terminal: a batch prints only its summary to stdout
     monkeypatch.setattr(batch, "select", lambda papers=(), names=(): list(FAST))
     assert main(["reproduce", "--paper", "zhang2025", "--quick", "--out", str(quick_two)]) == 0

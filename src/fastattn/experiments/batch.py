@@ -220,13 +220,18 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
 
 
 def progress_printer(stream: Any = None) -> Callable[[int, int, Outcome], None]:
-    """A `report` callback printing "figure k of n: NAME done in 12.3 s" lines."""
+    """A `report` callback printing "figure k of n: NAME done in 12.3 s [1 min 5 s elapsed]"
+    lines (the elapsed time of the whole batch from this call)."""
     stream = stream or sys.stderr
+    start = time.perf_counter()
 
     def report(k: int, n: int, outcome: Outcome) -> None:
         what = {"done": f"done in {outcome.wall_time:.1f} s",
                 "cached": "already finished (cached)",
                 "failed": f"FAILED after {outcome.wall_time:.1f} s: {outcome.error}"}[outcome.status]
-        print(f"figure {k} of {n}: {outcome.name} {what}", file=stream, flush=True)
+        minutes, seconds = divmod(int(time.perf_counter() - start), 60)
+        elapsed = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+        print(f"figure {k} of {n}: {outcome.name} {what} [{elapsed} elapsed]", file=stream,
+              flush=True)
 
     return report
