@@ -227,9 +227,14 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
 
     # environment
     versions = meta.get("versions", {})
-    env = {"mode": mode, "git revision": meta.get("git_revision") or git_revision(),
+    # a resumed folder can hold figures of several revisions: list them all
+    revisions = sorted({d["meta"].get("git_revision") or "unknown" for d in figures.values()
+                        if "meta" in d}) or [git_revision() or "unknown"]
+    created = sorted(d["meta"].get("created", "") for d in figures.values() if "meta" in d)
+    env = {"mode": mode, "git revision" + ("s" if len(revisions) > 1 else ""): ", ".join(revisions),
            "host": meta.get("host", platform.node()), "CPU": _cpu(),
-           "platform": platform.platform(), "created": meta.get("created", ""),
+           "platform": platform.platform(),
+           "figures written": f"{created[0]} … {created[-1]}" if created else "",
            **{f"version: {k}": v for k, v in versions.items()}}
     parts.append('<h2 id="environment">Environment</h2><table>'
                  + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in env.items())
