@@ -297,3 +297,12 @@ def test_bad_batch_input_is_one_line_before_work(tmp_path, capsys):
     assert "is not a folder" in _one_error_line(capsys.readouterr().err, "report")
     assert main(["report", "--compare", str(tmp_path), str(tmp_path)]) == 2
     assert "claims.json does not exist" in _one_error_line(capsys.readouterr().err, "report")
+
+
+def test_workers_run_figures_in_their_own_processes(quick_two, tmp_path):
+    out = tmp_path / "w"
+    result = batch.run_all(FAST, out, quick=True, workers=2)
+    assert sorted(o.status for o in result.outcomes) == ["done", "done"], result.outcomes
+    for name in FAST:
+        mine = json.loads((out / f"{name}.json").read_text())["summary"]
+        assert mine == json.loads((quick_two / f"{name}.json").read_text())["summary"]

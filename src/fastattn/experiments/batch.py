@@ -10,6 +10,7 @@ in one folder is refused unless `overwrite` (which recomputes everything).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -196,7 +197,8 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
                 record(*_run_one(name, str(out), quick, 0))
         else:
             threads = max(1, (os.cpu_count() or 1) // workers)
-            pool = ProcessPoolExecutor(workers)
+            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
             try:
                 pending = {pool.submit(_run_one, name, str(out), quick, threads) for name in todo}
                 while pending:
