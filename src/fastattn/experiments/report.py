@@ -32,9 +32,10 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums;
 .badge{display:inline-block;color:#fff;border-radius:1em;padding:0 .6em;font-size:.8rem;
 white-space:nowrap}
 .figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:1rem}
-figure{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff}
+figure{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:.5rem;background:#fff;
+font-size:.85rem}
 figure img{width:100%;height:auto;cursor:zoom-in;display:block}
-figcaption{font-size:.85rem}code{background:#f6f8fa;padding:0 .2em;font-size:.8rem;
+figcaption{font-size:1rem;margin-bottom:.3rem}code{background:#f6f8fa;padding:0 .2em;font-size:.8rem;
 word-break:break-all}
 .filters{position:sticky;top:0;background:#fffe;padding:.5rem 0;border-bottom:1px solid #d0d7de;
 z-index:1}
@@ -218,11 +219,11 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                 body = f'<p class="error">{_badge("failed")} {_e(doc["failed"])}</p>'
             else:
                 body = (f'<img src="{_e(doc["png"])}" alt="{_e(name)}">'
-                        f"<figcaption>{_e(doc.get('caption', ''))}<br>"
+                        f"{_e(doc.get('caption', ''))}<br>"
                         f'<span class="muted">{doc.get("wall_time", 0.0):.1f} s, '
-                        f"{len(doc.get('runs', {}))} runs</span></figcaption>")
-            parts.append(f'<figure id="fig-{_e(name)}"><b>{_e(FIGURES[name].title)}</b>'
-                         f"{body}<code>{_e(command)}</code></figure>")
+                        f"{len(doc.get('runs', {}))} runs</span><br>")
+            parts.append(f'<figure id="fig-{_e(name)}"><figcaption><b>{_e(FIGURES[name].title)}'
+                         f"</b></figcaption>{body}<code>{_e(command)}</code></figure>")
         parts.append("</div></section>")
 
     # environment
