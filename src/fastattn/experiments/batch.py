@@ -200,11 +200,17 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
             # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
             try:
-                pending = {pool.submit(_run_one, name, str(out), quick, threads) for name in todo}
+                names_of = {pool.submit(_run_one, name, str(out), quick, threads): name
+                            for name in todo}
+                pending = set(names_of)
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
-                        record(*future.result())
+                        try:
+                            record(*future.result())
+                        except Exception as exc:    # the worker died (e.g. killed for memory)
+                            record(names_of[future], 0.0,
+                                   f"worker process failed: {type(exc).__name__}: {exc}", "")
             except BaseException:   # Ctrl-C: drop the queue, keep what finished
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
