@@ -92,6 +92,7 @@ CLAIMS = (
     C("fig5-gd-wins", "Fig. 5: GD outperforms the trained AUG-L by orders of magnitude when L > 3 "
       "(MSE ratio at L = 6, last position)", 100.0, "sander2024-fig5", "summary.last.model_over_gd",
       0.0, "'orders of magnitude' read as ≥ 100×", compare="at_least", at=("summary.layers", 6),
+      quick=False,
       note="34× at L = 6 on this CPU's size (300 steps of 64, 0.06 % of the paper's training): the "
       "deep models are under-trained; --option size=paper was not run"),
 )
