@@ -121,13 +121,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
     if args.docs:
         from fastattn.experiments.report import update_docs
-        from fastattn.training.records import git_revision
 
         manifest = folder / "reproduce.json"
         mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
-        ran = {p.name.split("-")[0] for p in folder.glob("*-*.json")}      # papers with figures here
-        for path in update_docs(Path(args.docs), ledger, mode, git_revision(), ran):
-            print(f"wrote the claims ledger block of {path}")
+        revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
+        for path in folder.glob("*-*.json"):
+            meta = json.loads(path.read_text()).get("meta", {})
+            revisions.setdefault(path.name.split("-")[0], set()).add(
+                (meta.get("git_revision") or "unknown")[:10])
+        for paper, revs in sorted(revisions.items()):
+            for path in update_docs(Path(args.docs), ledger, mode, " + ".join(sorted(revs)),
+                                    {paper}):
+                print(f"wrote the claims ledger block of {path}")
     return 0
 
 
