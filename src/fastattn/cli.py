@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -22,34 +21,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
     report = info()
     print(json.dumps(report, indent=2) if args.json else format_info(report))
     return 0
-
-
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from fastattn import experiments
-    from fastattn.cli_options import CommandError
-
-    if not args.list and not args.name:
-        raise CommandError("give a figure name (e.g. zhang2025-fig3); --list lists them")
-    if args.list:
-        for name in sorted(experiments.FIGURES, key=natural_order):
-            recipe = experiments.FIGURES[name]
-            opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
-            print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
-        return 0
-    bad = [o for o in args.option if "=" not in o]
-    if bad:
-        raise CommandError(f"--option {bad[0]}: expected KEY=VALUE, e.g. --option heads=code "
-                           "(--list shows each figure's options)")
-    options = dict(o.split("=", 1) for o in args.option)
-    doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
-    print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
-    print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
-    return 0
-
-
-def natural_order(name: str) -> list:
-    """Sort key that puts numbers in numeric order: fig3 before fig11."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def check_output(out: Path, name: str, overwrite: bool) -> None:
@@ -204,15 +175,11 @@ def _add_train(sub) -> None:
     p.set_defaults(func=_cmd_train)
 
 
+
 def _add_reproduce(sub) -> None:
-    p = sub.add_parser("reproduce", help=COMMANDS["reproduce"][0])
-    p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")
-    p.add_argument("--out", default="out", help="output directory (default: out)")
-    p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
-    p.add_argument("--list", action="store_true", help="list the available figures")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a recipe option, e.g. heads=code (see --list)")
-    p.set_defaults(func=_cmd_reproduce)
+    from fastattn.cli_reproduce import add_parsers
+
+    add_parsers(sub)                        # adds both `reproduce` and `report`
 
 
 def _add_sweep(sub) -> None:
@@ -232,7 +199,8 @@ def _add_kernels(sub) -> None:
 COMMANDS: dict[str, tuple[str, Callable[[argparse._SubParsersAction], None]]] = {
     "info": ("versions, C++ core, kernel backends and devices", _add_info),
     "train": ("train one model on one task; writes a run record and a plot", _add_train),
-    "reproduce": ("reproduce a published figure with the theory overlaid", _add_reproduce),
+    "reproduce": ("reproduce published figures with the theory overlaid, and the claims", _add_reproduce),
+    "report": ("the claims ledger and report page of a reproduce folder", _add_reproduce),
     "sweep": ("run a grid of configurations; resumable Parquet table", _add_sweep),
     "plot": ("plots of a sweep's results table", _add_sweep),
     "kernels": ("AOT-compile the Triton kernels for sm_80/sm_90 and report their resource use "

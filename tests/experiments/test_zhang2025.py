@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import FigureBase
 
 from fastattn import plots
-from fastattn.experiments import registry
+from fastattn.experiments import claims, registry
 from fastattn.experiments.recipe import Run, RunSpec
 from fastattn.experiments.zhang2025 import fig1, fig3, fig5, fig14, rank
 from fastattn.experiments.zhang2025.settings import D4, flow_config, rotated_task
@@ -183,6 +183,11 @@ def test_reproduce_every_figure_quick(name, tmp_path, monkeypatch):
     assert not _presentation_defects(fig), _presentation_defects(fig)
     if name in FIGURE_CHECKS:
         FIGURE_CHECKS[name](json.loads((tmp_path / f"{name}.json").read_text()), fig)
+    # every claim the quick form measures finds its number in this JSON (claims ledger)
+    for claim in claims.load():
+        if claim.figure == name and claim.quick:
+            row = claims.evaluate(claim, tmp_path, quick=True)
+            assert row["status"] != "not_run", row
 
 
 def test_fig14_default_lr_is_stable():

@@ -9,19 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastattn.models import BaseModelConfig
-from fastattn.tasks import LinearRegression
+from fastattn.tasks.base import Task
 from fastattn.training import TrainConfig, Trajectory
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One training run of a figure: `label` is unique within the figure; `group` is free-form
+    """One training run of a figure: `task` is any task of the `Task` protocol (linear regression,
+    autoregressive, induction, token tasks); `label` is unique within the figure; `group` is free-form
     (a panel, a seed, a rank) for the recipe's own use. `init`, if given, is a flat parameter
     vector `[P]` loaded after the model is built (a hand-made initialisation, e.g. the balanced,
     aligned one a derivation assumes); otherwise the model config's seeded init is used."""
 
     label: str
-    task: LinearRegression
+    task: Task
     model: BaseModelConfig
     train: TrainConfig
     group: dict[str, Any] = field(default_factory=dict)

@@ -3,10 +3,13 @@ and how it draws.
 
 Each paper's package (`fastattn/experiments/<paper>/`, listed in `PAPERS`) names its figures in a
 `FIGURES` tuple of `Figure` entries; a figure's module is imported only when that figure is
-reproduced. A recipe is declarative: `runs(quick, **options)` lists `RunSpec`s (task, model config,
-trainer config); `reproduce` trains them, hands the trajectories to `summarize` (measured vs
-predicted numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` and one run record per
-run under `DIR/NAME/`. Recipes never train or write files themselves.
+reproduced. A recipe's `runs(quick, **options)` lists `RunSpec`s (task, model config, trainer
+config); `reproduce` trains them, hands the trajectories to `summarize` (measured vs predicted
+numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` (last, atomically) and one run
+record per run under `DIR/NAME/`. Recipes write no files; some (exact flows of other families,
+Monte Carlo, token transformers) still compute inside `summarize` and list no runs. The unit that
+`fastattn reproduce --all` caches and resumes is the figure (`experiments/batch.py`): a finished
+figure is its JSON.
 """
 
 from __future__ import annotations

@@ -1,0 +1,174 @@
+"""The `fastattn reproduce` and `fastattn report` subcommands.
+
+`reproduce NAME` runs one figure; `reproduce --all` (or `--paper P`) runs many into one folder,
+resumably, then measures the papers' claims (`DIR/claims.json`) and writes the report page
+(`DIR/index.html`). `report DIR` rebuilds the ledger and page from a folder; `report --compare OLD
+NEW` lists the claims whose measured value or status changed between two folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+#: exit status of a batch in which some figure failed (the others ran)
+FAILED = 1
+
+
+class _Error(ValueError):
+    """Bad input: `fastattn.cli.main` prints it as one line and exits 2."""
+
+
+def natural_order(name: str) -> list:
+    """Sort key that puts numbers in numeric order: fig3 before fig11."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _list() -> int:
+    from fastattn import experiments
+
+    for name in sorted(experiments.FIGURES, key=natural_order):
+        recipe = experiments.FIGURES[name]
+        opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
+        print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
+    return 0
+
+
+def _one(args: argparse.Namespace) -> int:
+    from fastattn import experiments
+    from fastattn.experiments.batch import check_figure_output
+
+    experiments.get(args.name)
+    options = {}
+    for o in args.option:
+        if "=" not in o:
+            raise _Error(f"--option {o!r} must be KEY=VALUE, e.g. heads=code")
+        key, value = o.split("=", 1)
+        options[key] = value
+    check_figure_output(Path(args.out), args.name, args.quick, args.overwrite)
+    doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
+    print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
+    print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
+    return 0
+
+
+def _all(args: argparse.Namespace) -> int:
+    from fastattn.experiments import batch
+    from fastattn.experiments.report import write_report
+
+    if args.option:
+        raise _Error("--option applies to one figure (fastattn reproduce NAME --option K=V), "
+                     "not to --all/--paper")
+    if args.workers < 1:
+        raise _Error(f"--workers must be at least 1; got {args.workers}")
+    names = batch.select(args.paper)
+    out = Path(args.out)
+    show = not args.quiet and sys.stderr.isatty()
+    result = batch.run_all(names, out, args.quick, workers=args.workers, overwrite=args.overwrite,
+                           report=batch.progress_printer() if show else None)
+    ledger, page = write_report(out)
+    counts: dict[str, int] = {}
+    for claim in ledger:
+        counts[claim["status"]] = counts.get(claim["status"], 0) + 1
+    n_done = sum(o.status == "done" for o in result.outcomes)
+    n_cached = sum(o.status == "cached" for o in result.outcomes)
+    print(f"{len(names)} figures: {n_done} computed, {n_cached} already finished, "
+          f"{len(result.failed)} failed; {result.wall_time:.1f} s")
+    print("claims: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"wrote {out / 'claims.json'} and {page}")
+    for o in result.failed:
+        print(f"FAILED {o.name}: {o.error}", file=sys.stderr)
+    return FAILED if result.failed else 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    if args.all or args.paper:
+        if args.name:
+            raise _Error(f"give a figure name or --all/--paper, not both (got {args.name!r})")
+        return _all(args)
+    if not args.name:
+        raise _Error("give a figure name (e.g. zhang2025-fig3), --paper NAME or --all; "
+                     "--list lists them")
+    return _one(args)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from fastattn.experiments.report import compare, write_report
+
+    if args.compare:
+        old, new = (Path(p) for p in args.compare)
+        for folder in (old, new):
+            if not (folder / "claims.json").exists():
+                raise _Error(f"--compare: {folder / 'claims.json'} does not exist (a folder "
+                             "written by fastattn reproduce --all)")
+        changes = compare(json.loads((old / "claims.json").read_text()),
+                          json.loads((new / "claims.json").read_text()))
+        for line in changes:
+            print(line)
+        print(f"{len(changes)} claims changed between {old} and {new}")
+        return 0
+    if not args.dir:
+        raise _Error("give a folder written by fastattn reproduce, or --compare OLD NEW")
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise _Error(f"{folder} is not a folder")
+    ledger, page = write_report(folder)
+    print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
+    if args.docs:
+        from fastattn.experiments.report import update_docs
+
+        manifest = folder / "reproduce.json"
+        mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
+        revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
+        for path in folder.glob("*-*.json"):
+            meta = json.loads(path.read_text()).get("meta", {})
+            revisions.setdefault(path.name.split("-")[0], set()).add(
+                (meta.get("git_revision") or "unknown")[:10])
+        for paper, revs in sorted(revisions.items()):
+            for path in update_docs(Path(args.docs), ledger, mode, " + ".join(sorted(revs)),
+                                    {paper}):
+                print(f"wrote the claims ledger block of {path}")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Register `reproduce` and `report` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "reproduce", help="reproduce published figures with the theory overlaid, and the claims",
+        description="Reproduce one figure (NAME), a paper's figures (--paper) or all of them (--all) "
+        "into --out. Many figures: resumable (finished figures are skipped), failures are listed at "
+        "the end (exit 1), and the folder gets claims.json (each claim of the papers measured) and "
+        "index.html (the report page).")
+    p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")
+    p.add_argument("--all", action="store_true", help="every listed figure")
+    p.add_argument("--paper", action="append", default=[],
+                   help="every figure of this paper (repeatable): zhang2025, he2025, sander2024, "
+                   "mainali2025, musat2025")
+    p.add_argument("--workers", type=int, default=1,
+                   help="figures computed at once, one process each (default 1)")
+    p.add_argument("--out", default="out", help="output directory (default: out)")
+    p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
+    p.add_argument("--overwrite", action="store_true",
+                   help="recompute finished figures, also of the other mode (quick/full)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines (they show only on a terminal anyway)")
+    p.add_argument("--list", action="store_true", help="list the available figures")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a recipe option of one figure, e.g. heads=code (see --list)")
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("report", help="the claims ledger and report page of a reproduce folder",
+                       description="Rebuild DIR/claims.json and DIR/index.html from a folder "
+                       "written by fastattn reproduce, or compare two such folders' claims.")
+    p.add_argument("dir", nargs="?", help="folder written by fastattn reproduce")
+    p.add_argument("--docs", metavar="DOCS_DIR",
+                   help="also write the ledger table of each paper with figures in DIR into "
+                   "DOCS_DIR/<paper>.md (between the claims-ledger markers)")
+    p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
+                   help="list claims whose measured value or status changed from OLD to NEW")
+    p.set_defaults(func=_cmd_report)

@@ -1,0 +1,245 @@
+"""`fastattn reproduce --all`: many figures into one folder, resumable, failures collected.
+
+The folder holds one `NAME.json` per finished figure (written last and atomically by
+`registry.reproduce`, so its presence means the figure finished) and a manifest `reproduce.json`
+that fixes the folder's mode (quick or full): a second run skips every figure whose JSON exists
+with the same mode and options, so Ctrl-C loses only the figures in flight. Mixing quick and full
+in one folder is refused unless `overwrite` (which recomputes everything).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastattn.training.records import atomic_write, to_jsonable
+
+MANIFEST = "reproduce.json"
+
+
+class OutputError(ValueError):
+    """The output folder cannot take this run (not a folder, not writable, another mode)."""
+
+
+@dataclass
+class Outcome:
+    """One figure of a batch: `status` is "done" (computed now), "cached" (finished earlier) or
+    "failed" (`error` holds the one-line reason, `traceback` the whole)."""
+
+    name: str
+    status: str
+    wall_time: float = 0.0
+    error: str = ""
+    traceback: str = ""
+
+
+@dataclass
+class BatchResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    wall_time: float = 0.0
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
+    """Figure names in index order: those of `papers` (all papers when empty) plus `names`."""
+    from fastattn.experiments import registry
+
+    unknown = [p for p in papers if p not in registry.PAPERS]
+    if unknown:
+        raise ValueError(f"--paper {unknown[0]!r} is not a paper; choose from "
+                         f"{', '.join(registry.PAPERS)}")
+    for name in names:
+        registry.get(name)
+    chosen = [n for n in registry.FIGURES
+              if (not papers and not names) or n.split("-")[0] in papers or n in names]
+    return chosen
+
+
+def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
+    """Check `out` before any work: a writable folder whose earlier runs (if any) have the same
+    mode. Returns the manifest (written to `out`)."""
+    _writable(out)
+    mode = "quick" if quick else "full"
+    manifest_path = out / MANIFEST
+    old: dict[str, Any] = {}
+    if manifest_path.exists():
+        try:
+            old = json.loads(manifest_path.read_text())
+        except (OSError, ValueError):
+            old = {}
+        if old.get("mode") != mode and not overwrite:
+            raise OutputError(f"--out {out} holds a {old.get('mode', 'unknown')} run; a {mode} run "
+                              "would mix the two: give another --out, or --overwrite to replace it")
+    elif not overwrite:
+        foreign = [p.name for p in out.glob("*.json") if p.name != MANIFEST]
+        modes = {_mode_of(out / n) for n in foreign} - {None}
+        if modes - {mode}:
+            raise OutputError(f"--out {out} holds {', '.join(sorted(modes))} figures; a {mode} run "
+                              "would mix them: give another --out, or --overwrite")
+    manifest = {"mode": mode, "quick": quick, "figures": {}}
+    if not overwrite:
+        manifest["figures"] = old.get("figures", {})
+    atomic_write(manifest_path, lambda fh: fh.write(json.dumps(manifest, indent=2)), "w")
+    return manifest
+
+
+def check_figure_output(out: Path, name: str, quick: bool, overwrite: bool) -> None:
+    """Before one figure's work: `out` is a writable folder, and a finished `NAME.json` there is
+    replaced only with `overwrite` (and never silently by the other mode)."""
+    _writable(out)
+    mode = _mode_of(out / f"{name}.json")
+    if mode is not None and not overwrite:
+        now = "quick" if quick else "full"
+        what = f"a {mode} run" + (f"; a {now} run would mix the two" if mode != now else "")
+        raise OutputError(f"{out / (name + '.json')} exists ({what}): give another --out, or "
+                          "--overwrite to replace it")
+
+
+def _writable(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file; give a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".reproduce.probe"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"--out {out} is not writable ({exc.strerror or exc})") from None
+
+
+def _mode_of(path: Path) -> str | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or "quick" not in doc or "summary" not in doc:
+        return None
+    return "quick" if doc["quick"] else "full"
+
+
+def finished(out: Path, name: str, quick: bool) -> bool:
+    """Whether `out/NAME.json` is a finished figure of this mode (default options)."""
+    path = out / f"{name}.json"
+    if not path.exists():
+        return False
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return doc.get("quick") == quick and not doc.get("options") and (out / f"{name}.png").exists()
+
+
+def _run_one(name: str, out: str, quick: bool, threads: int) -> tuple[str, float, str, str]:
+    """Worker: reproduce one figure; returns (name, wall time, error line, traceback)."""
+    start = time.perf_counter()
+    try:
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        from fastattn.experiments.registry import reproduce
+
+        stale = Path(out) / name
+        if stale.is_dir():          # run records of an earlier, unfinished or replaced attempt
+            shutil.rmtree(stale)
+        reproduce(name, out, quick=quick)
+        return name, time.perf_counter() - start, "", ""
+    except Exception as exc:
+        line = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return name, time.perf_counter() - start, line, traceback.format_exc()
+
+
+def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int = 1,
+            overwrite: bool = False, report: Callable[[int, int, Outcome], None] | None = None
+            ) -> BatchResult:
+    """Reproduce `names` into `out`, skipping finished ones (unless `overwrite`), `workers`
+    processes at a time (1: in this process). `report(k, n, outcome)` is called as each figure
+    ends. Failures are collected, never raised; the result is also written to
+    `out/reproduce.json` (manifest + per-figure outcomes and wall times)."""
+    out = Path(out)
+    manifest = prepare(out, quick, overwrite)
+    start = time.perf_counter()
+    result = BatchResult()
+    todo = []
+    n = len(names)
+    for name in names:
+        if not overwrite and finished(out, name, quick):
+            result.outcomes.append(Outcome(name, "cached",
+                                           json.loads((out / f"{name}.json").read_text())
+                                           .get("wall_time", 0.0)))
+            if report:
+                report(len(result.outcomes), n, result.outcomes[-1])
+        else:
+            todo.append(name)
+
+    def record(name: str, wall: float, error: str, tb: str) -> None:
+        outcome = Outcome(name, "failed" if error else "done", wall, error, tb)
+        result.outcomes.append(outcome)
+        if report:
+            report(len(result.outcomes), n, outcome)
+
+    try:
+        if workers <= 1:
+            for name in todo:
+                record(*_run_one(name, str(out), quick, 0))
+        else:
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            try:
+                names_of = {pool.submit(_run_one, name, str(out), quick, threads): name
+                            for name in todo}
+                pending = set(names_of)
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        try:
+                            record(*future.result())
+                        except Exception as exc:    # the worker died (e.g. killed for memory)
+                            record(names_of[future], 0.0,
+                                   f"worker process failed: {type(exc).__name__}: {exc}", "")
+            except BaseException:   # Ctrl-C: drop the queue, keep what finished
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
+    finally:
+        result.wall_time = time.perf_counter() - start
+        order = {name: i for i, name in enumerate(names)}
+        result.outcomes.sort(key=lambda o: order[o.name])
+        manifest["figures"].update({o.name: {"status": o.status, "wall_time": o.wall_time,
+                                             "error": o.error} for o in result.outcomes})
+        manifest["wall_time"] = result.wall_time
+        atomic_write(out / MANIFEST,
+                     lambda fh: fh.write(json.dumps(to_jsonable(manifest), indent=2)), "w")
+    return result
+
+
+def progress_printer(stream: Any = None) -> Callable[[int, int, Outcome], None]:
+    """A `report` callback printing "figure k of n: NAME done in 12.3 s [1 min 5 s elapsed]"
+    lines (the elapsed time of the whole batch from this call)."""
+    stream = stream or sys.stderr
+    start = time.perf_counter()
+
+    def report(k: int, n: int, outcome: Outcome) -> None:
+        what = {"done": f"done in {outcome.wall_time:.1f} s",
+                "cached": "already finished (cached)",
+                "failed": f"FAILED after {outcome.wall_time:.1f} s: {outcome.error}"}[outcome.status]
+        minutes, seconds = divmod(int(time.perf_counter() - start), 60)
+        elapsed = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+        print(f"figure {k} of {n}: {outcome.name} {what} [{elapsed} elapsed]", file=stream,
+              flush=True)
+
+    return report

@@ -1,0 +1,208 @@
+"""The claims ledger: each paper's quantitative claims, measured against a `reproduce` folder.
+
+A paper's claims are data beside its recipes (`fastattn/experiments/<paper>/claims.py`, a tuple
+`CLAIMS` of `Claim`). A claim names the figure and the field of that figure's JSON summary that
+measures it (`summary.a.b.0`: keys and list indices), or, for a closed form that no figure draws, a
+`measure` function ("module:function", cheap, no training). `evaluate` gives each claim a status:
+
+- `reproduced`: the measured value is within the tolerance of the paper's;
+- `erratum`: it is not, but it is within the tolerance of `corrected`, the value the paper should
+  have printed (the claim's `note` says why the paper is wrong);
+- `not_reproduced`: neither (the note gives the known reason, or the two numbers);
+- `not_run`: the figure was not run or failed, or the quick form does not measure the claim.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("reproduced", "erratum", "not_reproduced", "not_run")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One quantitative claim of a paper.
+
+    Attributes:
+        paper: the paper package, e.g. "sander2024".
+        key: short id, unique within the paper.
+        claim: the claim in words (where in the paper: "Prop. 4", "Fig. 3", "§5.2").
+        paper_value: the number the paper (or its spec's reproduction target) states.
+        figure: the figure whose JSON measures it ("" with `measure`).
+        field: dotted path into that JSON, e.g. "summary.final_loss" or "summary.levels.2".
+        tolerance: allowed |measured − paper_value| (relative to |paper_value| if `relative`).
+        reason: why that tolerance (integration error, seeds, finite batch …).
+        relative: tolerance relative (default) or absolute.
+        compare: "approx" (within tolerance), "at_most" / "at_least" (a bound: measured ≤ / ≥
+            paper_value + / − tolerance).
+        corrected: the right value where the paper's is wrong (an erratum), else None.
+        note: the erratum's explanation, or why a claim is known not to reproduce.
+        quick: whether the `--quick` form measures it (False: its numbers are at smaller sizes).
+        measure: "module:function" returning the measured value (a closed form, no figure).
+        magnitude: compare |measured| (a quantity defined up to a global sign).
+        at: (path, value): `field` is a list indexed like the list at `path`; take the entry where
+            that list equals `value` (e.g. ("summary.L", 40): the quick and full grids differ). A
+            field "a.b.[].c" takes that entry of the list a.b, then its c.
+    """
+
+    paper: str
+    key: str
+    claim: str
+    paper_value: float
+    figure: str = ""
+    field: str = ""
+    tolerance: float = 0.05
+    reason: str = ""
+    relative: bool = True
+    compare: str = "approx"
+    corrected: float | None = None
+    note: str = ""
+    quick: bool = True
+    measure: str = ""
+    at: tuple[str, float] | None = None
+    magnitude: bool = False
+
+    def __post_init__(self) -> None:
+        if bool(self.figure) == bool(self.measure):
+            raise ValueError(f"claim {self.paper}/{self.key}: give a figure (and field) or a "
+                             "measure, not both or neither")
+        if self.figure and not self.field:
+            raise ValueError(f"claim {self.paper}/{self.key}: a figure claim needs its JSON field")
+        if ".[]" in self.field and self.at is None:
+            raise ValueError(f"claim {self.paper}/{self.key}: a field with [] needs `at`")
+        if self.compare not in ("approx", "at_most", "at_least"):
+            raise ValueError(f"claim {self.paper}/{self.key}: compare must be approx, at_most or "
+                             f"at_least; got {self.compare!r}")
+        if not self.reason:
+            raise ValueError(f"claim {self.paper}/{self.key}: give the tolerance's reason")
+
+    def within(self, measured: float, target: float) -> bool:
+        """Whether `measured` satisfies the claim with `target` in place of the paper's value."""
+        tol = self.tolerance * (abs(target) if self.relative else 1.0)
+        if self.compare == "at_most":
+            return measured <= target + tol
+        if self.compare == "at_least":
+            return measured >= target - tol
+        return abs(measured - target) <= tol
+
+
+def load(papers: Iterable[str] | None = None) -> list[Claim]:
+    """Every claim of `papers` (default: every paper with recipes)."""
+    from fastattn.experiments.registry import PAPERS
+
+    out: list[Claim] = []
+    for paper in papers or PAPERS:
+        try:
+            module = importlib.import_module(f"fastattn.experiments.{paper}.claims")
+        except ModuleNotFoundError:
+            continue
+        out.extend(module.CLAIMS)
+    keys = [(c.paper, c.key) for c in out]
+    dupes = {k for k in keys if keys.count(k) > 1}
+    if dupes:
+        raise ValueError(f"claims listed twice: {sorted(dupes)}")
+    return out
+
+
+def lookup(doc: Any, field: str) -> Any:
+    """The value at dotted path `field` of a JSON document (integers index lists; a key that
+    itself holds dots, e.g. "fixed0.0", is matched whole); KeyError if absent."""
+    return _lookup(doc, field.split("."), field)
+
+
+def _lookup(value: Any, parts: list[str], field: str) -> Any:
+    if not parts:
+        return value
+    if isinstance(value, list):
+        try:
+            return _lookup(value[int(parts[0])], parts[1:], field)
+        except (ValueError, IndexError):
+            raise KeyError(field) from None
+    if isinstance(value, dict):
+        for n in range(len(parts), 0, -1):      # longest key first
+            key = ".".join(parts[:n])
+            if key in value:
+                try:
+                    return _lookup(value[key], parts[n:], field)
+                except KeyError:
+                    continue
+    raise KeyError(field)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
+    """The ledger row of `claim` against the figures in `folder` (a run of mode `quick`)."""
+    row: dict[str, Any] = {
+        "paper": claim.paper, "key": claim.key, "figure": claim.figure or None,
+        "field": (claim.field + (f" at {claim.at[0]} = {claim.at[1]:g}" if claim.at else "")
+                  if claim.field else claim.measure), "claim": claim.claim,
+        "paper_value": claim.paper_value, "corrected": claim.corrected, "measured": None,
+        "tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare,
+        "tolerance_reason": claim.reason, "status": "not_run", "note": ""}
+    if claim.measure:
+        module, _, attr = claim.measure.partition(":")
+        try:
+            row["measured"] = _number(getattr(importlib.import_module(module), attr)())
+        except Exception as exc:
+            row["note"] = f"measure failed: {type(exc).__name__}: {exc}"
+            return row
+    else:
+        path = folder / f"{claim.figure}.json"
+        if not path.exists():
+            row["note"] = "figure not run (or it failed)"
+            return row
+        doc = json.loads(path.read_text())
+        try:
+            head, _, tail = claim.field.partition(".[]")
+            value = lookup(doc, head)
+            if claim.at is not None:
+                value = value[list(lookup(doc, claim.at[0])).index(claim.at[1])]
+            if tail:
+                value = lookup(value, tail.lstrip("."))
+            row["measured"] = _number(value)
+            if claim.magnitude and row["measured"] is not None:
+                row["measured"] = abs(row["measured"])
+        except (KeyError, IndexError, ValueError, TypeError):
+            row["note"] = (f"the figure's JSON has no {claim.field}"
+                           + (" (the quick form does not compute it)" if doc.get("quick") else ""))
+            return row
+        if doc.get("quick") and not claim.quick:
+            row["measured"] = None      # a number of the smaller settings would read as a result
+            row["note"] = "the quick form does not measure it (smaller settings); run without --quick"
+            return row
+    measured = row["measured"]
+    if measured is None:
+        row["note"] = "no finite value measured"
+        return row
+    if claim.within(measured, claim.paper_value):
+        row["status"] = "reproduced"
+        row["note"] = claim.note if claim.corrected is None else ""
+    elif claim.corrected is not None and claim.within(measured, claim.corrected):
+        row["status"] = "erratum"
+        row["note"] = claim.note
+    else:
+        row["status"] = "not_reproduced"
+        row["note"] = claim.note or f"measured {measured:.6g} vs the paper's {claim.paper_value:.6g}"
+    return row
+
+
+def ledger(folder: Path, claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
+    """Every claim evaluated against `folder` (a `fastattn reproduce` output)."""
+    quick = None
+    manifest = folder / "reproduce.json"
+    if manifest.exists():
+        quick = json.loads(manifest.read_text()).get("quick")
+    return [evaluate(c, folder, quick) for c in (load() if claims is None else claims)]
