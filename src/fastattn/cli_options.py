@@ -182,7 +182,9 @@ OPTIONS: tuple[Option, ...] = (
            "sgd/adam: train full-batch on this many fixed sequences"),
     Option("--whiten", "train", "whiten", boolean, "whiten the fixed data set's tasks (code)", False),
     Option("--sampler", "train", "sampler", str,
-           "sgd/adam online: tokens (full token tensors) | stats (fused (β, x_q, y_q) sampler)", "tokens"),
+           "sgd/adam online: auto (fast where the fused He step fits, else tokens) | tokens (full "
+           "token tensors) | stats (fused (β, x_q, y_q) sampler) | fast (He fast stream, fused "
+           "C++ Adam)", "auto"),
     Option("--loss", "train", "loss", str,
            "sgd/adam: which of the task's losses (default: its first; linear_regression: query | "
            "next_token)"),

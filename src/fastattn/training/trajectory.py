@@ -35,6 +35,11 @@ class Trajectory:
         n_evals: gradient evaluations. wall_time: seconds.
         config: {"task", "model", "train"} plain-data configs that rebuild the run.
         meta: versions, git revision, host, creation time.
+        diverged_at: a diverged run: the step (flow: the time) whose loss diverged; the record
+            ends at the last state before it.
+        backend: the engine that ran ("engine"), the data stream of a sampled run ("sampler"),
+            why a faster engine did not apply ("fallback", when one did not) and how many runs
+            one batched call trained ("runs_in_batch").
     """
 
     time: np.ndarray
@@ -49,6 +54,8 @@ class Trajectory:
     wall_time: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
+    diverged_at: float | None = None
 
     @property
     def final_loss(self) -> float:
@@ -70,7 +77,12 @@ class Trajectory:
                        "events/params": np.stack([e.params for e in self.events])}
         meta = {"kind": "fastattn.Trajectory", "status": self.status, "n_evals": self.n_evals,
                 "wall_time": self.wall_time, "final_loss": self.final_loss,
-                "config": self.config, "meta": self.meta}
+                "config": self.config, "meta": self.meta, "backend": self.backend,
+                "diverged_at": self.diverged_at}
+        if "population" in self.test_loss and len(self.test_loss["population"]):
+            # a sampled run: final_loss is the noisy loss of the last batch; both, named
+            meta |= {"final_batch_loss": self.final_loss,
+                     "final_population_loss": float(self.test_loss["population"][-1])}
         return write_record(path, meta, arrays)
 
     @classmethod
@@ -88,7 +100,8 @@ class Trajectory:
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
                    snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
-                   wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"])
+                   wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"],
+                   backend=meta.get("backend", {}), diverged_at=meta.get("diverged_at"))
 
 
 def _number(value: float | None) -> float:
