@@ -144,32 +144,42 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
     bar = tqdm(total=cfg.steps, initial=done, disable=not progress, unit="step",
                desc=f"adam {models[0].kind} (fused)")
     status, calling = "steps", False
+    before = (done, theta.copy(), m.copy(), v.copy())
     try:
         for stop in (s for s in stops if s > done or (s == 0 and done == 0)):
             if stop > done:
-                before = (theta.copy(), m.copy(), v.copy())
+                # the states at the start of this call and of the previous one: a diverged run
+                # goes back to the last state before the first diverged loss
+                previous, before = before, (done, theta.copy(), m.copy(), v.copy())
                 calling = True
                 at = rec[(rec >= done) & (rec < stop)]
                 losses = core.he_adam_steps(theta, m, v, **args, step0=done, n_steps=stop - done,
                                             record_at=at - done)
                 n_evals += stop - done
                 for i in list(live):
-                    bad = [j for j, value in enumerate(losses[i])
-                           if diverged(value, runs[i]["loss"][0] if runs[i]["loss"]
-                                       else losses[i][0])]
-                    # a diverged run goes back to the state before this call: records up to it
-                    first = int(at.size > 0 and at[0] == done)
-                    keep = losses[i] if not bad else losses[i][:min(bad[0], first)]
-                    runs[i]["step"] += at[:len(keep)].tolist()
-                    runs[i]["loss"] += [float(x) for x in keep]
-                    if bad:
-                        runs[i]["status"], runs[i]["done"] = "diverged", done
-                        runs[i]["diverged_at"] = int(at[bad[0]])
-                        runs[i]["params"].append(before[0][i].astype(np.float64))
-                        runs[i]["snap_step"].append(done)
-                        live.remove(i)
-                        for buf, old in zip((theta, m, v), before, strict=True):
-                            buf[i] = old[i]
+                    run = runs[i]
+                    initial = run["loss"][0] if run["loss"] else losses[i][0]
+                    bad = [j for j, value in enumerate(losses[i]) if diverged(value, initial)]
+                    if not bad:
+                        run["step"] += at.tolist()
+                        run["loss"] += [float(x) for x in losses[i]]
+                        continue
+                    back = before if at[bad[0]] > done else previous
+                    run["step"] += at[:bad[0]].tolist()
+                    run["loss"] += [float(x) for x in losses[i][:bad[0]]]
+                    while run["step"] and run["step"][-1] > back[0]:
+                        run["step"].pop()
+                        run["loss"].pop()
+                    while run["snap_step"] and run["snap_step"][-1] >= back[0]:
+                        run["snap_step"].pop()
+                        run["params"].pop()
+                    run["snap_step"].append(back[0])
+                    run["params"].append(back[1][i].astype(np.float64))
+                    run["status"], run["done"], run["diverged_at"] = "diverged", back[0], int(
+                        at[bad[0]])
+                    live.remove(i)
+                    for buf, old in zip((theta, m, v), back[1:], strict=True):
+                        buf[i] = old[i]
                 bar.update(stop - done)
                 done, calling = stop, False
                 if live:
@@ -188,7 +198,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
     except KeyboardInterrupt:
         status = "interrupted"
         if calling:          # the call may have stepped the buffers: back to its start
-            for buf, old in zip((theta, m, v), before, strict=True):
+            for buf, old in zip((theta, m, v), before[1:], strict=True):
                 buf[...] = old
     finally:
         bar.close()
