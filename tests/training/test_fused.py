@@ -47,7 +47,7 @@ def test_runs_that_do_not_fit_fall_back_and_say_why():
                  batch_size=8, weight_decay=0.1, progress=False)
     assert traj.backend["engine"] == "torch" and "weight_decay" in traj.backend["fallback"]
     traj = train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="gd", lr=0.1, steps=3)
-    assert traj.backend["engine"].startswith("exact C++ population objective")
+    assert traj.backend["engine"].startswith("exact population objective")
     with pytest.raises(ValueError, match=r"sampler='fast'.*method='sgd'"):
         train(MultiHeadSoftmax(D, H), _task(0), method="sgd", lr=1e-2, steps=3, sampler="fast")
 

@@ -25,11 +25,19 @@ if TYPE_CHECKING:
 
 def objectives(models: Sequence[ICLModel], tasks: Sequence[Task], method: str) -> list[Any]:
     """The exact population objective of each (task, model) pair (`population.objective_for`), or
-    a ValueError naming the method and the pair that has none."""
+    a ValueError naming the method and the pair that has none. An objective with an exact
+    reduction at the model's state (`reduction_at(params)`: a cheaper objective whose flow from
+    there is the same, e.g. the full Wishart model on its invariant set p1 = q2 = 0) gives it."""
     try:
-        return [population.objective_for(t, m) for m, t in zip(models, tasks, strict=True)]
+        objs = [population.objective_for(t, m) for m, t in zip(models, tasks, strict=True)]
     except ValueError as exc:
         raise ValueError(f"method={method!r} trains the exact population objective: {exc}") from None
+    out = []
+    for obj, model in zip(objs, models, strict=True):
+        reduce = getattr(obj, "reduction_at", None)
+        reduced = reduce(model.to_flat()) if reduce is not None else None
+        out.append(reduced if reduced is not None else obj)
+    return out
 
 
 def population_loss(task: Task, model: ICLModel) -> Callable[[np.ndarray], float] | None:

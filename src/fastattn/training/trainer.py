@@ -272,8 +272,14 @@ def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig
     with `sampler` resolved, and the record's `backend` (engine, sampler, and the fallback reasons
     when the run does not fit a faster engine)."""
     if cfg.method in ("flow", "gd"):
-        name = type(flow.objectives([model], [task], cfg.method)[0]).__name__
-        return cfg, {"engine": f"exact C++ population objective ({name})"}
+        objective = flow.objectives([model], [task], cfg.method)[0]
+        backend = {"engine": f"exact population objective ({type(objective).__name__})"}
+        full = population.objective_for(task, model)
+        if type(full) is not type(objective):
+            backend["reduction"] = (f"exact reduction of {type(full).__name__}: its flow from "
+                                    "this state stays on the set where the cheaper objective is "
+                                    "exact (reduction_at)")
+        return cfg, backend
     if cfg.method == "task_sgd":
         return cfg, {"engine": "torch (task-centric SGD)"}
     reasons = fused.fast_stream_reasons(model, task, cfg)
