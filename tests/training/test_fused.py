@@ -33,7 +33,7 @@ def test_train_is_bit_identical_to_train_batched_alone(dtype):
     res = train_batched([reference], [_task(7)], BatchedAdamConfig(
         lr=1e-2, steps=steps, batch_size=16, record_every=1, stream="fast", backend="fused",
         threads=1))
-    assert traj.backend == {"engine": ENGINE, "sampler": "fast", "runs_in_batch": 1}
+    assert traj.backend == {"engine": ENGINE, "sampler": "fast", "runs_in_batch": 1, "threads": 1}
     assert traj.config["train"]["sampler"] == "fast"
     assert np.array_equal(model.to_flat(), reference.to_flat())
     assert np.array_equal(traj.final_params, reference.to_flat())
@@ -140,3 +140,28 @@ def test_sampled_record_names_batch_and_population_final_losses(tmp_path):
     assert meta["final_batch_loss"] == traj.final_loss
     assert meta["final_population_loss"] == traj.test_loss["population"][-1]
     assert meta["final_batch_loss"] != meta["final_population_loss"]
+
+
+def test_default_threads_share_the_machine_among_workers(monkeypatch):
+    from fastattn.training import threads
+
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setenv("FASTATTN_WORKERS", "2")
+    assert threads.machine_share() == 2
+    assert threads.default_threads(10) == 1 and threads.default_threads(2**21) == 2
+    monkeypatch.setenv("FASTATTN_WORKERS", "8")
+    assert threads.machine_share() == 1
+    monkeypatch.setenv("FASTATTN_WORKERS", "x")
+    with pytest.raises(ValueError, match="FASTATTN_WORKERS"):
+        threads.machine_share()
+
+
+def test_exact_flows_run_on_one_thread_unless_asked():
+    import torch
+
+    before = torch.get_num_threads()
+    traj = train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="gd", lr=0.1, steps=3)
+    assert traj.backend["threads"] == 1 and torch.get_num_threads() == before
+    traj = train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="gd", lr=0.1, steps=3,
+                 threads=2)
+    assert traj.backend["threads"] == 2

@@ -30,6 +30,7 @@ from fastattn.tasks.base import Task
 from fastattn.training import flow, fused, task_sgd
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.records import environment, to_jsonable
+from fastattn.training.threads import default_threads, machine_share, torch_threads
 from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam", "task_sgd")
@@ -74,9 +75,11 @@ class TrainConfig:
         test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
         eval_seed: seed of the test sets; must differ from the task's data_seed.
         progress: show a progress bar (default: when attached to a terminal).
-        threads: torch intra-op threads for sampled training (default: 1 when a batch holds fewer
-            than 2²⁰ numbers — small ops run far slower split across threads, especially on a busy
-            machine — else torch's setting). Restored when training ends.
+        threads: threads of the run: torch's intra-op threads, and the fused He step's (default:
+            1 for the exact objectives, the fused step and sampled batches of fewer than 2²⁰
+            numbers — small ops run far slower split across threads, especially on a busy
+            machine — else this process's share of the machine, its cores divided among
+            $FASTATTN_WORKERS workers; fastattn.training.threads). Restored when training ends.
     """
 
     method: str = "flow"
@@ -183,23 +186,21 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     _check_finite(model)
     cfg, backend = dispatch(model, task, cfg)
     start = time.perf_counter()
-    if cfg.method in ("flow", "gd"):
-        traj = flow.population_runs([model], [task], cfg)[0][0]
-    elif cfg.method == "task_sgd":
-        traj = task_sgd.train_task_sgd(model, task, cfg)
-    elif cfg.sampler == "fast":
-        traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
-                                 identity=_checkpoint_identity(task, model, cfg),
-                                 progress=_show_progress(cfg))[0]
-    else:
-        size = (cfg.dataset_size or cfg.batch_size) * task.sequence_size
-        threads = cfg.threads or (1 if size < 2**20 else torch.get_num_threads())
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
+    threads = cfg.threads or 1      # exact objectives and the fused step: small ops
+    if cfg.threads is None and cfg.method in ("sgd", "adam") and cfg.sampler != "fast":
+        threads = default_threads((cfg.dataset_size or cfg.batch_size) * task.sequence_size)
+    with torch_threads(threads):
+        if cfg.method in ("flow", "gd"):
+            traj = flow.population_runs([model], [task], cfg)[0][0]
+        elif cfg.method == "task_sgd":
+            traj = task_sgd.train_task_sgd(model, task, cfg)
+        elif cfg.sampler == "fast":
+            traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
+                                     identity=_checkpoint_identity(task, model, cfg),
+                                     progress=_show_progress(cfg))[0]
+        else:
             traj = _train_sampled(model, task, cfg, checkpoint)
-        finally:
-            torch.set_num_threads(previous)
+    backend["threads"] = threads
     traj.wall_time = time.perf_counter() - start
     traj.config = run_config(task, model, cfg)
     traj.meta = environment()
@@ -240,6 +241,8 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
             if model_check := _fused_check(models[k], tasks[k], resolved[k]):
                 raise ValueError(model_check)
         cfg = resolved[members[0]]
+        if cfg.threads is None:        # the fused step threads over runs: the machine share
+            cfg = dataclasses.replace(cfg, threads=min(machine_share(), len(members)))
         start = time.perf_counter()
         trajs = fused.train_fused([models[k] for k in members], [tasks[k] for k in members], cfg,
                                   lrs=[resolved[k].lr for k in members],
@@ -251,7 +254,7 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
             traj.config = run_config(tasks[k], models[k], resolved[k])
             traj.meta = meta
             traj.backend = {"engine": fused.ENGINE, "sampler": "fast",
-                            "runs_in_batch": len(members)}
+                            "runs_in_batch": len(members), "threads": cfg.threads}
             out[k] = traj
     return out
 
