@@ -165,3 +165,24 @@ def test_exact_flows_run_on_one_thread_unless_asked():
     traj = train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="gd", lr=0.1, steps=3,
                  threads=2)
     assert traj.backend["threads"] == 2
+
+
+def test_flow_progress_line_shows_time_loss_and_evaluations(capsys):
+    from fastattn import population
+    from fastattn.population.wishart_tasks import FullModelObjective
+    from fastattn.tasks.wishart_tasks import WishartTasks
+    from fastattn.training.flow import FlowProgress
+
+    line = FlowProgress("flow x", 10.0)
+    line(2.5, 0.125, 40)
+    line.close()
+    assert capsys.readouterr().err == "\rflow x: t = 2.5 / 10, loss = 0.125, 40 evaluations \n"
+    # the core calls it during a run (a slow torch objective: at least one 0.5 s interval)
+    task = WishartTasks(2, tasks=3, context=4)
+    seen = []
+    population.integrate(FullModelObjective(task.s, task.context, task.U, task.task_eigs),
+                         np.full(16, 0.1), method="rk45", t_end=1e4, max_seconds=1.5,
+                         progress=lambda t, loss, n: seen.append((t, loss, n)))
+    assert seen and all(0 < t <= 1e4 and np.isfinite(loss) and n > 0 for t, loss, n in seen)
+    train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="flow", t_end=10.0, progress=False)
+    assert capsys.readouterr().err == ""        # quiet when asked (or piped)

@@ -235,7 +235,7 @@ def _integrate_family(family: str, params0, dims=None, moments=None, method: str
 
 def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> IntegrationResult:
     t0 = time.perf_counter()
-    out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core())
+    out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core(), opts.progress)
     wall = time.perf_counter() - t0
     times = opts.record_grid()
     if opts.method == "euler":

@@ -191,7 +191,7 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
         threads = default_threads((cfg.dataset_size or cfg.batch_size) * task.sequence_size)
     with torch_threads(threads):
         if cfg.method in ("flow", "gd"):
-            traj = flow.population_runs([model], [task], cfg)[0][0]
+            traj = flow.population_runs([model], [task], cfg, progress=_show_progress(cfg))[0][0]
         elif cfg.method == "task_sgd":
             traj = task_sgd.train_task_sgd(model, task, cfg)
         elif cfg.sampler == "fast":
