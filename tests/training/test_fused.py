@@ -186,3 +186,25 @@ def test_flow_progress_line_shows_time_loss_and_evaluations(capsys):
     assert seen and all(0 < t <= 1e4 and np.isfinite(loss) and n > 0 for t, loss, n in seen)
     train(SeparateKQ(D, 2, 1, init_seed=0), _task(0), method="flow", t_end=10.0, progress=False)
     assert capsys.readouterr().err == ""        # quiet when asked (or piped)
+
+
+def test_train_many_trains_other_runs_alone_and_says_why():
+    from fastattn.training import TrainConfig
+
+    sgd = TrainConfig(method="sgd", lr=1e-2, steps=5, batch_size=8, progress=False)
+    trajs = train_many([MultiHeadSoftmax(D, H), MultiHeadSoftmax(D, H, init_seed=1)],
+                       [_task(0), _task(1)], [sgd, _cfg(1e-2)])
+    assert trajs[0].backend["engine"] == "torch" and "method='sgd'" in trajs[0].backend["fallback"]
+    assert trajs[1].backend["runs_in_batch"] == 1
+
+
+def test_cli_lrs_write_one_record_per_learning_rate(tmp_path):
+    args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
+            "--context", "7", "--heads", "2", "--method", "adam", "--lr", "1e-2",
+            "--batch-size", "8", "--steps", "10", "--lrs", "1e-3,1e-2", "--seeds", "4",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 0
+    for lr in ("0.001", "0.01"):
+        record = json.loads((tmp_path / f"run-seed4-lr{lr}.json").read_text())
+        assert record["config"]["train"]["lr"] == float(lr)
+        assert record["backend"]["runs_in_batch"] == 2

@@ -227,11 +227,12 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
     groups: dict[str, list[int]] = {}
     resolved = []
     for k, (model, task, cfg) in enumerate(zip(models, tasks, configs, strict=True)):
-        cfg, backend = dispatch(model, task, cfg)
-        resolved.append(cfg)
+        resolved_cfg, backend = dispatch(model, task, cfg)
+        resolved.append(resolved_cfg)
         if backend["engine"] != fused.ENGINE:
-            out[k] = train(model, task, cfg)
+            out[k] = train(model, task, cfg)          # its record says why it was not fused
             continue
+        cfg = resolved_cfg
         c = model.config
         key = repr((to_jsonable(dataclasses.replace(cfg, lr=1.0)), c.heads, c.dim, c.dtype,
                     task.max_context))
