@@ -208,3 +208,15 @@ def test_cli_lrs_write_one_record_per_learning_rate(tmp_path):
         record = json.loads((tmp_path / f"run-seed4-lr{lr}.json").read_text())
         assert record["config"]["train"]["lr"] == float(lr)
         assert record["backend"]["runs_in_batch"] == 2
+
+
+def test_fused_runs_evaluate_test_sets_at_every_record():
+    traj = train(MultiHeadSoftmax(D, H, init_seed=2), _task(3), method="adam", lr=1e-2, steps=50,
+                 batch_size=8, n_records=12, test_size=32, eval_seed=9, progress=False)
+    assert traj.backend["engine"] == ENGINE and set(traj.test_loss) == {"in_context"}
+    for values in traj.test_loss.values():
+        assert len(values) == len(traj.loss) and np.all(np.isfinite(values))
+    ref = MultiHeadSoftmax(D, H, init_seed=2)
+    plain = train(ref, _task(3), method="adam", lr=1e-2, steps=50, batch_size=8, n_records=12,
+                  progress=False)
+    assert np.array_equal(plain.loss, traj.loss) and np.array_equal(plain.params, traj.params)

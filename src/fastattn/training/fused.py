@@ -69,12 +69,15 @@ def fast_stream_reasons(model: ICLModel, task: Task, cfg: TrainConfig) -> list[s
     return reasons
 
 
-def _stops(cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, list[int]]:
+def _stops(cfg: TrainConfig, evaluate: bool) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Record steps, snapshot steps, and the steps between calls into the core: the snapshots,
+    every _SEGMENT steps, and the records too when test or population losses are evaluated there
+    (the batch losses at records come from inside the calls)."""
     rec = flow.record_steps(cfg.steps, cfg.n_records)
     snap = flow.record_steps(cfg.steps, cfg.n_snapshots)
-    stops = sorted(set(rec.tolist()) | set(snap.tolist()) | set(range(0, cfg.steps, _SEGMENT))
-                   | {cfg.steps})
-    return rec, snap, stops
+    stops = (set(snap.tolist()) | set(range(0, cfg.steps, _SEGMENT)) | {cfg.steps}
+             | (set(rec.tolist()) if evaluate else set()))
+    return rec, snap, sorted(stops)
 
 
 def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig,
@@ -105,10 +108,10 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                 beta2=0.999, eps=1e-8, threads=cfg.threads or 1)
     state = BatchedState.of(models)
     theta, m, v = (b.numpy() for b in (state.theta, state.m, state.v))
-    rec, snap, stops = _stops(cfg)
     exact = [flow.population_loss(t, mod) for t, mod in zip(tasks, models, strict=True)]
     tests = [t.test_sets(cfg.test_size, cfg.eval_seed, dtype=models[0].config.torch_dtype)
              if cfg.test_size else {} for t in tasks]
+    rec, snap, stops = _stops(cfg, evaluate=any(exact) or any(tests))
     loss_name = cfg.loss or "query"
     runs = [{"step": [], "loss": [], "tests": {k: [] for k in tests[i]}
              | ({"population": []} if exact[i] else {}), "snap_step": [], "params": [],
