@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="sgd/adam: continue an interrupted run from OUT/NAME.ckpt, bit for bit "
                    "(same options; replaces its record)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or flow progress line (shown only on a terminal)")
     # runs trained together (the fused He step batches them; one record per run)
     p.add_argument("--seeds", metavar="LIST",
                    help="train one run per seed, e.g. 0-4 or 0,3,7: run s takes --init-seed s and "
@@ -213,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lrs", metavar="LIST",
                    help="train one run per learning rate, e.g. 1e-3,3e-3 (records NAME-lrX; with "
                    "--seeds, every pair)")
+    p.epilog = ("exit status: 0 done (or interrupted and saved), 2 bad input, 3 a run diverged "
+                "(its record and plot are written; docs/performance.md)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("reproduce", help="reproduce a published figure with the theory overlaid")

@@ -194,7 +194,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--grad-tol", "train", "grad_tol", float, "flow/gd: stop below this gradient norm"),
     Option("--test-size", "train", "test_size", int, "sgd/adam: held-out test-set size", 0),
     Option("--eval-seed", "train", "eval_seed", int, "seed of the test sets", 1),
-    Option("--threads", "train", "threads", int, "sgd/adam: torch threads (default: 1 for small batches)"),
+    Option("--threads", "train", "threads", int, "torch and fused-step threads (default: 1 for "
+           "exact flows, the fused step and small batches, else the machine share; "
+           "docs/performance.md)"),
 )
 
 _TITLES = {"task": "task options", "model": "model options", "train": "trainer options"}
