@@ -220,3 +220,18 @@ def test_fused_runs_evaluate_test_sets_at_every_record():
     plain = train(ref, _task(3), method="adam", lr=1e-2, steps=50, batch_size=8, n_records=12,
                   progress=False)
     assert np.array_equal(plain.loss, traj.loss) and np.array_equal(plain.params, traj.params)
+
+
+def test_a_rotated_identity_covariance_takes_the_identity_factor():
+    from fastattn.training.batched import FastLaw
+
+    rotated = LinearRegression(D, context=L, spectrum=[1.0] * D, rotate=True, data_seed=0)
+    assert not np.array_equal(rotated.cov_matrix, np.eye(D))          # I up to rounding
+    assert np.array_equal(FastLaw.of(rotated).x_factor, np.eye(D))
+    scaled = LinearRegression(D, context=L, spectrum=[2.0] * D, rotate=True, data_seed=0)
+    f = FastLaw.of(scaled).x_factor                                   # √c I
+    assert np.array_equal(f, f[0, 0] * np.eye(D))
+    np.testing.assert_allclose(f @ f.T, scaled.cov_matrix, atol=1e-12)
+    skewed = LinearRegression(D, context=L, spectrum=[2.0, 1.0, 0.5], rotate=True, data_seed=0)
+    f = FastLaw.of(skewed).x_factor
+    np.testing.assert_allclose(f @ f.T, skewed.cov_matrix, atol=1e-12)
