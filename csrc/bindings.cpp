@@ -216,7 +216,8 @@ std::vector<const Objective*> objective_list(const py::object& objectives) {
   return out;
 }
 
-py::dict py_integrate(const py::object& objectives, const Arr& params, const Options& o) {
+py::dict py_integrate(const py::object& objectives, const Arr& params, const Options& o,
+                      const py::object& progress) {
   const std::vector<const Objective*> objs = objective_list(objectives);
   const Index P = objs[0]->size(), K = batch_of(params, P, "params");
   const Index T = Index(record_grid(o).size());
@@ -235,6 +236,15 @@ py::dict py_integrate(const py::object& objectives, const Arr& params, const Opt
       PyErr_Clear();
       return true;
     };
+    if (!progress.is_none())  // progress(t, loss, n_evals); its errors never stop the run
+      intr.report = [&progress, &intr](double t, double loss, long long n) {
+        py::gil_scoped_acquire gil;
+        try {
+          progress(t, loss, n);
+        } catch (py::error_already_set& e) {
+          if (e.matches(PyExc_KeyboardInterrupt)) intr.hit = true;
+        }
+      };
     results = fastattn::integrate(objs, params.data(), K, o, out, intr);
   }
   py::list status, events;
@@ -406,6 +416,7 @@ crossings; terminal: stop the run there (status "event").)doc")
       .def_readonly("events", &Options::events);
 
   m.def("integrate", &py_integrate, py::arg("objectives"), py::arg("params"), py::arg("options"),
+        py::arg("progress") = py::none(),
         R"doc(Integrate K models' gradient flows d theta/dt = -1/2 grad L, one after another with the GIL
 released. objectives: one (shared) or K; params [P] or [K, P]. Returns a dict of arrays: loss [K, T],
 final_params [K, P], params [K, T, P] or None, status (K strings), n_evals, n_steps, n_jac, n_rejected,

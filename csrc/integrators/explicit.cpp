@@ -23,6 +23,7 @@ void Runner::run_euler(Vec& y) {
     if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return; }
     if ((k & 255) == 0 && intr_.poll()) { res_.status = "interrupted"; return; }
     if ((k & 255) == 0 && over_time()) { res_.status = "max_seconds"; return; }
+    if ((k & 255) == 0) intr_.progress(res_.t_final, L0_, res_.n_evals);
     yn = y + dtt * f0_;  // theta - eta grad L
     const double Ln = eval(yn, fn);
     if (diverging(yn, fn, Ln)) { res_.status = "diverged"; return; }

@@ -121,6 +121,7 @@ bool Runner::check_stop(double t) {
   if (o_.max_steps > 0 && res_.n_steps >= o_.max_steps) { res_.status = "max_steps"; return true; }
   if (over_time()) { res_.status = "max_seconds"; return true; }
   if (intr_.poll()) { res_.status = "interrupted"; return true; }
+  intr_.progress(t, L0_, res_.n_evals);
   return false;
 }
 

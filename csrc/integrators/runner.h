@@ -44,6 +44,17 @@ struct Interrupt {
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  // Progress of the running model (time reached, loss, evaluations), set by the bindings (a
+  // terminal's progress line); called at most every 0.5 s.
+  std::function<void(double, double, long long)> report;
+  std::chrono::steady_clock::time_point last_report = start;
+  void progress(double t, double loss, long long n_evals) {
+    if (!report) return;
+    auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_report).count() < 0.5) return;
+    last_report = now;
+    report(t, loss, n_evals);
+  }
 };
 
 // Thrown by an objective (a Python one, on KeyboardInterrupt) to stop the run as "interrupted".

@@ -2,7 +2,7 @@
 csrc/sampled/he_bindings.cpp): exact objectives and the gradient-flow integrators. Arrays are
 float64, C order; P is an objective's size()."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -186,8 +186,10 @@ class Options:
     def events(self) -> list[Event]: ...
 
 def integrate(objectives: Objective | Sequence[Objective], params: ArrayLike,
-              options: Options) -> dict[str, Any]:
-    """K models' flows. Returns loss [K, T], final_params [K, P], params [K, T, P] | None, status
+              options: Options, progress: Callable[[float, float, int], None] | None = None
+              ) -> dict[str, Any]:
+    """K models' flows; progress(t, loss, n_evals) at most every 0.5 s (errors ignored). Returns
+    loss [K, T], final_params [K, P], params [K, T, P] | None, status
     (list of K str), n_evals, n_steps, n_jac, n_rejected, n_hvp, t_final [K], and events (per model, a
     list of (event index, t, params [P]))."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -91,44 +92,98 @@ def _title(resolved) -> str:
     return f"{resolved.task['kind']}: {task}; {resolved.model['kind']}" + (f": {model}" if model else "")
 
 
+#: exit status of `fastattn train` when a run diverged (its record and plot are still written)
+DIVERGED = 3
+
+
+def run_list(text: str, parse: type = int) -> list:
+    """"0-4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists)."""
+    if parse is int and re.fullmatch(r"\d+-\d+", text.strip()):
+        lo, hi = (int(v) for v in text.split("-"))
+        return list(range(lo, hi + 1))
+    return [parse(v) for v in text.split(",") if v.strip()]
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
-    from fastattn import plots
     from fastattn.cli_options import CommandError, build_run, in_cli_words, resolve_args
     from fastattn.configs import options_for
-    from fastattn.training import Checkpointing, train
+    from fastattn.training import Checkpointing, train, train_many
     from fastattn.training.interrupt import terminate_as_interrupt
 
     resolved = resolve_args(args)
     kinds = resolved.task["kind"], resolved.model["kind"]
     _check_method(*kinds, resolved.train["method"])
+    runs = _expand_runs(resolved.spec(), args)
     try:
-        task, model, config = build_run(resolved.spec())
+        built = [(name, *build_run(s)) for name, s in runs]
     except (ValueError, TypeError) as exc:
         raise CommandError(in_cli_words(str(exc), {o.field: o for o in options_for(*kinds)})) from None
-    if config.progress is None and args.quiet:
-        config = dataclasses.replace(config, progress=False)
+    if args.quiet:
+        built = [(n, t, m, dataclasses.replace(c, progress=False)) for n, t, m, c in built]
     out = Path(args.out)
-    check_output(out, args.name, args.overwrite or args.resume)
-    checkpoint = None
-    if config.method in ("sgd", "adam"):
-        checkpoint = Checkpointing(out / f"{args.name}.ckpt", every=args.checkpoint_every,
-                                   resume=args.resume)
-        if args.resume and not Path(checkpoint.path).exists():
-            raise CommandError(f"--resume: no checkpoint {checkpoint.path} (written by an "
-                               "interrupted sgd/adam run of the same --out and --name)")
-    elif args.resume:
-        raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has no "
-                           "checkpoints")
-    with terminate_as_interrupt():
-        traj = train(model, task, config, checkpoint=checkpoint)
-    traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
-    record = traj.save(out / args.name)
+    for name, _ in runs:
+        check_output(out, name, args.overwrite or args.resume)
+    if len(built) > 1:
+        if args.resume:
+            raise CommandError("--resume continues one run; it takes no --seeds or --lrs lists")
+        with terminate_as_interrupt():
+            trajs = train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
+                               [c for *_, c in built])
+    else:
+        name, task, model, config = built[0]
+        checkpoint = None
+        if config.method in ("sgd", "adam"):
+            checkpoint = Checkpointing(out / f"{name}.ckpt", every=args.checkpoint_every,
+                                       resume=args.resume)
+            if args.resume and not Path(checkpoint.path).exists():
+                raise CommandError(f"--resume: no checkpoint {checkpoint.path} (written by an "
+                                   "interrupted sgd/adam run of the same --out and --name)")
+        elif args.resume:
+            raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has "
+                               "no checkpoints")
+        with terminate_as_interrupt():
+            trajs = [train(model, task, config, checkpoint=checkpoint)]
+    status = 0
+    for (name, task, model, config), traj in zip(built, trajs, strict=True):
+        traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
+        status = max(status, _report_run(out, name, resolved, config, traj))
+    return status
+
+
+def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]:
+    """(record name, option values) of each run: one, or one per --seeds × --lrs value."""
+    from fastattn.cli_options import CommandError
+
+    seeds = run_list(args.seeds) if args.seeds is not None else [None]
+    lrs = run_list(args.lrs, float) if args.lrs is not None else [None]
+    if not seeds or not lrs:
+        raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0-4 or --lrs 1e-3,1e-2")
+    runs = []
+    for seed in seeds:
+        for lr in lrs:
+            run = {k: dict(v) for k, v in spec.items()}
+            name = args.name
+            if seed is not None:
+                run["model"]["init_seed"] = run["task"]["data_seed"] = seed
+                name += f"-seed{seed}"
+            if lr is not None:
+                run["train"]["lr"] = lr
+                name += f"-lr{lr:g}"
+            runs.append((name, run))
+    return runs
+
+
+def _report_run(out: Path, name: str, resolved, config, traj) -> int:
+    """Write a run's record and plot, print its summary; the exit status it calls for."""
+    from fastattn import plots
+
+    record = traj.save(out / name)
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
     x = "step" if config.method == "adam" else "time"      # Adam has no flow time (conventions)
     fig, ax = plots.plt.subplots(figsize=(6, 4))
     plots.loss_axes(ax, log_time=True, **({"xlabel": "Adam step k"} if x == "step" else {}))
-    label = f"{model.kind} ({config.method})"
+    label = f"{resolved.model['kind']} ({config.method})"
     if exact is not None:
         plots.plot_loss(ax, traj, label=f"{label}: batch loss", x=x, alpha=0.35, lw=0.8)
         plots.plot_loss(ax, dataclasses.replace(traj, loss=exact),
@@ -136,13 +191,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         plots.plot_loss(ax, traj, label=label, x=x)
     ax.set_title(_title(resolved))
+    if traj.status == "diverged":
+        if config.method == "flow":
+            where = f"t = {float(traj.time[-1]):.4g}"
+        else:
+            where = f"step {traj.diverged_at if traj.diverged_at is not None else traj.step[-1]:.0f}"
+        ax.text(0.5, 0.5, f"diverged at {where}", transform=ax.transAxes, ha="center",
+                va="center", color="C3", fontsize=14)
     ax.legend()
-    png = plots.save(fig, out / f"{args.name}.png")
+    png = plots.save(fig, out / f"{name}.png")
     final = (f"final population loss={float(exact[-1]):.6g} (batch {traj.final_loss:.6g})"
              if exact is not None and len(exact) else f"final loss={traj.final_loss:.6g}")
     print(f"{config.method}: status={traj.status}, {final}, "
           f"evaluations={traj.n_evals}, wall time={traj.wall_time:.3g} s (preset {resolved.preset.name})")
     print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
+    if traj.status == "diverged":
+        print(f"fastattn train: {name} diverged at {where} (the record keeps the last state "
+              f"before it); exit status {DIVERGED}", file=sys.stderr)
+        return DIVERGED
     return 0
 
 
@@ -171,7 +237,18 @@ def _add_train(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="sgd/adam: continue an interrupted run from OUT/NAME.ckpt, bit for bit "
                    "(same options; replaces its record)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or flow progress line (shown only on a terminal)")
+    # runs trained together (the fused He step batches them; one record per run)
+    p.add_argument("--seeds", metavar="LIST",
+                   help="train one run per seed, e.g. 0-4 or 0,3,7: run s takes --init-seed s and "
+                   "--data-seed s; records NAME-seedS (runs the fused He step can train are "
+                   "trained batched in one process)")
+    p.add_argument("--lrs", metavar="LIST",
+                   help="train one run per learning rate, e.g. 1e-3,3e-3 (records NAME-lrX; with "
+                   "--seeds, every pair)")
+    p.epilog = ("exit status: 0 done (or interrupted and saved), 2 bad input, 3 a run diverged "
+                "(its record and plot are written; docs/performance.md)")
     p.set_defaults(func=_cmd_train)
 
 
@@ -241,7 +318,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (and any other error) prints one line `fastattn <cmd>:
     error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line, unless
-    the command ends the work itself (`train` saves the interrupted run and exits 0)."""
+    the command ends the work itself (`train` saves the interrupted run and exits 0). `train`
+    exits 3 (DIVERGED) when a run diverged, after writing its record and plot."""
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
     args = build_parser(command if command in COMMANDS else "").parse_args(argv)

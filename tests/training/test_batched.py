@@ -115,7 +115,7 @@ def test_batched_run_equals_the_sampled_trainer():
     res = train_batched([model], [_task(7)], BatchedAdamConfig(lr=1e-2, steps=steps,
                                                                batch_size=16, record_every=1))
     traj = train(reference, _task(7), method="adam", lr=1e-2, steps=steps, batch_size=16,
-                 n_records=steps + 1, n_snapshots=2, progress=False)
+                 sampler="tokens", n_records=steps + 1, n_snapshots=2, progress=False)
     np.testing.assert_allclose(model.to_flat(), reference.to_flat(), rtol=1e-9, atol=1e-12)
     recorded = traj.step < steps
     np.testing.assert_allclose(res.losses[0][traj.step[recorded]], traj.loss[recorded], rtol=1e-9)

@@ -30,8 +30,9 @@ TRAIN: tuple[Field, ...] = (
     Field("weight_decay", float, "adam: decoupled weight decay (AdamW)", 0.0),
     Field("dataset_size", int, "sgd/adam: train full-batch on this many fixed sequences"),
     Field("whiten", boolean, "whiten the fixed data set's tasks (code)", False),
-    Field("sampler", str, "sgd/adam online: tokens (full token tensors) | stats (fused (β, x_q, y_q) "
-          "sampler)", "tokens", choices=("tokens", "stats")),
+    Field("sampler", str, "sgd/adam online: auto (fast where the fused He step fits, else tokens) | "
+          "tokens (full token tensors) | stats (fused (β, x_q, y_q) sampler) | fast (He fast stream, "
+          "fused C++ Adam)", "auto", choices=("auto", "tokens", "stats", "fast")),
     Field("loss", str, "sgd/adam: which of the task's losses (default: its first; "
           "linear_regression: query | next_token)"),
     Field("n_records", int, "log-spaced loss records", 400, flag="--records"),
@@ -40,5 +41,6 @@ TRAIN: tuple[Field, ...] = (
     Field("grad_tol", float, "flow/gd: stop below this gradient norm"),
     Field("test_size", int, "sgd/adam: held-out test-set size", 0),
     Field("eval_seed", int, "seed of the test sets", 1),
-    Field("threads", int, "sgd/adam: torch threads (default: 1 for small batches)"),
+    Field("threads", int, "torch and fused-step threads (default: 1 for exact flows, the fused step "
+          "and small batches, else the machine share; docs/performance.md)"),
 )

@@ -26,7 +26,7 @@ import numpy as np
 from fastattn.analysis import find_plateaus_and_drops
 from fastattn.experiments.recipe import Figure, Run, RunSpec, summarize
 from fastattn.models import build_model
-from fastattn.training import Trajectory, train
+from fastattn.training import Trajectory, train_many
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 #: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
@@ -60,14 +60,16 @@ def run_specs(specs: list[RunSpec]) -> list[Run]:
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be unique within a figure; got {labels}")
-    runs = []
+    models = []
     for spec in specs:
         model = build_model(spec.model)
         if spec.init is not None:
             model.load_flat(np.asarray(spec.init, dtype=np.float64))
-        cfg = dataclasses.replace(spec.train, progress=False)
-        runs.append(Run(spec, train(model, spec.task, cfg), model))
-    return runs
+        models.append(model)
+    # runs the fused He step can train together are batched (each bit-identical to its train())
+    trajs = train_many(models, [s.task for s in specs],
+                       [dataclasses.replace(s.train, progress=False) for s in specs])
+    return [Run(*run) for run in zip(specs, trajs, models, strict=True)]
 
 
 def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -> dict[str, Any]:

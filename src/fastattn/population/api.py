@@ -102,7 +102,7 @@ def integrate(objective, params0, options: FlowOptions | None = None, **override
 
 def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> FlowResult:
     t0 = time.perf_counter()
-    out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core())
+    out = core.integrate(objs[0] if len(objs) == 1 else objs, p, opts.to_core(), opts.progress)
     wall = time.perf_counter() - t0
     times = opts.record_grid()
     if opts.method == "euler":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,9 @@ class FlowOptions:
         max_seconds: stop a model after this much wall time (status "max_seconds"; not reproducible
             bit for bit, unlike every other stop).
         events: `CoordinateEvent` / `LossEvent` crossings, located and returned with the result.
+        progress: called as progress(t, loss, n_evals) with the running model's time reached,
+            loss and evaluations, at most every 0.5 s (a terminal's progress line); it cannot stop
+            or change the run (its errors are ignored; Ctrl-C inside it interrupts as usual).
     """
 
     method: str = "auto"
@@ -86,6 +90,7 @@ class FlowOptions:
     max_steps: int | None = None
     max_seconds: float | None = None
     events: tuple[Event, ...] = field(default=())
+    progress: Callable[[float, float, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -131,6 +131,7 @@ class FullModelObjective(Objective):
         else:
             lam = np.asarray(task_eigs, dtype=np.float64)
             wts = np.full(lam.shape[0], 1.0 / lam.shape[0])
+        self._s, self._u, self._fresh = s, u, task_eigs is None
         self._sigma = torch.as_tensor((u * s) @ u.T)
         self._w = torch.as_tensor(np.einsum("ij,tj,kj->tik", u, lam, u))
         self._wts = torch.as_tensor(wts)
@@ -158,6 +159,25 @@ class FullModelObjective(Objective):
     def hessian(self, params):
         theta = torch.as_tensor(np.asarray(params, dtype=np.float64))
         return torch.autograd.functional.hessian(self._loss, theta).numpy()
+
+    def reduction_at(self, params) -> WishartReducedObjective | None:
+        """The reduced model's C++ objective when it is this one's exact flow from `params`, else
+        None: fresh tasks and p1 = q2 = 0 exactly.
+
+        Why it is exact: fresh task eigenvalues λ ~ N(0, I) (and the cubature nodes) are symmetric
+        under λ → −λ, i.e. W → −W. At p1 = q2 = 0 every term of ∂L/∂p1 and ∂L/∂q2 is odd in W (A =
+        p2 W, B = q1: the p1-derivative is linear in W, the q2-derivative cubic), so its task mean
+        vanishes; the flow never leaves p1 = q2 = 0, where A = p2 W, B = q1 and the query-in-Gram
+        terms (all carrying p1) vanish, leaving the reduced model's loss. A fixed task set is not
+        symmetric (odd moments of λ ≠ 0) and gets None.
+        (tests/population/test_wishart_full_reduction.py checks both to rounding.)
+        """
+        if not self._fresh:
+            return None
+        theta = np.asarray(params, dtype=np.float64).reshape(4, self.d, self.d)
+        if np.any(theta[0] != 0) or np.any(theta[3] != 0):
+            return None
+        return WishartReducedObjective(self._s, self.N, np.eye(self.d), self._u)
 
 
 @register_objective("wishart_tasks", "linear_transformer")

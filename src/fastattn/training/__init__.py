@@ -2,8 +2,8 @@
 
 from fastattn.training.checkpoint import Checkpointing
 from fastattn.training.records import RecordError, environment, read_record, write_record
-from fastattn.training.trainer import TrainConfig, rebuild_run, run_config, train
+from fastattn.training.trainer import TrainConfig, rebuild_run, run_config, train, train_many
 from fastattn.training.trajectory import Trajectory
 
 __all__ = ["Checkpointing", "RecordError", "TrainConfig", "Trajectory", "environment", "read_record",
-           "rebuild_run", "run_config", "train", "write_record"]
+           "rebuild_run", "run_config", "train", "train_many", "write_record"]

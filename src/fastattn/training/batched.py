@@ -197,7 +197,13 @@ class FastLaw:
         if int(task.data_seed) < 0:
             raise ValueError(f"stream='fast' needs a data_seed >= 0; got {task.data_seed}")
         x = task.cov_matrix
-        x_factor = np.eye(len(x)) if np.array_equal(x, np.eye(len(x))) else _factor(x)
+        # an isotropic Λ = c I (also a rotated one, c I up to rounding) has the factor √c I: the
+        # same law as any other factor, and the fused step skips the d × d product
+        c = float(np.mean(np.diag(x)))
+        if not np.allclose(x, c * np.eye(len(x)), rtol=0, atol=1e-12 * c):
+            x_factor = _factor(x)
+        else:
+            x_factor = (1.0 if abs(c - 1) <= 1e-12 else np.sqrt(c)) * np.eye(len(x))
         return cls(int(task.data_seed), x_factor, _factor(task.w_cov_matrix),
                    float(np.sqrt(task.noise)))
 

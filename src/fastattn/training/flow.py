@@ -25,11 +25,19 @@ if TYPE_CHECKING:
 
 def objectives(models: Sequence[ICLModel], tasks: Sequence[Task], method: str) -> list[Any]:
     """The exact population objective of each (task, model) pair (`population.objective_for`), or
-    a ValueError naming the method and the pair that has none."""
+    a ValueError naming the method and the pair that has none. An objective with an exact
+    reduction at the model's state (`reduction_at(params)`: a cheaper objective whose flow from
+    there is the same, e.g. the full Wishart model on its invariant set p1 = q2 = 0) gives it."""
     try:
-        return [population.objective_for(t, m) for m, t in zip(models, tasks, strict=True)]
+        objs = [population.objective_for(t, m) for m, t in zip(models, tasks, strict=True)]
     except ValueError as exc:
         raise ValueError(f"method={method!r} trains the exact population objective: {exc}") from None
+    out = []
+    for obj, model in zip(objs, models, strict=True):
+        reduce = getattr(obj, "reduction_at", None)
+        reduced = reduce(model.to_flat()) if reduce is not None else None
+        out.append(reduced if reduced is not None else obj)
+    return out
 
 
 def population_loss(task: Task, model: ICLModel) -> Callable[[np.ndarray], float] | None:
@@ -83,6 +91,29 @@ class RecordPlan:
         return np.union1d(self.times, self.snapshots) if self.record_params else self.times
 
 
+class FlowProgress:
+    """A terminal progress line of an exact run: time reached, loss and evaluations, rewritten in
+    place on stderr (`population.FlowOptions.progress`); `close` ends the line."""
+
+    def __init__(self, label: str, t_end: float):
+        self.label, self.t_end, self.shown = label, t_end, False
+
+    def __call__(self, t: float, loss: float, n_evals: int) -> None:
+        import sys
+
+        sys.stderr.write(f"\r{self.label}: t = {t:.4g} / {self.t_end:.4g}, loss = {loss:.6g}, "
+                         f"{n_evals} evaluations ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            import sys
+
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
 def flow_options(cfg: TrainConfig, plan: RecordPlan, **limits: Any) -> population.FlowOptions:
     """The `FlowOptions` of a "flow" or "gd" config recording at `plan`; `limits` adds stops
     (max_evals, max_seconds, ...)."""
@@ -98,9 +129,11 @@ def flow_options(cfg: TrainConfig, plan: RecordPlan, **limits: Any) -> populatio
 
 def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig, *,
                     n_records: int | None = None, max_evals: int | None = None,
-                    max_seconds: float | None = None, max_recorded_floats: int | None = None
+                    max_seconds: float | None = None, max_recorded_floats: int | None = None,
+                    progress: bool = False
                     ) -> tuple[list[Trajectory], population.IntegrationResult]:
-    """Integrate K runs (`models[k]` on `tasks[k]`, one config, one flat size P) in one call.
+    """Integrate K runs (`models[k]` on `tasks[k]`, one config, one flat size P) in one call;
+    `progress`: show a progress line on stderr (time reached, loss, evaluations).
 
     Each model is left holding its final state. Returns the K trajectories (wall_time is the
     call's share; config and meta are the caller's) and the integration result (counts per run).
@@ -108,9 +141,16 @@ def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: Trai
     objs = objectives(models, tasks, cfg.method)
     p0 = np.stack([m.to_flat() for m in models])
     plan = RecordPlan.of(cfg, n_records, p0.size, max_recorded_floats)
-    options = flow_options(cfg, plan, max_evals=max_evals, max_seconds=max_seconds)
+    t_end = cfg.t_end if cfg.method == "flow" else 2 * cfg.lr * cfg.steps
+    line = FlowProgress(f"{cfg.method} {models[0].kind}", t_end) if progress else None
+    options = flow_options(cfg, plan, max_evals=max_evals, max_seconds=max_seconds,
+                           progress=line)
     single = len(models) == 1
-    res = population.integrate(objs[0] if single else objs, p0[0] if single else p0, options)
+    try:
+        res = population.integrate(objs[0] if single else objs, p0[0] if single else p0, options)
+    finally:
+        if line is not None:
+            line.close()
     trajs = []
     for k, (model, objective) in enumerate(zip(models, objs, strict=True)):
         traj = to_trajectory(res, plan, p0[k], lambda p, o=objective: float(o.loss_grad(p)[0]),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +27,15 @@ from fastattn import _validate as check
 from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
-from fastattn.training import flow, task_sgd
+from fastattn.training import flow, fused, task_sgd
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.records import environment, to_jsonable
+from fastattn.training.threads import default_threads, machine_share, torch_threads
 from fastattn.training.trajectory import Trajectory
 
 METHODS = ("flow", "gd", "sgd", "adam", "task_sgd")
 INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
-SAMPLERS = ("tokens", "stats")
+SAMPLERS = ("auto", "tokens", "stats", "fast")
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,13 @@ class TrainConfig:
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
             sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
             that data set's task vectors as the Zhang et al. code does.
-        sampler: sgd/adam online: "tokens" (`task.sample`, the full token tensors) or "stats" (the
+        sampler: sgd/adam online: "tokens" (`task.sample`, the full token tensors), "stats" (the
             fused sampler `task.sample_stats` draws only (β, x_q, y_q); linear regression with a
-            linear model, query loss).
+            linear model, query loss), "fast" (He 2025's fast stream: batch k a pure function of
+            (data_seed, k) from the counter-based generator of docs/conventions.md, same law as
+            "tokens", other bits; trained by the fused C++ Adam step: multihead_softmax on
+            linear_regression, Adam) or "auto" (the default: "fast" where the run fits the fused
+            step, else "tokens"; the record stores the one chosen and `backend` says why).
         loss: sgd/adam: which of `task.losses` to train (default: the task's first; linear
             regression: "query", the last-token loss, or "next_token", Eq. 23). Exact methods
             train the pair's population objective and take no loss.
@@ -70,9 +75,11 @@ class TrainConfig:
         test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
         eval_seed: seed of the test sets; must differ from the task's data_seed.
         progress: show a progress bar (default: when attached to a terminal).
-        threads: torch intra-op threads for sampled training (default: 1 when a batch holds fewer
-            than 2²⁰ numbers — small ops run far slower split across threads, especially on a busy
-            machine — else torch's setting). Restored when training ends.
+        threads: threads of the run: torch's intra-op threads, and the fused He step's (default:
+            1 for the exact objectives, the fused step and sampled batches of fewer than 2²⁰
+            numbers — small ops run far slower split across threads, especially on a busy
+            machine — else this process's share of the machine, its cores divided among
+            $FASTATTN_WORKERS workers; fastattn.training.threads). Restored when training ends.
     """
 
     method: str = "flow"
@@ -87,7 +94,7 @@ class TrainConfig:
     batch_size: int = 1024
     dataset_size: int | None = None
     whiten: bool = False
-    sampler: str = "tokens"
+    sampler: str = "auto"
     loss: str | None = None
     n_records: int = 400
     n_snapshots: int = 40
@@ -177,26 +184,128 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
         raise ValueError(f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: "
                          "test sets must be independent of the training data")
     _check_finite(model)
+    cfg, backend = dispatch(model, task, cfg)
     start = time.perf_counter()
-    if cfg.method in ("flow", "gd"):
-        traj = flow.population_runs([model], [task], cfg)[0][0]
-    elif cfg.method == "task_sgd":
-        traj = task_sgd.train_task_sgd(model, task, cfg)
-    else:
-        size = (cfg.dataset_size or cfg.batch_size) * task.sequence_size
-        threads = cfg.threads or (1 if size < 2**20 else torch.get_num_threads())
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
+    threads = cfg.threads or 1      # exact objectives and the fused step: small ops
+    if cfg.threads is None and cfg.method in ("sgd", "adam") and cfg.sampler != "fast":
+        threads = default_threads((cfg.dataset_size or cfg.batch_size) * task.sequence_size)
+    with torch_threads(threads):
+        if cfg.method in ("flow", "gd"):
+            traj = flow.population_runs([model], [task], cfg, progress=_show_progress(cfg))[0][0]
+        elif cfg.method == "task_sgd":
+            traj = task_sgd.train_task_sgd(model, task, cfg)
+        elif cfg.sampler == "fast":
+            traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
+                                     identity=_checkpoint_identity(task, model, cfg),
+                                     progress=_show_progress(cfg))[0]
+        else:
             traj = _train_sampled(model, task, cfg, checkpoint)
-        finally:
-            torch.set_num_threads(previous)
+    backend["threads"] = threads
     traj.wall_time = time.perf_counter() - start
     if hasattr(model, "snapshot_series"):
         traj.series = model.snapshot_series(traj.params)
     traj.config = run_config(task, model, cfg)
     traj.meta = environment()
+    traj.backend = backend
     return traj
+
+
+def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
+               configs: Sequence[TrainConfig] | TrainConfig) -> list[Trajectory]:
+    """Train models[k] on tasks[k] with configs[k] (or one config for all), each as `train` would,
+    and return their trajectories in order; the models are updated in place.
+
+    Runs the fused He step can train together (same options but the learning rate, same heads,
+    dim, dtype and context length) are trained in one batched call: each run's numbers are
+    bit-identical to its `train` alone (the fused step's runs are independent), and its record's
+    `backend["runs_in_batch"]` says how many shared the call. Other runs are trained one by one.
+    """
+    if isinstance(configs, TrainConfig):
+        configs = [configs] * len(models)
+    if not len(models) == len(tasks) == len(configs):
+        raise ValueError(f"models, tasks and configs must be equally long; got {len(models)}, "
+                         f"{len(tasks)} and {len(configs)}")
+    out: list[Trajectory | None] = [None] * len(models)
+    groups: dict[str, list[int]] = {}
+    resolved = []
+    for k, (model, task, cfg) in enumerate(zip(models, tasks, configs, strict=True)):
+        resolved_cfg, backend = dispatch(model, task, cfg)
+        resolved.append(resolved_cfg)
+        if backend["engine"] != fused.ENGINE:
+            out[k] = train(model, task, cfg)          # its record says why it was not fused
+            continue
+        cfg = resolved_cfg
+        c = model.config
+        key = repr((to_jsonable(dataclasses.replace(cfg, lr=1.0)), c.heads, c.dim, c.dtype,
+                    task.max_context))
+        groups.setdefault(key, []).append(k)
+    for members in groups.values():
+        for k in members:
+            if model_check := _fused_check(models[k], tasks[k], resolved[k]):
+                raise ValueError(model_check)
+        cfg = resolved[members[0]]
+        if cfg.threads is None:        # the fused step threads over runs: the machine share
+            cfg = dataclasses.replace(cfg, threads=min(machine_share(), len(members)))
+        start = time.perf_counter()
+        trajs = fused.train_fused([models[k] for k in members], [tasks[k] for k in members], cfg,
+                                  lrs=[resolved[k].lr for k in members],
+                                  progress=_show_progress(cfg))
+        wall = (time.perf_counter() - start) / len(members)
+        meta = environment()
+        for k, traj in zip(members, trajs, strict=True):
+            traj.wall_time = wall
+            traj.config = run_config(tasks[k], models[k], resolved[k])
+            traj.meta = meta
+            traj.backend = {"engine": fused.ENGINE, "sampler": "fast",
+                            "runs_in_batch": len(members), "threads": cfg.threads}
+            out[k] = traj
+    return out
+
+
+def _fused_check(model: ICLModel, task: Task, cfg: TrainConfig) -> str | None:
+    """What `train` checks before training, for a run `train_many` batches."""
+    if model.config.dim != task.dim:
+        return f"model dim={model.config.dim} does not match task dim={task.dim}"
+    if cfg.test_size and cfg.eval_seed == task.data_seed:
+        return (f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: test sets "
+                "must be independent of the training data")
+    _check_finite(model)
+    return None
+
+
+def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig, dict[str, Any]]:
+    """The engine that trains this run fastest with the numbers its config defines: the config
+    with `sampler` resolved, and the record's `backend` (engine, sampler, and the fallback reasons
+    when the run does not fit a faster engine)."""
+    if cfg.method in ("flow", "gd"):
+        objective = flow.objectives([model], [task], cfg.method)[0]
+        backend = {"engine": f"exact population objective ({type(objective).__name__})"}
+        full = population.objective_for(task, model)
+        if type(full) is not type(objective):
+            backend["reduction"] = (f"exact reduction of {type(full).__name__}: its flow from "
+                                    "this state stays on the set where the cheaper objective is "
+                                    "exact (reduction_at)")
+        return cfg, backend
+    if cfg.method == "task_sgd":
+        return cfg, {"engine": "torch (task-centric SGD)"}
+    reasons = fused.fast_stream_reasons(model, task, cfg)
+    if cfg.sampler == "fast" and reasons:
+        raise ValueError("sampler='fast' (the fused He step) cannot train this run: "
+                         + "; ".join(reasons) + ". Use sampler='tokens'")
+    if cfg.sampler in ("fast", "auto") and not reasons:
+        return (dataclasses.replace(cfg, sampler="fast"),
+                {"engine": fused.ENGINE, "sampler": "fast", "runs_in_batch": 1})
+    backend = {"engine": "torch", "sampler": "tokens" if cfg.sampler == "auto" else cfg.sampler}
+    if cfg.sampler == "auto":
+        backend["fallback"] = "not the fused He step: " + "; ".join(reasons)
+        cfg = dataclasses.replace(cfg, sampler="tokens")
+    return cfg, backend
+
+
+def _checkpoint_identity(task: Task, model: ICLModel, cfg: TrainConfig) -> dict[str, Any]:
+    """The run's identity in a checkpoint: its config without the options that do not change what
+    it computes."""
+    return run_config(task, model, dataclasses.replace(cfg, progress=None, threads=None))
 
 
 def run_config(task: Task, model: ICLModel, cfg: TrainConfig) -> dict[str, Any]:
@@ -264,14 +373,13 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
         if exact:
             test_out["population"].append(exact(model.to_flat()))
 
-    status, n_evals = "steps", 0
+    status, n_evals, diverged_step = "steps", 0, None
     done = 0                   # optimiser steps taken: the model holds the state after `done` steps
     evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
     loss0 = math.nan
     previous = [p.detach().clone() for p in model.parameters()]
     # the run's identity, without the options that do not change what it computes
-    ckpt = Checkpointer(checkpoint, run_config(task, model, dataclasses.replace(
-        cfg, progress=None, threads=None)))
+    ckpt = Checkpointer(checkpoint, _checkpoint_identity(task, model, cfg))
     state = ckpt.load()
     if state is not None:
         model.load_state_dict(state["model"])
@@ -291,7 +399,7 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             value = loss.item()
             loss0 = value if k == 0 else loss0
             if diverged(value, loss0):
-                status = "diverged"
+                status, diverged_step = "diverged", k
                 with torch.no_grad():
                     for p, q in zip(model.parameters(), previous, strict=True):
                         p.copy_(q)
@@ -336,7 +444,8 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
     return Trajectory(time=2 * cfg.lr * steps, step=steps, loss=np.asarray(out["loss"]),
                       test_loss={k: np.asarray(v) for k, v in test_out.items()},
                       snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
-                      params=np.stack(out["params"]), status=status, n_evals=n_evals)
+                      params=np.stack(out["params"]), status=status, n_evals=n_evals,
+                      diverged_at=diverged_step)
 
 
 #: a sampled run has diverged once its training loss exceeds this multiple of its initial loss

@@ -37,6 +37,11 @@ class Trajectory:
         meta: versions, git revision, host, creation time.
         series: name → `[S]` scalars of the model at the snapshots (its `snapshot_series`, e.g. the
             linear transformer's ‖p1‖_F, ‖q2‖_F, spec §6.7).
+        diverged_at: a diverged run: the step (flow: the time) whose loss diverged; the record
+            ends at the last state before it.
+        backend: the engine that ran ("engine"), the data stream of a sampled run ("sampler"),
+            why a faster engine did not apply ("fallback", when one did not) and how many runs
+            one batched call trained ("runs_in_batch").
     """
 
     time: np.ndarray
@@ -52,6 +57,8 @@ class Trajectory:
     config: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     series: dict[str, np.ndarray] = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
+    diverged_at: float | None = None
 
     @property
     def final_loss(self) -> float:
@@ -74,7 +81,12 @@ class Trajectory:
                        "events/params": np.stack([e.params for e in self.events])}
         meta = {"kind": "fastattn.Trajectory", "status": self.status, "n_evals": self.n_evals,
                 "wall_time": self.wall_time, "final_loss": self.final_loss,
-                "config": self.config, "meta": self.meta}
+                "config": self.config, "meta": self.meta, "backend": self.backend,
+                "diverged_at": self.diverged_at}
+        if "population" in self.test_loss and len(self.test_loss["population"]):
+            # a sampled run: final_loss is the noisy loss of the last batch; both, named
+            meta |= {"final_batch_loss": self.final_loss,
+                     "final_population_loss": float(self.test_loss["population"][-1])}
         return write_record(path, meta, arrays)
 
     @classmethod
@@ -94,7 +106,8 @@ class Trajectory:
                    snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
                    wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"],
-                   series=series)
+                   series=series, backend=meta.get("backend", {}),
+                   diverged_at=meta.get("diverged_at"))
 
 
 def _number(value: float | None) -> float:
