@@ -144,7 +144,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         with terminate_as_interrupt():
             trajs = [train(model, task, config, checkpoint=checkpoint)]
     status = 0
-    for (name, task, model, config), traj in zip(built, trajs, strict=True):
+    for (name, _, _, config), traj in zip(built, trajs, strict=True):
         traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
         status = max(status, _report_run(out, name, resolved, config, traj))
     return status
