@@ -8,7 +8,8 @@
   `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
 """
 
-from fastattn.population import (  # noqa: F401  (register the induction objectives)
+from fastattn.population import (  # noqa: F401  (register their exact objectives)
+    autoregressive_augmented,
     induction,
     induction_full,
 )
