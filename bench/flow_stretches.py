@@ -35,8 +35,9 @@ def main(dim: int, context: int, seed: int, methods: list[str], stretches: int, 
         cells, first = [], None
         for method in methods:
             start = time.perf_counter()
-            r = population.integrate(fam, p, dims, moments, method=method, t_end=t_stop - t,
-                                     rtol=1e-5, atol=1e-9, target_loss=cfg.target_loss)
+            r = population.integrate(population.LinearAttentionObjective(fam, dims, moments), p,
+                                     method=method, t_end=t_stop - t, rtol=1e-5, atol=1e-9,
+                                     target_loss=cfg.target_loss)
             cells.append(f"{method}: {r.n_steps} steps / {r.n_rejected} rejected / {r.n_evals} evals / "
                          f"{r.n_hvp} HVPs / {time.perf_counter() - start:.1f} s")
             first = first or r

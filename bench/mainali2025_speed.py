@@ -18,9 +18,8 @@ import time
 import numpy as np
 
 from fastattn.models import LinearTransformer
-from fastattn.population import FlowOptions, WishartReducedObjective, integrate
+from fastattn.population import FlowOptions, WishartReducedObjective, aligned_flow, integrate
 from fastattn.tasks import WishartTasks
-from fastattn.theory import mainali2025 as th
 from fastattn.training import train
 
 
@@ -32,7 +31,7 @@ def c0(epochs: int) -> None:
                  t_end=2 * eta_p * epochs, integrator="rk45", rtol=1e-10, atol=1e-14, n_records=50)
     t_flow = time.perf_counter() - start
     start = time.perf_counter()
-    aligned = th.exact_flow(task.s, 32, eta_p, np.full(4, 0.01), np.full(4, 0.01),
+    aligned = aligned_flow.exact_flow(task.s, 32, eta_p, np.full(4, 0.01), np.full(4, 0.01),
                             np.array([0.0, epochs]), omega=np.diag(task.omega()))
     t_aligned = time.perf_counter() - start
     start = time.perf_counter()

@@ -17,8 +17,8 @@ import torch
 
 from fastattn.models.disentangled import DisentangledTransformer, disentangled_forward
 from fastattn.models.reference import disentangled_transformer
+from fastattn.population import emergence
 from fastattn.tasks import InductionPairs
-from fastattn.theory import musat2025 as th
 
 
 def sgd_seconds(forward, params, task, batch: int, steps: int) -> float:
@@ -36,12 +36,12 @@ def sgd_seconds(forward, params, task, batch: int, steps: int) -> float:
 def main() -> None:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    res = [th.emergence_times(4 * 2**k) for k in range(11)]
+    res = [emergence.emergence_times(4 * 2**k) for k in range(11)]
     print(f"emergence_times, N = 4..4096 (11 values): {time.perf_counter() - t0:.3f} s; "
           f"t_ICL(4096)/N^2 = {res[-1]['t_icl'] / 4096**2:.6f}")
     for method in ("stabilized", "auto", "stiff_krylov"):
         t0 = time.perf_counter()
-        r = th.gram19_emergence_times(256, method=method)
+        r = emergence.gram19_emergence_times(256, method=method)
         print(f"19-parameter exact flow through emergence, N = 256, {method}: "
               f"{time.perf_counter() - t0:.2f} s; {r}")
     for D, N, B in ((16, 4, 512), (16, 16, 512), (32, 16, 256)):

@@ -21,7 +21,7 @@ import numpy as np
 import fastattn
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import Moments, integrate
+from fastattn.population import LinearAttentionObjective, Moments, integrate
 from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
@@ -57,8 +57,9 @@ def table(dims, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
     for method in methods:
         for t_end in t_ends:
             kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
-            r = integrate("separate", theta, dims, m, method, t_end=t_end, rtol=rtol, atol=atol,
-                          record_times=np.geomspace(1, t_end, 60), max_evals=max_evals, **kw)
+            r = integrate(LinearAttentionObjective("separate", dims, m), theta, method=method, t_end=t_end,
+                          rtol=rtol, atol=atol, record_times=np.geomspace(1, t_end, 60),
+                          max_evals=max_evals, **kw)
             _row(method, t_end, r, r.loss[-1] - lstar)
             if r.status != "t_end":
                 break
@@ -73,8 +74,8 @@ def white(rtol: float, atol: float):
     exact = white_merged_loss(t, s0=float(np.sum(v**2)), dim=D, inv_n=1 / 31)
     print(f"white merged, rtol={rtol} atol={atol}: max |L - closed form| on 201 points in [0, 20]")
     for method in ("rk45", "stiff", "auto"):
-        r = integrate("merged", th, (D, H, 1), m, method, t_end=20.0, rtol=rtol, atol=atol,
-                      record_times=t)
+        r = integrate(LinearAttentionObjective("merged", (D, H, 1), m), th, method=method, t_end=20.0,
+                      rtol=rtol, atol=atol, record_times=t)
         print(f"{method:>6} err={np.abs(r.loss - exact).max():.2e} evals={r.n_evals} "
               f"jac={r.n_jac} wall={r.wall_time:.4f}s")
 
@@ -87,8 +88,9 @@ def large(D: int, N: int, methods, rtol: float, atol: float, max_evals: int):
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
     theta = model.to_flat()
     for method in methods:
-        r = integrate("separate", theta, model.dims, task.moments(), method, t_end=1e10,
-                      target_loss=1.05 * lstar, rtol=rtol, atol=atol, max_evals=max_evals)
+        r = integrate(LinearAttentionObjective("separate", model.dims, task.moments()), theta,
+                      method=method, t_end=1e10, target_loss=1.05 * lstar, rtol=rtol, atol=atol,
+                      max_evals=max_evals)
         print(f"D={D:3d} N={N:5d} P={theta.size:6d} {method:>6} {r.status:>11} t={r.t_final:9.3e} "
               f"evals={r.n_evals:9d} hvp={r.n_hvp:8d} steps={r.n_steps:8d} "
               f"wall={r.wall_time:8.2f}s", flush=True)

@@ -35,7 +35,6 @@ from scipy.integrate import solve_ivp  # noqa: E402
 
 import fastattn  # noqa: E402
 from fastattn import population  # noqa: E402
-from fastattn._core_loader import has_cpp  # noqa: E402
 from fastattn.models import SeparateKQ  # noqa: E402
 from fastattn.population import Moments  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
@@ -142,8 +141,9 @@ def run_auto(D: int, repeats: int = 1) -> dict:
         walls.append(time.perf_counter() - start)
     model, task = setting(D)
     grid = np.union1d(log_grid(T_END, N_RECORDS), log_grid(T_END, N_SNAPSHOTS))
-    res = population.integrate("separate", model.to_flat(), model.dims, task.moments(), "auto",
-                               T_END, rtol=RTOL, atol=ATOL, record_times=grid, record_params=True)
+    res = population.integrate(population.LinearAttentionObjective("separate", model.dims, task.moments()),
+                               model.to_flat(), method="auto", t_end=T_END, rtol=RTOL, atol=ATOL,
+                               record_times=grid, record_params=True)
     if res.n_evals != traj.n_evals or res.loss[-1] != traj.loss[-1]:
         raise RuntimeError("train and integrate disagree: the record grid of train has changed")
     return {"wall": min(walls), "wall_integrate": res.wall_time, "n_evals": res.n_evals,
@@ -152,7 +152,6 @@ def run_auto(D: int, repeats: int = 1) -> dict:
 
 
 # ------------------------------------------------------------------------------- pytest (CI subset)
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 @pytest.mark.parametrize("D", [4, 8])

@@ -22,10 +22,6 @@ import time
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
-
 D = 256
 STEPS = 50  # per call: the basis rotations in and out (16 products) amortise to 0.3 product a step
 

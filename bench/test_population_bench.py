@@ -11,12 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.population import Moments, integrate, make_evaluator, reference
 from fastattn.theory.zhang2025 import minimum_loss
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def fig3(init: float, seed: int = 0):

@@ -19,11 +19,8 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.models import ARDiag
 from fastattn.population import AutoRegressiveObjective, FlowOptions, integrate
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 D, H, TMAX, LR, STEPS = 10, 8, 20, 1e-3, 100_000
 TORCH_STEPS = int(os.environ.get("FASTATTN_BENCH_TORCH_STEPS", STEPS))

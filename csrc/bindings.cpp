@@ -229,12 +229,13 @@ Arr change_basis(const Objective& obj, const Arr& params, bool to_working) {
   return out;
 }
 
+// ------------------------------------------------------------------ the choices that cross the boundary
+// Named choices arrive as enums (a typo fails in Python, at the enum's attribute, never here).
+// Musat et al.'s query position and attention mask (csrc/objectives/induction_*.h take them as flags).
+enum class Query { last, uniform };
+enum class Mask { strict, inclusive };
+
 // ------------------------------------------------------------------ the linear attention objective
-int family_code(const std::string& family) {
-  if (family == "merged" || family == "cubic_mlp") return la::MERGED;
-  if (family == "separate") return la::SEPARATE;
-  throw std::invalid_argument("family=" + family + " is unknown; use merged, cubic_mlp or separate");
-}
 
 Mat square(const Arr& a, int D, const char* name) {
   if (a.ndim() != 2 || a.shape(0) != D || a.shape(1) != D)
@@ -432,16 +433,31 @@ and cost_hint() -> CostHint. The bound methods below evaluate in the caller's ba
       .def("from_working", [](const Objective& o, const Arr& p) { return change_basis(o, p, false); },
            py::arg("params"), "Working-basis parameters [P] or [K, P] back in the caller's basis.");
 
+  py::enum_<la::Family>(m, "Family", "A linear attention family's closed form (cubic_mlp is merged's).")
+      .value("merged", la::MERGED)
+      .value("separate", la::SEPARATE);
+  py::enum_<Query>(m, "Query", "Musat et al.: the query position, q = N ('last') or uniform over 1..N.")
+      .value("last", Query::last)
+      .value("uniform", Query::uniform);
+  py::enum_<Mask>(m, "Mask", "Musat et al.: the causal mask, strict (keys before the query) or inclusive.")
+      .value("strict", Mask::strict)
+      .value("inclusive", Mask::inclusive);
+  py::enum_<autoregressive::Context>(m, "Context",
+                                     "Sander et al.: the context law (unitary_paper: Prop. 4 as printed).")
+      .value("unitary", autoregressive::UNITARY)
+      .value("orthogonal", autoregressive::ORTHOGONAL)
+      .value("unitary_paper", autoregressive::UNITARY_PAPER);
+
   py::class_<LinearAttention, Objective>(m, "LinearAttention", R"doc(
 The exact population loss of a zero-block linear attention model (merged / cubic_mlp / separate rank R)
 on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of cov.)doc")
-      .def(py::init([](const std::string& family, int D, int H, int R, const Arr& cov, const Arr& w_second,
+      .def(py::init([](la::Family family, int D, int H, int R, const Arr& cov, const Arr& w_second,
                        double noise, double inv_n) {
-             return new LinearAttention(family_code(family), D, H, R, square(cov, D, "cov"),
+             return new LinearAttention(family, D, H, R, square(cov, D, "cov"),
                                         square(w_second, D, "w_second"), noise, inv_n);
            }),
-           py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"), py::arg("w_second"),
-           py::arg("noise"), py::arg("inv_n"))
+           py::kw_only(), py::arg("family"), py::arg("D"), py::arg("H"), py::arg("R"), py::arg("cov"),
+           py::arg("w_second"), py::arg("noise"), py::arg("inv_n"))
       .def_property_readonly("P", &LinearAttention::size)
       .def_property_readonly("eig_diagonal", [](const LinearAttention& o) { return o.eigen().b_diag; })
       .def("eigvecs", [](const LinearAttention& o) {
@@ -465,16 +481,11 @@ on a task with moments (cov, w_second, noise, inv_n). Works in the eigenbasis of
   // Musat et al. 2025 (docs/musat2025.md)
   py::class_<induction::ThreeParam, Objective>(m, "InductionThreeParam", R"doc(
 The 3-parameter induction-head model (alpha_3, beta_2, gamma_3) on orthonormal data: exact population
-loss (summed over the output coordinates) and gradient. query: "last" (q = N) or "uniform"; mask:
-"strict" or "inclusive".)doc")
-      .def(py::init([](int N, const std::string& query, const std::string& mask) {
-             if (query != "last" && query != "uniform")
-               throw std::invalid_argument("query must be 'last' or 'uniform', got '" + query + "'");
-             if (mask != "strict" && mask != "inclusive")
-               throw std::invalid_argument("mask must be 'strict' or 'inclusive', got '" + mask + "'");
-             return new induction::ThreeParam(N, query == "uniform", mask == "inclusive");
+loss (summed over the output coordinates) and gradient, at a Query position under a Mask.)doc")
+      .def(py::init([](int N, Query query, Mask mask) {
+             return new induction::ThreeParam(N, query == Query::uniform, mask == Mask::inclusive);
            }),
-           py::arg("N"), py::arg("query") = "last", py::arg("mask") = "strict")
+           py::kw_only(), py::arg("N"), py::arg("query") = Query::last, py::arg("mask") = Mask::strict)
       .def_property_readonly("N", &induction::ThreeParam::N)
       .def("loss_grad_query", [](const induction::ThreeParam& o, const Arr& params, int q) {
              require_vector(params, 3, "params");
@@ -488,37 +499,28 @@ loss (summed over the output coordinates) and gradient. query: "last" (q = N) or
 The 19 pseudo-parameter disentangled transformer in Gram space: the weighted sum over S sequences of
 its loss, from their Gram matrices G1, G2, GM [S, L, L] and target positions [S] (0-based).)doc")
       .def(py::init([](const Arr& G1, const Arr& G2, const Arr& GM, const std::vector<int>& target,
-                       const Arr& weights, const std::string& mask) {
-             if (mask != "strict" && mask != "inclusive")
-               throw std::invalid_argument("mask must be 'strict' or 'inclusive', got '" + mask + "'");
+                       const Arr& weights, Mask mask) {
              if (G1.ndim() != 3 || G1.shape(1) != G1.shape(2))
                throw std::invalid_argument("G1 must be [S, L, L]");
              const int L = int(G1.shape(1));
              auto vec = [](const Arr& a) { return std::vector<double>(a.data(), a.data() + a.size()); };
              return new induction::Gram19(L, vec(G1), vec(G2), vec(GM), target, vec(weights),
-                                          mask == "inclusive");
+                                          mask == Mask::inclusive);
            }),
-           py::arg("G1"), py::arg("G2"), py::arg("GM"), py::arg("target"), py::arg("weights"),
-           py::arg("mask") = "strict")
+           py::kw_only(), py::arg("G1"), py::arg("G2"), py::arg("GM"), py::arg("target"),
+           py::arg("weights"), py::arg("mask") = Mask::strict)
       .def_property_readonly("L", &induction::Gram19::L)
       .def_property_readonly("n_sequences", &induction::Gram19::n_sequences);
 
   py::class_<AutoRegressive, Objective>(m, "AutoRegressive", R"doc(
 Sander et al. 2024: the exact population loss (sum over T = 2..tmax) of the diagonal multi-head linear
-attention with positional matrix P on commuting unitary or orthogonal contexts. context: "unitary",
-"orthogonal" or "unitary_paper" (Prop. 4 as printed); factored: parameters (A [H, d], B [H, d],
-P [tmax, tmax]), else (C [d, d], P).)doc")
-      .def(py::init([](const std::string& context, int d, int H, int tmax, bool factored) {
-             const int code = context == "unitary"         ? autoregressive::UNITARY
-                              : context == "orthogonal"    ? autoregressive::ORTHOGONAL
-                              : context == "unitary_paper" ? autoregressive::UNITARY_PAPER
-                                                           : -1;
-             if (code < 0)
-               throw std::invalid_argument("context=" + context +
-                                           " is unknown; use unitary, orthogonal or unitary_paper");
-             return new AutoRegressive(code, d, H, tmax, factored);
+attention with positional matrix P on commuting unitary or orthogonal contexts (a Context);
+factored: parameters (A [H, d], B [H, d], P [tmax, tmax]), else (C [d, d], P).)doc")
+      .def(py::init([](autoregressive::Context context, int d, int H, int tmax, bool factored) {
+             return new AutoRegressive(context, d, H, tmax, factored);
            }),
-           py::arg("context"), py::arg("d"), py::arg("H"), py::arg("tmax"), py::arg("factored") = true)
+           py::kw_only(), py::arg("context"), py::arg("d"), py::arg("H"), py::arg("tmax"),
+           py::arg("factored") = true)
       .def_property_readonly("P", &AutoRegressive::size);
 
   py::class_<Event>(m, "Event", R"doc(
@@ -607,7 +609,7 @@ omega. Parameters: [p1, p2, q1, q2] row-major d x d blocks; working basis: block
              const int d = int(s.shape(0));
              return new WishartReduced(CVMap(s.data(), d), n, square(omega, d, "omega"), square(u, d, "u"));
            }),
-           py::arg("s"), py::arg("N"), py::arg("omega"), py::arg("U"));
+           py::kw_only(), py::arg("s"), py::arg("N"), py::arg("omega"), py::arg("U"));
   py::class_<WishartAligned, Objective>(m, "WishartAligned", R"doc(
 Exact population loss of the aligned per-mode linear transformer: parameters [p (d), q (d)], the
 diagonals of U^T p2 U and U^T q1 U; omega [d] the per-mode task second moments.)doc")
@@ -617,5 +619,5 @@ diagonals of U^T p2 U and U^T q1 U; omega [d] the per-mode task second moments.)
              const int d = int(s.shape(0));
              return new WishartAligned(CVMap(s.data(), d), n, CVMap(omega.data(), d));
            }),
-           py::arg("s"), py::arg("N"), py::arg("omega"));
+           py::kw_only(), py::arg("s"), py::arg("N"), py::arg("omega"));
 }

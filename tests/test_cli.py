@@ -8,24 +8,18 @@ import sys
 import numpy as np
 import pytest
 
-import fastattn
 from fastattn.cli import main
 
 
 def test_info_reports_the_core_and_backends(capsys):
     assert main(["info", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["core"]["loaded"] == fastattn.has_cpp()
+    assert report["core"]["loaded"] is True and report["core"]["version"]
     assert report["versions"]["torch"]
     assert report["backends"]["torch-reference"]["available"] is True
     assert set(report["backends"]) >= {"triton-cuda", "triton-interpreter", "torch-reference"}
     assert "linear_regression" in report["registries"]["tasks"]
     assert "separate" in report["registries"]["models"]
-
-
-def test_cpp_core_is_loaded():
-    """An installed fastattn always has its compiled core; a missing one is a broken install."""
-    assert fastattn.has_cpp(), fastattn.info()["core"]["error"]
 
 
 def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
@@ -48,60 +42,96 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
     assert "status=t_end" in capsys.readouterr().out
 
 
-def test_train_help_shows_each_family_under_its_own_heading(capsys):
-    import pytest
-
+def test_train_help_shows_each_family_its_pairs_and_their_paper_defaults(capsys):
     from fastattn.models import MODELS
     from fastattn.tasks import TASKS
 
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = capsys.readouterr().out
-    for heading in ("task options (every family):", "task options (linear_regression):",
-                    "task options (linear_regression, wishart_tasks):", "task options (wishart_tasks):",
-                    "model options (every family):", "model options (separate, softmax_separate):",
-                    "model options (softmax_merged, softmax_separate):", "trainer options:"):
-        assert heading in out
-    lr = out.index("task options (linear_regression, wishart_tasks):")
-    assert lr < out.index("--spectrum SPECTRUM  ") < out.index("model options (every family):")
-    separate = out.index("model options (separate, softmax_separate):")
-    assert separate < out.index("--rank RANK  ") < out.index("model options (merged):")
-    assert all(kind in out for kind in [*TASKS, *MODELS])
+    for kind in TASKS:
+        assert f"\ntask {kind} (" in out
+    for kind in MODELS:             # Musat's four included
+        assert f"\nmodel {kind} (" in out
+    separate = out.index("\nmodel separate (")
+    assert separate < out.index("--rank RANK: key/query rank R (default: 1)", separate)
+    # He et al.'s pair shows He et al.'s setup, Zhang et al.'s pair Zhang et al.'s
+    he = out[out.index("\nmodel multihead_softmax ("):]
+    assert "--dim 5 --context 40" in " ".join(he[:he.index("\n\n")].split())
+    assert "--w-var 1/D --noise 0.1" in " ".join(he[:he.index("\n\n")].split())
+    assert "--context-dist orthogonal: spec sander2024 Fig. 3 orthogonal" in " ".join(out.split())
 
 
 def test_every_option_family_is_registered():
-    from fastattn.cli_options import INDUCTION_MODELS, OPTIONS
+    from fastattn.cli_options import OPTIONS
+    from fastattn.configs import MODEL_CARDS, TASK_CARDS
     from fastattn.models import MODELS
     from fastattn.tasks import TASKS
 
-    models = {*MODELS, *INDUCTION_MODELS}
+    assert set(TASK_CARDS) == set(TASKS)
+    assert set(MODEL_CARDS) == set(MODELS)
     for opt in OPTIONS:
-        assert set(opt.families) <= set(TASKS if opt.target == "task" else models), opt.flag
+        assert set(opt.families) <= set(TASKS if opt.target == "task" else MODELS), opt.flag
 
 
 def test_train_task_option_and_family_errors(tmp_path, capsys):
-    base = ["train", "--method", "gd", "--lr", "0.02", "--steps", "3", "--out", str(tmp_path),
-            "--quiet"]
-    assert main([*base, "--task", "linear_regression", "--model", "merged", "--full", "false"]) == 0
-    meta = json.loads((tmp_path / "run.json").read_text())["config"]
-    assert meta["task"]["kind"] == "linear_regression" and meta["model"]["kind"] == "merged"
-    assert main([*base, "--task", "ar", "--name", "b"]) == 2
-    assert re.search(r"task='ar' is unknown.*linear_regression", capsys.readouterr().err)
-    assert main([*base, "--model", "merged", "--rank", "2", "--name", "c"]) == 2
-    assert "--rank applies to model separate, softmax_separate; not to --model merged" in \
+    base = ["train", "--method", "gd", "--lr", "0.02", "--steps", "3", "--quiet"]
+    out = str(tmp_path / "out")
+    assert main([*base, "--task", "ar", "--out", out]) == 2
+    assert re.search(r"--task 'ar' is unknown.*linear_regression", capsys.readouterr().err)
+    assert main([*base, "--model", "merged", "--rank", "2", "--out", out]) == 2
+    assert "--rank does not apply to --model merged (it applies to --model separate, " \
+        "softmax_separate)" in capsys.readouterr().err
+    assert main([*base, "--scale", "2", "--out", out]) == 2
+    assert "--scale does not apply to --model separate (it applies to --model softmax_merged" in \
         capsys.readouterr().err
-    assert main([*base, "--scale", "2", "--name", "d"]) == 2
-    assert "--scale applies to model softmax_merged" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main([*base, "--model", "merged_full", "--out", out]) == 2       # no exact objective
+    assert "--method gd trains the exact population loss" in capsys.readouterr().err
+    args = ["train", "--model", "merged_full", "--method", "sgd", "--lr", "0.02", "--steps", "3",
+            "--dataset-size", "8", "--quiet", "--out", out]
+    assert main(args) == 0
+    meta = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert meta["config"]["task"]["kind"] == "linear_regression"
+    assert meta["config"]["model"]["kind"] == "merged_full"
+    assert meta["meta"]["preset"]["name"] == "zhang2025"
 
 
-def test_full_merged_is_its_own_family():
-    from fastattn.cli_options import build_run, model_config
+def test_a_wrong_pair_is_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
+    """Issue 28 item 1: the sampled pair (autoregressive, separate) used to fail inside the trainer
+    ("'SeparateKQ' object has no attribute 'predict'") after creating --out."""
+    out = tmp_path / "out"
+    assert main(["train", "--task", "autoregressive", "--model", "separate", "--method", "sgd",
+                 "--out", str(out)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "--model separate does not pair with --task autoregressive; models for autoregressive: " \
+        "diag, pe_only, aug, aug_layers, aug_transformer, non_aug" in err
+    assert not out.exists()
 
-    config = model_config({"kind": "merged", "full": True, "heads": 3, "rank": 2}, dim=4)
-    assert (config.kind, config.heads) == ("merged_full", 3)
+
+def test_a_bad_value_is_one_line_in_the_option_s_words(tmp_path, capsys):
+    """Issue 28 item 8: `--dim abc` printed 35 lines of usage."""
+    assert main(["train", "--dim", "abc", "--out", str(tmp_path / "o")]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert err == "fastattn train: error: --dim must be an integer; got 'abc'\n"
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--nosuch", "1", "--out", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "fastattn: error: unrecognized arguments: --nosuch 1\n"
+    assert main(["train", "--context-dist", "sphere", "--task", "autoregressive", "--model", "diag",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "--context-dist must be one of unitary | orthogonal | haar | positional; got 'sphere'" in \
+        _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_build_run_takes_option_values_and_ignores_other_families():
+    from fastattn.cli_options import build_run
+
     spec = {"task": {"kind": "linear_regression", "dim": 3, "context": [2, 4],
-                     "spectrum": "linear"},
-            "model": {"kind": "separate", "heads": 2, "rank": 2, "full": False, "scale": 1.0},
+                     "spectrum": "linear", "vocab": 9},
+            "model": {"kind": "separate", "heads": 2, "rank": 2, "scale": 1.0},
             "train": {"method": "sgd", "lr": 0.1, "steps": 2}}
     task, model, cfg = build_run(spec)
     assert task.context == (2, 4) and np.allclose(task.eigvals, [0.5, 1 / 3, 1 / 6])
@@ -126,9 +156,12 @@ def test_bad_input_is_one_line_exit_2_and_the_traceback_only_with_debug(tmp_path
 
 
 def test_cli_errors_use_the_cli_option_names(tmp_path, capsys):
-    assert main(["train", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--time", "-1", "--out", str(tmp_path)]) == 2
     err = _one_error_line(capsys.readouterr().err)
     assert "--time" in err and "t_end" not in err
+    assert main(["train", "--dim", "0", "--out", str(tmp_path)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert err.startswith("fastattn train: error: --dim must be"), err
     assert main(["train", "--method", "sgd", "--lr", "0.1", "--steps", "3", "--batch-size", "0",
                  "--out", str(tmp_path)]) == 2
     err = _one_error_line(capsys.readouterr().err)
@@ -215,3 +248,35 @@ def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys)
     assert "status=steps" in capsys.readouterr().out
     assert np.load(tmp_path / "run.npz")["step"][-1] == 200
     assert not (tmp_path / "run.ckpt").exists()
+
+
+def test_the_help_example_shows_every_drop(tmp_path, capsys):
+    """Issue 28 item 8: the `train --help` example (`--time 2000`) stopped as the first drop began.
+    Its horizon now reaches Eq. 19's last level (all four drops)."""
+    from fastattn.cli import TRAIN_HELP
+    from fastattn.tasks import LinearRegression
+    from fastattn.theory import zhang2025 as theory
+
+    example = " ".join(TRAIN_HELP.split("fastattn train ", 1)[1].split("\n", 2)[:2]).replace("\\", "")
+    argv = ["train", *example.split()]
+    argv[argv.index("DIR")] = str(tmp_path)
+    assert main([*argv, "--quiet"]) == 0
+    levels = theory.fixed_point_losses(LinearRegression(4, spectrum=(0.4, 0.3, 0.2, 0.1)).eigvals,
+                                       LinearRegression(4).inv_context_mean())
+    data = np.load(tmp_path / "run.npz")
+    assert data["loss"][-1] <= 1.01 * levels[-1]
+    assert data["loss"][np.searchsorted(data["time"], 2000)] > levels[1]   # the old horizon: no drop yet
+
+
+def test_plot_titles_show_only_the_family_s_fields():
+    """Issue 28 item 8: titles like "diag: H=10, R=20" showed fields meaningless for the family."""
+    from fastattn.cli import _title
+    from fastattn.configs import resolve
+
+    assert _title(resolve("linear_regression", "multihead_softmax")) == \
+        "linear_regression: D=5, N=40; multihead_softmax: H=2"
+    assert _title(resolve("autoregressive", "diag")) == "autoregressive: D=10, N=20; diag: H=10"
+    assert _title(resolve("linear_regression", "separate")) == \
+        "linear_regression: D=4, N=31; separate: H=5, R=1"
+    assert _title(resolve("wishart_tasks", "linear_transformer")) == \
+        "wishart_tasks: D=4, N=32; linear_transformer"

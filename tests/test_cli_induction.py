@@ -8,17 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.cli import main
-from fastattn.theory import musat2025 as th
+from fastattn.population import emergence
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 ORTHO = ["train", "--task", "induction", "--dim", "8", "--context", "4", "--data", "orthonormal",
          "--query", "last", "--init", "0", "--quiet"]
 
 
 def test_three_param_flow_record_matches_the_theory(tmp_path):
-    t_icl = th.emergence_times(4)["t_icl"]
+    t_icl = emergence.emergence_times(4)["t_icl"]
     assert main([*ORTHO, "--model", "three_param", "--method", "flow", "--time", str(2 * t_icl),
                  "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
@@ -57,6 +55,7 @@ def test_standard_transformer_adamw_on_the_token_task(tmp_path, capsys):
     assert config["model"]["d_model"] == 6 and config["train"]["weight_decay"] == 0.01
     assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 2 * 8 * 6 + 10 * 6 + 8 * 36
     assert main([*base, "--model", "separate", "--name", "b"]) == 2
-    assert "go together" in capsys.readouterr().err
+    assert "--model separate does not pair with --task induction_tokens; models for " \
+        "induction_tokens: standard_transformer" in capsys.readouterr().err
     assert main(["train", "--model", "standard_transformer", "--method", "adam", "--lr", "1e-3",
                  "--steps", "1", "--quiet", "--out", str(tmp_path), "--name", "c"]) == 2

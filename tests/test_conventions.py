@@ -58,13 +58,21 @@ def test_eigenvalues_are_descending_and_eigvecs_are_columns():
 
 
 def test_every_model_matches_the_one_flat_layout():
-    """models.layout is the single definition of the flat order that the C++ core reads."""
-    from fastattn.models import MODELS, layout
+    """The family cards (fastattn.configs) are the single definition of the flat order that the C++
+    core reads: every model's PARAM_ORDER tensors have the card's shapes."""
+    from fastattn import configs as layout
+    from fastattn.configs.build import model_config
+    from fastattn.models import MODELS, build_model
 
-    d, h, r = 3, 2, 2
+    d, h, r = 4, 2, 2
     for name, family in MODELS.items():
-        heads = 1 if name == "linear_transformer" else h          # one head by definition
-        m = family.model(d, heads, r) if "separate" in name else family.model(d, heads)
+        card = layout.model_card(name)
+        if card.shapes is None:             # the token transformer: its own flat order
+            continue
+        task = type("Task", (), {"dim": d, "context": 5, "duplicate": 2, "outputs": 2})()
+        values = {"kind": name} | ({"heads": h} if "heads" in {f.name for f in card.fields} else {})
+        m = build_model(model_config(values | ({"rank": r} if "separate" in name else {}), task))
+        assert m.kind == name and isinstance(m, family.model)
         dims = m.dims
         shapes = layout.param_shapes(name, dims)
         assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes)

@@ -22,7 +22,7 @@ def _num(x: float, fmt: str = ".3f") -> str:
 
 
 def _musat_gd_lr100() -> str:
-    from fastattn.theory.musat2025 import emergence_steps_gd
+    from fastattn.population.emergence import emergence_steps_gd
 
     s = emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1))
     return f"gives {s['T_gamma']}/{s['T_beta']}/{s['T_alpha']} for γ/β.1/α.1"

@@ -24,7 +24,7 @@ import numpy as np
 
 from fastattn.experiments.mainali2025 import c0
 from fastattn.models import LinearTransformer
-from fastattn.population import WishartAlignedObjective
+from fastattn.population import WishartAlignedObjective, aligned_flow
 from fastattn.tasks import WishartTasks
 from fastattn.theory import mainali2025 as th
 from fastattn.training import TrainConfig, train
@@ -36,7 +36,7 @@ FLOW_EPOCHS = 250
 def reference(task: WishartTasks) -> tuple[np.ndarray, np.ndarray]:
     """(the exact flow's final a `[d]`, its half-times `[d]`) in epochs."""
     t = np.linspace(0.0, FLOW_EPOCHS, 20_001)
-    f = th.exact_flow(task.s, c0.N, c0.ETA_P, np.full(c0.D, c0.INIT), np.full(c0.D, c0.INIT), t,
+    f = aligned_flow.exact_flow(task.s, c0.N, c0.ETA_P, np.full(c0.D, c0.INIT), np.full(c0.D, c0.INIT), t,
                       omega=np.diag(task.omega()))
     a = f.p * f.q
     final = a[t >= 0.9 * FLOW_EPOCHS].mean(0)

@@ -23,8 +23,25 @@ struct CGrad {
   S kR{0}, kC{0}, kI{0}, kX{0}, kY{0};
 };
 
+// The C-dependent sums every T shares. The loss is evaluated as a sum of squares (see
+// row_loss_t), so it is >= 0 in floating point and accurate to rounding relative to its own value:
+// the expanded "... - 2 p_T tr C + d" cancels to +-1e-13 at a zero-loss optimum.
 template <typename S>
-S row_loss_t(int context, int d, S Ssum, S F, S tr, S X, S Y, const S* p, int T, CGrad<S>* gC, S* gp) {
+struct CSums {
+  S Ssum{0}, F{0}, tr{0}, X{0}, Y{0};
+  S Foff{0};           // sum of C_ij^2 over the entries that are neither diagonal nor (orthogonal) partners
+  const S* diag{};     // C_ii [d]
+  const S* R{};        // C 1 [d]
+  const S* c{};        // C_{i,pi(i)} [d] (orthogonal)
+};
+
+// l = p_{T-1}^2 |C1|^2 + Q2 |C|_F^2 - 2 p_T tr C + d (+ orthogonal terms) in the form
+//   unitary      p_{T-1}^2 |C1|^2 (+ p_{T-1}^2 |C|_F^2 paper) + Q2' |C|_F^2 + |p_T C - I|_F^2
+//   orthogonal   sum_i (p_{T-1} R_i + Q c_i)^2 + Q2' (|C|_F^2 - sum_i c_i^2) + sum_{j != pi(i)} (p_T C_ij - d_ij)^2
+// with Q2' = Q2 - p_T^2 (the same polynomial; |p_T C - I|^2 = p_T^2 Foff + sum_i (p_T C_ii - 1)^2).
+template <typename S>
+S row_loss_t(int context, int d, const CSums<S>& cs, const S* p, int T, CGrad<S>* gC, S* gp) {
+  const S Ssum = cs.Ssum, F = cs.F, tr = cs.tr, X = cs.X, Y = cs.Y;
   const S pT = p[T - 1], pm = p[T - 2];  // p_T and p_{T-1}
   S Q(0), Q2(0);
   for (int t = 0; t < T; ++t)
@@ -32,10 +49,26 @@ S row_loss_t(int context, int d, S Ssum, S F, S tr, S X, S Y, const S* p, int T,
       Q += p[t];
       Q2 += p[t] * p[t];
     }
+  S rest2(0);  // Q2 without p_T^2, summed directly (a difference could round below 0)
+  for (int t = 0; t < T - 2; ++t) rest2 += p[t] * p[t];
   const bool paper = context == UNITARY_PAPER, orth = context == ORTHOGONAL;
   const S extra = paper ? pm * pm : S(0);  // Prop. 4's double-counted term
-  S loss = pm * pm * Ssum + (Q2 + extra) * F - S(2) * pT * tr + S(double(d));
-  if (orth) loss += S(2) * pm * Q * X + (Q * Q - Q2) * Y;
+  S loss = pT * pT * cs.Foff;
+  for (int i = 0; i < d; ++i) {
+    const S e = pT * cs.diag[i] - S(1);
+    loss += e * e;
+  }
+  if (orth) {
+    for (int i = 0; i < d; ++i) {
+      const S r = pm * cs.R[i] + Q * cs.c[i];
+      loss += r * r;
+    }
+    S fo = cs.Foff;  // |C|_F^2 - sum_i c_i^2, as a sum of squares
+    for (int i = 0; i < d; ++i) fo += cs.diag[i] * cs.diag[i];
+    loss += rest2 * fo;
+  } else {
+    loss += pm * pm * Ssum + (rest2 + extra) * F;
+  }
   if (gC) {
     gC->kR += S(2) * pm * pm;
     gC->kC += S(2) * (Q2 + extra);
@@ -75,19 +108,27 @@ S loss_grad_t(const Dims& dm, const S* theta, S* grad) {
   const SVec<S> R = C.rowwise().sum();
   const S Ssum = (R.array() * R.array()).sum(), F = (C.array() * C.array()).sum(), tr = C.trace();
   S X(0), Y(0);
-  if (dm.context == ORTHOGONAL)
+  const bool orth = dm.context == ORTHOGONAL;
+  SVec<S> diag = C.diagonal(), partner = SVec<S>::Zero(d);
+  if (orth)
     for (int i = 0; i < d; ++i) {
       const S c = C(i, i ^ 1);
+      partner(i) = c;
       X += R(i) * c;
       Y += c * c;
     }
+  S Foff(0);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j)
+      if (j != i && !(orth && j == (i ^ 1))) Foff += C(i, j) * C(i, j);
+  CSums<S> cs{Ssum, F, tr, X, Y, Foff, diag.data(), R.data(), partner.data()};
   const S* P = theta + nC;
   CGrad<S> k;
   if (grad) std::fill(grad, grad + dm.P, S(0));
   S loss(0);
   for (int T = 2; T <= tm; ++T) {
     const Index row = Index(T - 2) * tm;
-    loss += row_loss_t<S>(dm.context, d, Ssum, F, tr, X, Y, P + row, T, grad ? &k : nullptr,
+    loss += row_loss_t<S>(dm.context, d, cs, P + row, T, grad ? &k : nullptr,
                           grad ? grad + nC + row : nullptr);
   }
   SMat<S> gC;

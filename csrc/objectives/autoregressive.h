@@ -8,6 +8,8 @@
 //   unitary      l_U = p_{T-1}^2 |C1|^2 + Q2 |C|_F^2 - 2 p_T tr C + d             (corrected Prop. 4)
 //   paper        l_U + p_{T-1}^2 |C|_F^2                                          (Prop. 4 as printed)
 //   orthogonal   l_O = l_U + 2 p_{T-1} Q sum_i R_i c_i + (Q^2 - Q2) sum_i c_i^2   (d even)
+// evaluated as the sums of squares they are (autoregressive.cpp, row_loss_t): never below 0, and
+// exact to rounding relative to the loss itself, also at a zero-loss optimum.
 // Parameters (flat, row-major): factored: A [H, d], B [H, d], P [Tmax, Tmax]; merged: C [d, d], P.
 // Entries of P that no T reads (row Tmax-1, columns beyond r+1 of row r) have zero gradient.
 #pragma once

@@ -92,12 +92,12 @@ seeds[r] (docs/conventions.md) with x = x_factor[r] eps, w = w_factor[r] eps, la
 noise_std[r]. Returns losses [R, len(record_at)]: each run's batch loss before the update at the
 relative steps record_at. The GIL is released; threads split runs (R >= threads) or chunks of 16 prompts.)doc";
   m.def("he_adam_steps", &steps<float>, py::arg("theta").noconvert(), py::arg("exp_avg").noconvert(),
-        py::arg("exp_avg_sq").noconvert(), py::arg("seeds"), py::arg("lr"), py::arg("x_factor"),
+        py::arg("exp_avg_sq").noconvert(), py::kw_only(), py::arg("seeds"), py::arg("lr"), py::arg("x_factor"),
         py::arg("w_factor"), py::arg("noise_std"), py::arg("heads"), py::arg("dim"), py::arg("context"),
         py::arg("batch"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("step0"),
         py::arg("n_steps"), py::arg("record_at"), py::arg("threads"), doc);
   m.def("he_adam_steps", &steps<double>, py::arg("theta").noconvert(), py::arg("exp_avg").noconvert(),
-        py::arg("exp_avg_sq").noconvert(), py::arg("seeds"), py::arg("lr"), py::arg("x_factor"),
+        py::arg("exp_avg_sq").noconvert(), py::kw_only(), py::arg("seeds"), py::arg("lr"), py::arg("x_factor"),
         py::arg("w_factor"), py::arg("noise_std"), py::arg("heads"), py::arg("dim"), py::arg("context"),
         py::arg("batch"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("step0"),
         py::arg("n_steps"), py::arg("record_at"), py::arg("threads"));
@@ -106,8 +106,8 @@ relative steps record_at. The GIL is released; threads split runs (R >= threads)
           return float64 ? sample_batch<double>(seed, step, dim, context, batch, xf, wf, noise)
                          : sample_batch<float>(seed, step, dim, context, batch, xf, wf, noise);
         },
-        py::arg("seed"), py::arg("step"), py::arg("dim"), py::arg("context"), py::arg("batch"),
-        py::arg("x_factor"), py::arg("w_factor"), py::arg("noise_std"), py::arg("float64"),
+        py::arg("seed"), py::arg("step"), py::kw_only(), py::arg("dim"), py::arg("context"),
+        py::arg("batch"), py::arg("x_factor"), py::arg("w_factor"), py::arg("noise_std"), py::arg("float64"),
         "Batch `step` of the fused step's stream for key `seed`: (z [B, L, D], z_q [B, D], y_q [B]).");
   m.def("he_normals", [](uint64_t seed, int64_t step, int64_t prompt, int dim, int context) {
           const Shape sh{1, dim, context, 1};
@@ -115,7 +115,8 @@ relative steps record_at. The GIL is released; threads split runs (R >= threads)
           normals(seed, step, prompt, sh, out.mutable_data());
           return out;
         },
-        py::arg("seed"), py::arg("step"), py::arg("prompt"), py::arg("dim"), py::arg("context"),
+        py::arg("seed"), py::arg("step"), py::arg("prompt"), py::kw_only(), py::arg("dim"),
+        py::arg("context"),
         "The standard normals of one prompt of the fused step's stream (float32, layout in "
         "docs/conventions.md).");
 }

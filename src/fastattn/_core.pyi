@@ -1,5 +1,6 @@
-"""Typed face of the compiled core fastattn._core (csrc/bindings.cpp): exact objectives and the
-gradient-flow integrators. Arrays are float64, C order; P is an objective's size()."""
+"""Typed face of the compiled core fastattn._core (csrc/bindings.cpp, csrc/objectives/bind_*.cpp,
+csrc/sampled/he_bindings.cpp): exact objectives and the gradient-flow integrators. Arrays are
+float64, C order; P is an objective's size()."""
 
 from collections.abc import Sequence
 from enum import Enum
@@ -46,8 +47,8 @@ class Objective:
 class LinearAttention(Objective):
     """The population loss of a zero-block linear attention model; working basis: Λ's eigenbasis."""
 
-    def __init__(self, family: str, D: int, H: int, R: int, cov: ArrayLike, w_second: ArrayLike,
-                 noise: float, inv_n: float) -> None: ...
+    def __init__(self, *, family: Family, D: int, H: int, R: int, cov: ArrayLike,
+                 w_second: ArrayLike, noise: float, inv_n: float) -> None: ...
     @property
     def P(self) -> int: ...
     @property
@@ -64,7 +65,7 @@ class LinearAttention(Objective):
 class InductionThreeParam(Objective):
     """Musat et al. 2025's 3-parameter model (alpha_3, beta_2, gamma_3) on orthonormal data."""
 
-    def __init__(self, N: int, query: str = "last", mask: str = "strict") -> None: ...
+    def __init__(self, *, N: int, query: Query = ..., mask: Mask = ...) -> None: ...
     @property
     def N(self) -> int: ...
     def loss_grad_query(self, params: ArrayLike, q: int) -> tuple[float, F64]: ...
@@ -72,8 +73,8 @@ class InductionThreeParam(Objective):
 class InductionGram19(Objective):
     """Musat et al. 2025's 19-parameter disentangled transformer in Gram space."""
 
-    def __init__(self, G1: ArrayLike, G2: ArrayLike, GM: ArrayLike, target: Sequence[int],
-                 weights: ArrayLike, mask: str = "strict") -> None: ...
+    def __init__(self, *, G1: ArrayLike, G2: ArrayLike, GM: ArrayLike, target: Sequence[int],
+                 weights: ArrayLike, mask: Mask = ...) -> None: ...
     @property
     def L(self) -> int: ...
     @property
@@ -84,19 +85,20 @@ class AutoRegressive(Objective):
     commuting unitary / orthogonal contexts; params (A [H, d], B [H, d], P [tmax, tmax]) or
     (C [d, d], P) when factored is False."""
 
-    def __init__(self, context: str, d: int, H: int, tmax: int, factored: bool = True) -> None: ...
+    def __init__(self, *, context: Context, d: int, H: int, tmax: int,
+                 factored: bool = True) -> None: ...
     @property
     def P(self) -> int: ...
 
 class WishartReduced(Objective):
     """Mainali et al. reduced linear transformer (p1 = q2 = 0); params [p1, p2, q1, q2] (4 d²)."""
 
-    def __init__(self, s: ArrayLike, N: float, omega: ArrayLike, U: ArrayLike) -> None: ...
+    def __init__(self, *, s: ArrayLike, N: float, omega: ArrayLike, U: ArrayLike) -> None: ...
 
 class WishartAligned(Objective):
     """Mainali et al. aligned per-mode form; params [p (d), q (d)]."""
 
-    def __init__(self, s: ArrayLike, N: float, omega: ArrayLike) -> None: ...
+    def __init__(self, *, s: ArrayLike, N: float, omega: ArrayLike) -> None: ...
 
 class Event:
     """Coordinate `index` (caller's basis; -1: the loss) crossing `level`."""
@@ -111,6 +113,31 @@ class Event:
     def direction(self) -> int: ...
     @property
     def terminal(self) -> bool: ...
+
+class Family(Enum):
+    """A linear attention family's closed form (cubic_mlp is merged's)."""
+
+    merged = ...
+    separate = ...
+
+class Query(Enum):
+    """Musat et al.: the query position, q = N or uniform over 1..N."""
+
+    last = ...
+    uniform = ...
+
+class Mask(Enum):
+    """Musat et al.: the causal mask."""
+
+    strict = ...
+    inclusive = ...
+
+class Context(Enum):
+    """Sander et al.: the context law."""
+
+    unitary = ...
+    orthogonal = ...
+    unitary_paper = ...
 
 class Method(Enum):
     euler = ...
@@ -169,7 +196,7 @@ def stabilized_table(s: int) -> dict[str, Any]:
 
 # He et al. 2025 fused sampled training (csrc/sampled/he_adam_step.h)
 def he_adam_steps(theta: NDArray[np.floating], exp_avg: NDArray[np.floating],
-                  exp_avg_sq: NDArray[np.floating], seeds: ArrayLike, lr: ArrayLike,
+                  exp_avg_sq: NDArray[np.floating], *, seeds: ArrayLike, lr: ArrayLike,
                   x_factor: ArrayLike, w_factor: ArrayLike, noise_std: ArrayLike, heads: int,
                   dim: int, context: int, batch: int, beta1: float, beta2: float, eps: float,
                   step0: int, n_steps: int, record_at: ArrayLike, threads: int
@@ -177,10 +204,11 @@ def he_adam_steps(theta: NDArray[np.floating], exp_avg: NDArray[np.floating],
     """n_steps fused Adam steps of R runs in place on theta, exp_avg, exp_avg_sq [R, P] (float32
     or float64, C-contiguous); returns the batch losses [R, len(record_at)]."""
 
-def he_sample(seed: int, step: int, dim: int, context: int, batch: int, x_factor: ArrayLike,
+def he_sample(seed: int, step: int, *, dim: int, context: int, batch: int, x_factor: ArrayLike,
               w_factor: ArrayLike, noise_std: float, float64: bool
               ) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.floating]]:
     """Batch `step` of the fast stream for key `seed`: z [B, L, D], z_q [B, D], y_q [B]."""
 
-def he_normals(seed: int, step: int, prompt: int, dim: int, context: int) -> NDArray[np.float32]:
+def he_normals(seed: int, step: int, prompt: int, *, dim: int, context: int
+               ) -> NDArray[np.float32]:
     """The standard normals of one prompt of the fast stream."""

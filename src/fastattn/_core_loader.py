@@ -1,17 +1,19 @@
-"""Loads the compiled core once, so every module sees the same answer to "is the C++ core here?"."""
+"""Loads the compiled core, a hard requirement: without it `import fastattn` fails, saying how to
+build it (every exact objective, integrator and the fused He step run in it; there is no fallback)."""
 
 from __future__ import annotations
 
-from types import ModuleType
-
 try:
     from fastattn import _core as core
-    CORE_ERROR: str | None = None
-except ImportError as exc:  # a development checkout without a build; pip install always builds it
-    core: ModuleType | None = None  # type: ignore[no-redef]
-    CORE_ERROR = f"{type(exc).__name__}: {exc}"
+except ImportError as exc:
+    raise ImportError(
+        f"fastattn's compiled core fastattn._core is missing or does not load ({exc}). It is built "
+        "when the package is installed: run `pip install -e .` (or `pip install .`) in the "
+        "repository, which needs CMake and a C++17 compiler.") from exc
+
+__all__ = ["core", "has_cpp"]
 
 
 def has_cpp() -> bool:
-    """True when the compiled float64 population core ``fastattn._core`` is importable."""
-    return core is not None
+    """True: fastattn does not import without its compiled core (kept for callers that ask)."""
+    return True

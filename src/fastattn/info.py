@@ -7,7 +7,7 @@ import os
 import platform
 from importlib import metadata
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 
 
 # cached: reading a distribution's metadata parses its METADATA file, and every run
@@ -20,13 +20,32 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def versions() -> dict[str, str | None]:
+    """Versions of fastattn, python, numpy, torch and triton, read from the installed distributions'
+    metadata: no import of torch or triton (a run record asks for them; importing triton alone
+    costs most of a short flow's first call)."""
+    return {"fastattn": _version("fastattn"), "python": platform.python_version(),
+            "numpy": _version("numpy"), "torch": _version("torch"), "triton": _version("triton")}
+
+
+def core_report() -> dict:
+    """The compiled core (always loaded: fastattn does not import without it): its version, Eigen's
+    and whether it was built for this CPU."""
+    return {
+        "loaded": True,
+        "version": core.__version__,
+        "eigen": core.eigen_version,
+        "native_build": core.native_build,
+    }
+
+
 def info() -> dict:
     """A plain dict describing the installation; ``fastattn info`` prints it.
 
-    Keys: versions (fastattn, python, numpy, torch, triton), core (loaded + error), backends (name ->
-    available + why not), registries (task kinds, model kinds), devices (cpu, cuda list).
+    Keys: versions (fastattn, python, numpy, torch, triton), core (version, Eigen, native build),
+    backends (name -> available + why not), registries (task kinds, model kinds), pairs (task ->
+    model -> methods, exact, preset), devices (cpu, cuda list).
     """
-    import numpy
     import torch
 
     from fastattn.models import MODELS
@@ -49,29 +68,46 @@ def info() -> dict:
         "torch-reference": {"available": True, "why_not": None},
     }
     return {
-        "versions": {
-            "fastattn": _version("fastattn"),
-            "python": platform.python_version(),
-            "numpy": numpy.__version__,
-            "torch": torch.__version__,
-            "triton": triton_version,
-        },
-        "core": {
-            "loaded": core is not None,
-            "version": getattr(core, "__version__", None),
-            "eigen": getattr(core, "eigen_version", None),
-            "native_build": getattr(core, "native_build", None),
-            "error": CORE_ERROR,
-        },
+        "versions": versions(),
+        "core": core_report(),
         "backends": backends,
         "ops": _op_backends(),
         "registries": {"tasks": sorted(TASKS), "models": sorted(MODELS)},
+        "pairs": pairs_report(),
         "devices": {
             "cpu": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
             "cuda": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
         },
     }
+
+
+def pair_methods(task: str, model: str) -> tuple[str, ...]:
+    """The training methods of a (task, model) pair: flow and gd where the pair has an exact
+    population objective, sgd and adam always (sampled), task_sgd for models with a per-task
+    gradient (the Wishart task sets)."""
+    from fastattn.models import MODELS
+    from fastattn.population.registry import registered_objectives
+
+    exact = (task, model) in set(registered_objectives())
+    return (*(("flow", "gd") if exact else ()), "sgd", "adam",
+            *(("task_sgd",) if hasattr(MODELS[model].model, "query_loss_grad") else ()))
+
+
+def pairs_report() -> dict:
+    """{task: {model: {"methods": [...], "exact": bool, "preset": name, "source": text}}} for every
+    task (in the papers' order) and the models that pair with it."""
+    from fastattn.configs import pairs, preset_for
+
+    out: dict = {}
+    for task, models in pairs().items():
+        out[task] = {}
+        for model in models:
+            methods = pair_methods(task, model)
+            preset = preset_for(task, model)
+            out[task][model] = {"methods": list(methods), "exact": "flow" in methods,
+                                "preset": preset.name, "source": preset.source}
+    return out
 
 
 def _op_backends() -> dict:
@@ -88,10 +124,8 @@ def format_info(report: dict) -> str:
     v, c = report["versions"], report["core"]
     lines = ["fastattn " + str(v["fastattn"])]
     lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
-    native = ", built for this CPU" if c.get("native_build") else ", portable build"
-    status = f"loaded (version {c['version']}, Eigen {c['eigen']}{native})" if c["loaded"] else \
-        f"NOT loaded: {c['error']}"
-    lines.append(f"C++ core: {status}")
+    native = ", built for this CPU" if c["native_build"] else ", portable build"
+    lines.append(f"C++ core: loaded (version {c['version']}, Eigen {c['eigen']}{native})")
     lines.append("kernel backends:")
     for name, b in report["backends"].items():
         state = "available" if b["available"] else f"unavailable ({b['why_not']})"
@@ -100,8 +134,13 @@ def format_info(report: dict) -> str:
     for op, backends in report["ops"].items():
         ok = [name for name, b in backends.items() if b["available"]]
         lines.append(f"  {op:<24} {', '.join(ok) or 'none'}")
-    r = report["registries"]
-    lines.append(f"tasks: {', '.join(r['tasks'])}; models: {', '.join(r['models'])}")
+    lines.append("tasks, the models that pair with each, and each pair's methods (exact: the "
+                 "population flow/GD; sampled: sgd, adam):")
+    for task, models in report["pairs"].items():
+        lines.append(f"  {task}")
+        for model, p in models.items():
+            kind = "exact + sampled" if p["exact"] else "sampled"
+            lines.append(f"    {model:<21} {kind:<16} {', '.join(p['methods']):<30} preset {p['preset']}")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

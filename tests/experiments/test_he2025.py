@@ -5,7 +5,6 @@ all-figures smoke test (tests/experiments/test_zhang2025.py)."""
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments.he2025 import e3, e6, e7, e8, e9, e10, e11, e14
 from fastattn.theory import he2025 as th
 
@@ -46,7 +45,6 @@ def test_e6_ratio_below_theorem1_bound():
     assert row["bayes_limit"] == pytest.approx(3.40512, abs=1e-5)
 
 
-@pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 def test_e8_flow_reaches_the_manifold():
     s = e8.summarize([], quick=True)
     two, four = s["cases"]["H2"], s["cases"]["H4"]

@@ -9,13 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.analysis.pseudo_params import project
 from fastattn.cli import main
 from fastattn.experiments import registry
 from fastattn.experiments.musat2025 import FIGURES, fig7, fig8, fig20, gram19, sweep, weights
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def test_fig6_quick_through_the_cli(tmp_path, capsys):

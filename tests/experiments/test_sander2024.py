@@ -5,11 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments import registry
 from fastattn.experiments.sander2024 import fig2, fig3, fig4, fig5, fig6, fig7, fig8
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def test_fig2_identity():

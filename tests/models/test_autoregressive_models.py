@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from fastattn.configs import unflatten
 from fastattn.models import (
     ARAugmented,
     ARAugmentedLayers,
@@ -21,7 +22,6 @@ from fastattn.models import (
     config_to_dict,
 )
 from fastattn.models import reference as ref
-from fastattn.models.layout import unflatten
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as th
 

@@ -5,16 +5,14 @@ import re
 import pytest
 import torch
 
+from fastattn.configs import pairs
 from fastattn.models import MODELS, build_model
 
 B, N, D = 5, 7, 3
 #: the models of the linear-regression task, which take (x, y, x_q); the others take other inputs
 #: (autoregressive: token sequences; linear_transformer: vector labels y `[B, N, D]`;
 #: multioutput_softmax: y `[B, N, outputs]`, tested in test_multioutput_softmax.py)
-REGRESSION_MODELS = sorted(k for k in MODELS if k not in ("diag", "pe_only", "aug", "aug_layers",
-                                                          "aug_transformer", "non_aug",
-                                                          "linear_transformer",
-                                                          "multioutput_softmax"))
+REGRESSION_MODELS = sorted(pairs()["linear_regression"])
 
 
 def inputs(**wrong):

@@ -3,6 +3,7 @@ import pytest
 import torch
 from scipy import stats
 
+from fastattn.configs import model_card
 from fastattn.models import (
     MODELS,
     CubicMLP,
@@ -123,10 +124,16 @@ def test_every_registered_kind_builds_its_own_class():
                            "softmax_separate", "multihead_softmax", "multihead_linear",
                            "kernel_regressors", "multioutput_softmax", "multilayer_softmax",
                            "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug",
-                           "linear_transformer"}
+                           "linear_transformer", "disentangled", "gram19", "three_param",
+                           "standard_transformer"}
+    from fastattn.configs.build import build_default
+
     for kind, family in MODELS.items():
-        m = family.model(family.config(3, 1 if kind == "linear_transformer" else 2))
-        assert m.kind == kind and get_model(kind) == family
+        if kind in ("disentangled", "gram19", "three_param", "standard_transformer"):
+            m = build_default(model_card(kind).tasks[0], kind)[1]       # Musat's: no heads
+        else:
+            m = family.model(family.config(3, 1 if kind == "linear_transformer" else 2))
+        assert m.kind == kind and get_model(kind) == family and type(m) is family.model
     assert MergedKQ(3, 2).PARAM_ORDER != MergedKQFull(3, 2).PARAM_ORDER  # never set per instance
 
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import core, has_cpp
+from fastattn._core_loader import core
 
 from .analytic import Quadratic, QuadraticWithHessian, StiffDiagonal
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 ADAPTIVE = ("rk45", "stiff", "stiff_krylov", "stabilized", "auto")
 

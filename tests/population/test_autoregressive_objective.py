@@ -12,14 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.models import ARDiag, ARPEOnly
 from fastattn.models.autoregressive import diag_forward
 from fastattn.population import AutoRegressiveObjective, PEOnlyObjective, objective_for
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as th
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 C_EX = np.array([[1.0, 2.0], [3.0, 4.0]])
 P_EX = np.array([0.5, -1.0, 2.0])

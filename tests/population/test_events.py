@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from fastattn._core_loader import core, has_cpp
+from fastattn._core_loader import core
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.population import (
     CoordinateEvent,
@@ -19,8 +19,6 @@ from fastattn.population import (
 )
 
 from .analytic import QuadraticWithHessian, StiffDiagonal
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 METHODS = ("rk45", "stiff", "stiff_krylov", "stabilized", "auto")
 

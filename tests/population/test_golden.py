@@ -26,13 +26,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import integrate
+from fastattn.population import LinearAttentionObjective, integrate
 from fastattn.tasks import LinearRegression
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 # (n_evals, n_steps, n_hvp, n_rejected, n_jac, final loss); every run ends with status "t_end"
 GOLDEN = {
@@ -89,7 +86,8 @@ def test_golden_counts(case):
     if name == "d32" and method in OPTIONS:
         t_end = 200.0
     options = (OPTIONS_RANK4 if name == "rank4" else OPTIONS).get(method, {})
-    r = integrate("separate", p0, dims, moments, method, t_end=t_end, rtol=1e-6, atol=1e-9, **options)
+    r = integrate(LinearAttentionObjective("separate", dims, moments), p0, method=method, t_end=t_end,
+                  rtol=1e-6, atol=1e-9, **options)
     got = (r.n_evals, r.n_steps, r.n_hvp, r.n_rejected, r.n_jac)
     want = GOLDEN[case][:5]
     assert r.status == "t_end"

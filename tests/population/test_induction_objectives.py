@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.analysis.pseudo_params import DEAD, DEAD_ORTHONORMAL_STRICT, embed, project, subspace_report
 from fastattn.models.disentangled import (
     NAMES,
@@ -19,7 +18,7 @@ from fastattn.models.disentangled import (
     disentangled_forward,
     pseudo_weights,
 )
-from fastattn.population import objective_for
+from fastattn.population import emergence, objective_for
 from fastattn.population.induction import (
     InductionGram19Objective,
     InductionThreeParamObjective,
@@ -28,9 +27,7 @@ from fastattn.population.induction import (
 )
 from fastattn.tasks import InductionPairs
 from fastattn.tasks.induction import batch_grams
-from fastattn.theory import musat2025 as th
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 MASKS = ("strict", "inclusive")
 
 
@@ -237,7 +234,7 @@ def test_full_model_gd_stays_in_the_subspace_and_follows_the_exact_flows(rng):
 
     eta = 0.1                                    # the paper's time per step (lr λ/D on θ)
     live = np.isin(np.arange(19), THREE_PARAM_INDEX)
-    cases = ((False, gram, th.gram19_emergence_times(N)), (True, three, th.emergence_times(N)))
+    cases = ((False, gram, emergence.gram19_emergence_times(N)), (True, three, emergence.emergence_times(N)))
     for restricted, obj, flow in cases:
         model = DisentangledTransformer(dim=D)
         theta = np.zeros(obj.size())

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import (
+    LinearAttentionObjective,
     Moments,
     conserved_quantities,
     hessian,
@@ -26,8 +26,6 @@ from fastattn.theory.zhang2025 import white_merged_loss
 
 from .conftest import fig3_setting, random_moments, random_params
 
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
-
 
 @pytest.mark.parametrize(("family", "dims"), [("merged", (3, 3, 1)), ("separate", (3, 3, 2)),
                                               ("cubic_mlp", (2, 2, 1))])
@@ -36,8 +34,8 @@ def test_euler_is_gradient_descent_on_torch_reference(rng, family, dims):
     th = random_params(rng, family, dims, scale=0.4)
     lr, n = 0.01, 300
     rec = 2 * lr * np.arange(0, n + 1, 10)
-    r = integrate(family, th, dims, m, "euler", t_end=2 * lr * n, lr=lr, record_times=rec,
-                  record_params=True)
+    r = integrate(LinearAttentionObjective(family, dims, m), th, method="euler", t_end=2 * lr * n, lr=lr,
+                  record_times=rec, record_params=True)
     assert r.status == "t_end" and r.n_steps == n
     p, losses = th.copy(), []
     for k in range(n + 1):
@@ -60,17 +58,18 @@ def test_adaptive_and_stiff_converge_to_tight_rk4(rng, family, dims, s_identity)
     th = random_params(rng, family, dims, scale=0.1)
     t_end = 60.0
     rec = np.linspace(0, t_end, 13)
-    ref = integrate(family, th, dims, m, "rk4", t_end=t_end, dt=0.01, record_times=rec)
-    a = integrate(family, th, dims, m, "rk45", t_end=t_end, rtol=1e-10, atol=1e-13,
-                  record_times=rec)
-    s = integrate(family, th, dims, m, "stiff", t_end=t_end, rtol=1e-8, atol=1e-12,
-                  record_times=rec)
-    u = integrate(family, th, dims, m, "auto", t_end=t_end, rtol=1e-8, atol=1e-12,
-                  record_times=rec)
-    k = integrate(family, th, dims, m, "stiff_krylov", t_end=t_end, rtol=1e-8, atol=1e-12,
-                  record_times=rec)
-    b = integrate(family, th, dims, m, "stabilized", t_end=t_end, rtol=1e-8, atol=1e-12,
-                  record_times=rec)
+    ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk4", t_end=t_end, dt=0.01,
+                    record_times=rec)
+    a = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=t_end, rtol=1e-10,
+                  atol=1e-13, record_times=rec)
+    s = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff", t_end=t_end, rtol=1e-8,
+                  atol=1e-12, record_times=rec)
+    u = integrate(LinearAttentionObjective(family, dims, m), th, method="auto", t_end=t_end, rtol=1e-8,
+                  atol=1e-12, record_times=rec)
+    k = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff_krylov", t_end=t_end,
+                  rtol=1e-8, atol=1e-12, record_times=rec)
+    b = integrate(LinearAttentionObjective(family, dims, m), th, method="stabilized", t_end=t_end,
+                  rtol=1e-8, atol=1e-12, record_times=rec)
     assert ref.status == a.status == s.status == u.status == k.status == b.status == "t_end"
     assert k.n_jac == 0 and k.n_hvp > 0
     np.testing.assert_allclose(a.loss, ref.loss, rtol=1e-8)
@@ -100,8 +99,8 @@ def test_global_error_vs_white_merged_closed_form(method):
     t = np.linspace(0, 20, 201)
     exact = white_merged_loss(t, s0=s0, dim=4, inv_n=1 / 31)
     assert exact[0] - exact[-1] > 1.0  # the escape happens inside the window
-    r = integrate("merged", th, dims, m, method, t_end=20.0, rtol=1e-8, atol=1e-12,
-                  record_times=t)
+    r = integrate(LinearAttentionObjective("merged", dims, m), th, method=method, t_end=20.0, rtol=1e-8,
+                  atol=1e-12, record_times=t)
     assert r.status == "t_end"
     # auto records inside its steps by Dormand-Prince's dense output (order 4), not by landing
     assert np.abs(r.loss - exact).max() < (3e-7 if method == "auto" else 1e-7)
@@ -115,10 +114,12 @@ def test_order_of_convergence(rng, method, order):
     family, dims = "separate", (3, 2, 2)
     m, _, _ = random_moments(rng, 3)
     th = random_params(rng, family, dims, scale=0.5)
-    ref = integrate(family, th, dims, m, "rk45", t_end=10.0, rtol=1e-13, atol=1e-16)
+    ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0, rtol=1e-13,
+                    atol=1e-16)
     ns, es = [], []
     for rt in np.geomspace(1e-4, 1e-9, 6):
-        r = integrate(family, th, dims, m, method, t_end=10.0, rtol=rt, atol=rt * 1e-2)
+        r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0, rtol=rt,
+                      atol=rt * 1e-2)
         assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
         ns.append(r.n_steps)
         es.append(np.abs(r.final_params - ref.final_params).max())
@@ -204,8 +205,8 @@ def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     dims, m, th, lstar = fig3_setting(rng, 1e-3)
     rec = np.geomspace(1, 1e8, 80)
     kw = {"t_end": 1e8, "record_times": rec, "rtol": 1e-8, "atol": 1e-12}
-    s = integrate("separate", th, dims, m, "stiff", **kw)
-    k = integrate("separate", th, dims, m, "stiff_krylov", **kw)
+    s = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", **kw)
+    k = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff_krylov", **kw)
     assert s.status == k.status == "t_end"
     assert k.n_jac == 0 and k.n_hvp > 0 and s.n_hvp == 0
     assert abs(k.n_steps - s.n_steps) <= 0.02 * s.n_steps
@@ -214,8 +215,10 @@ def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     assert abs(k.loss[-1] - lstar) < 1e-8
     L0 = s.loss[0]
     target = lstar + 1e-3 * (L0 - lstar)
-    st = integrate("separate", th, dims, m, "stiff", t_end=1e8, target_loss=target)
-    kt = integrate("separate", th, dims, m, "stiff_krylov", t_end=1e8, target_loss=target)
+    st = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e8,
+                   target_loss=target)
+    kt = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff_krylov", t_end=1e8,
+                   target_loss=target)
     assert st.status == kt.status == "target_loss"
     assert kt.t_final == pytest.approx(st.t_final, rel=0.05)
     assert loss_and_grad("separate", kt.final_params, dims, m)[0] <= target
@@ -236,9 +239,12 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     th, dims, m = model.to_flat(), model.dims, task.moments()
     assert th.size > 2000
     rec = np.geomspace(1e3, 3e6, 13)
-    a = integrate("separate", th, dims, m, "rk45", t_end=3e6, record_times=rec)
-    u = integrate("separate", th, dims, m, "auto", t_end=3e6, record_times=rec)
-    b = integrate("separate", th, dims, m, "stabilized", t_end=3e6, record_times=rec)
+    a = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=3e6,
+                  record_times=rec)
+    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=3e6,
+                  record_times=rec)
+    b = integrate(LinearAttentionObjective("separate", dims, m), th, method="stabilized", t_end=3e6,
+                  record_times=rec)
     assert a.status == u.status == b.status == "t_end"
     assert u.n_jac == 0 and b.n_hvp == 0
     np.testing.assert_allclose(u.loss, a.loss, rtol=1e-6)
@@ -246,18 +252,19 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     assert u.n_evals + 3 * u.n_hvp < a.n_evals / 3     # an HVP costs 2-3 evaluations
     assert b.n_evals < a.n_evals / 3
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    u = integrate("separate", th, dims, m, "auto", t_end=1e9)
+    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e9)
     assert u.status == "t_end" and u.n_hvp > 0 and u.n_jac == 0
     assert abs(u.loss[-1] - lstar) < 1e-12
     cost = u.n_evals + 3 * u.n_hvp
-    b = integrate("separate", th, dims, m, "stabilized", t_end=1e9, max_evals=4 * cost)
+    b = integrate(LinearAttentionObjective("separate", dims, m), th, method="stabilized", t_end=1e9,
+                  max_evals=4 * cost)
     assert b.status == "max_evals"      # explicit steps stay capped at h ≤ ℓ_60 / (1.2 ρ(J))
 
 
 @pytest.mark.parametrize("method", ["stiff", "auto"])
 def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 1e-3)
-    r = integrate("separate", th, dims, m, method, t_end=1e8,
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e8,
                   record_times=np.geomspace(1, 1e8, 80))
     assert r.status == "t_end"
     assert abs(r.loss[-1] - lstar) < 1e-8
@@ -277,11 +284,13 @@ def test_auto_interpolates_records_inside_its_steps(rng):
     and the recorded states stay on the trajectory (tight Rodas4, landing on every record)."""
     dims, m, th, _ = fig3_setting(rng, 1e-2)
     rec = np.geomspace(1.0, 2e4, 300)
-    few = integrate("separate", th, dims, m, "auto", t_end=2e4)
-    u = integrate("separate", th, dims, m, "auto", t_end=2e4, record_times=rec, record_params=True)
-    ref = integrate("separate", th, dims, m, "stiff", t_end=2e4, rtol=1e-10, atol=1e-13,
-                    record_times=rec, record_params=True)
-    land = integrate("separate", th, dims, m, "rk45", t_end=2e4, record_times=rec)
+    few = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=2e4)
+    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=2e4,
+                  record_times=rec, record_params=True)
+    ref = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=2e4,
+                    rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
+    land = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=2e4,
+                     record_times=rec)
     assert u.status == ref.status == "t_end"
     assert u.n_steps < few.n_steps + 150 < land.n_steps
     # measured over 15 seeds: up to 1.5e-4 (params, relative to their scale) and 1.2e-4 (loss);
@@ -300,10 +309,11 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
     on the trajectory (tight Rodas4 landing on every record)."""
     dims, m, th, _ = fig3_setting(rng, 1e-2)
     rec = np.geomspace(1.0, 1e8, 300)
-    few = integrate("separate", th, dims, m, "auto", t_end=1e8)
-    u = integrate("separate", th, dims, m, "auto", t_end=1e8, record_times=rec, record_params=True)
-    ref = integrate("separate", th, dims, m, "stiff", t_end=1e8, rtol=1e-10, atol=1e-13,
-                    record_times=rec, record_params=True)
+    few = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e8)
+    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e8,
+                  record_times=rec, record_params=True)
+    ref = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e8,
+                    rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
     assert u.status == ref.status == "t_end"
     assert u.n_steps <= few.n_steps + 10
     assert u.n_evals <= few.n_evals + rec.size + 60
@@ -318,8 +328,8 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
 def test_auto_without_stiffness_is_rk45():
     """On a non-stiff run auto never leaves Dormand-Prince: identical to rk45, no Hessians."""
     dims, m, th, _ = _white_merged()
-    a = integrate("merged", th, dims, m, "rk45", t_end=20.0, rtol=1e-8)
-    u = integrate("merged", th, dims, m, "auto", t_end=20.0, rtol=1e-8)
+    a = integrate(LinearAttentionObjective("merged", dims, m), th, method="rk45", t_end=20.0, rtol=1e-8)
+    u = integrate(LinearAttentionObjective("merged", dims, m), th, method="auto", t_end=20.0, rtol=1e-8)
     assert u.n_jac == 0 and u.n_evals == a.n_evals
     np.testing.assert_array_equal(u.final_params, a.final_params)
 
@@ -331,30 +341,35 @@ def test_early_stops(rng, method):
     kw = {"lr": 0.05} if method == "euler" else {"dt": 0.1} if method == "rk4" else {}
     L0, _ = loss_and_grad("separate", th, dims, m)
     target = 0.5 * (L0 + lstar)
-    r = integrate("separate", th, dims, m, method, t_end=1e4, target_loss=target, **kw)
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e4,
+                  target_loss=target, **kw)
     assert r.status == "target_loss"
     assert loss_and_grad("separate", r.final_params, dims, m)[0] <= target
     assert r.t_final < 1e4
-    r = integrate("separate", th, dims, m, method, t_end=1e5, grad_tol=1e-5, **kw)
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5,
+                  grad_tol=1e-5, **kw)
     assert r.status == "converged"
     assert np.linalg.norm(loss_and_grad("separate", r.final_params, dims, m)[1]) < 1e-5
-    r = integrate("separate", th, dims, m, method, t_end=3.0, **kw)
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=3.0, **kw)
     assert r.status == "t_end" and r.t_final == pytest.approx(3.0)
     if method in ("euler", "rk4"):
         assert r.n_rejected == 0
     else:       # a first step far beyond the explicit stability limit / the accuracy allowed
-        assert integrate("separate", th, dims, m, method, t_end=1e5, h0=1e4).n_rejected >= 1
-    r = integrate("separate", th, dims, m, method, t_end=1e5, max_evals=50, **kw)
+        assert integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5,
+                         h0=1e4).n_rejected >= 1
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5, max_evals=50,
+                  **kw)
     assert r.status == "max_evals" and r.n_evals <= 50 + 7
     assert r.n_evals + r.n_hvp >= 50
     if method in ("euler", "rk4", "rk45"):     # stability-limited steps: t = 1e12 is out of reach
-        r = integrate("separate", th, dims, m, method, t_end=1e12, max_seconds=0.2, **kw)
+        r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e12,
+                      max_seconds=0.2, **kw)
         assert r.status == "max_seconds" and r.t_final < 1e12 and r.wall_time >= 0.2
 
 
 def test_divergence_returns_last_finite_state(rng):
     dims, m, th, _ = fig3_setting(rng, 1.0)
-    r = integrate("separate", 30 * th, dims, m, "euler", t_end=1e3, lr=1.0,
+    r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method="euler", t_end=1e3, lr=1.0,
                   record_times=np.arange(0, 1e3, 2.0))
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params)) and np.all(np.isfinite(r.loss))
@@ -364,12 +379,12 @@ def test_divergence_returns_last_finite_state(rng):
     # the sampled trainers' rule: a loss above 1e8 × the initial one is divergence already
     assert L <= 1e8 * r.loss[0]
     # an explicit fixed step far beyond its stability limit diverges the same way
-    r = integrate("separate", 30 * th, dims, m, "rk4", t_end=1e3, dt=2.0)
+    r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method="rk4", t_end=1e3, dt=2.0)
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params))
     # the flow itself decreases L, so from the same huge init the stiff integrators survive
     for method in ("stiff", "stiff_krylov", "auto"):
-        r = integrate("separate", 30 * th, dims, m, method, t_end=1e3)
+        r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method=method, t_end=1e3)
         assert r.status == "t_end"
 
 
@@ -379,11 +394,12 @@ def test_batch_is_independent_runs(rng):
     th = np.stack([random_params(rng, family, dims, scale=0.2) for _ in range(3)])
     rec = np.geomspace(0.1, 50, 9)
     for method in ("rk45", "stiff", "stiff_krylov", "auto"):
-        b = integrate(family, th, dims, ms, method, t_end=50.0, record_times=rec,
-                      record_params=True)
+        b = integrate([LinearAttentionObjective(family, dims, mk) for mk in ms], th, method=method,
+                      t_end=50.0, record_times=rec, record_params=True)
         assert b.loss.shape == (3, 9) and b.params.shape == (3, 9, th.shape[1])
         for k in range(3):
-            s = integrate(family, th[k], dims, ms[k], method, t_end=50.0, record_times=rec)
+            s = integrate(LinearAttentionObjective(family, dims, ms[k]), th[k], method=method, t_end=50.0,
+                          record_times=rec)
             np.testing.assert_array_equal(b.loss[k], s.loss)
             np.testing.assert_array_equal(b.final_params[k], s.final_params)
             assert b.n_evals[k] == s.n_evals and b.status[k] == s.status
@@ -394,15 +410,15 @@ def test_batch_is_independent_runs(rng):
 def test_conserved_quantities_along_flow(rng, family, dims):
     m, _, _ = random_moments(rng, dims[0])
     th = random_params(rng, family, dims, scale=0.3)
-    r = integrate(family, th, dims, m, "rk45", t_end=100.0, rtol=1e-10, atol=1e-13,
-                  record_times=np.linspace(0, 100, 21), record_params=True)
+    r = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=100.0, rtol=1e-10,
+                  atol=1e-13, record_times=np.linspace(0, 100, 21), record_params=True)
     L0 = r.loss[0]
     assert r.loss[-1] < 0.9 * L0  # it moved
     cq = conserved_quantities(family, r.params, dims)
     for q in cq.values():
         assert np.max(np.abs(q - q[0])) < 1e-7
     # and they are not trivially constant: GD with a large step breaks them
-    e = integrate(family, th, dims, m, "euler", t_end=100.0, lr=0.1,
+    e = integrate(LinearAttentionObjective(family, dims, m), th, method="euler", t_end=100.0, lr=0.1,
                   record_times=np.linspace(0, 100, 21), record_params=True)
     ce = conserved_quantities(family, e.params, dims)
     assert max(np.max(np.abs(q - q[0])) for q in ce.values()) > 1e-6
@@ -413,7 +429,7 @@ def test_keyboard_interrupt_returns_partial_result(rng):
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        r = integrate("separate", th, dims, m, "euler", t_end=1e9, lr=0.01,
+        r = integrate(LinearAttentionObjective("separate", dims, m), th, method="euler", t_end=1e9, lr=0.01,
                       record_times=np.linspace(0, 1e9, 11))
     finally:
         timer.cancel()
@@ -427,8 +443,9 @@ def test_rk45_at_its_stability_limit_rarely_rejects(rng):
     the I controller there alternates growth and rejection (~20% of steps rejected); Hairer's PI
     control keeps the step just below the limit."""
     dims, m, th, _ = fig3_setting(rng, 0.3)
-    r = integrate("separate", th, dims, m, "stiff", t_end=1e7, grad_tol=1e-6)
+    r = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e7,
+                  grad_tol=1e-6)
     assert r.status == "converged"
-    r = integrate("separate", r.final_params, dims, m, "rk45", t_end=2e5)
+    r = integrate(LinearAttentionObjective("separate", dims, m), r.final_params, method="rk45", t_end=2e5)
     assert r.status == "t_end" and r.n_steps > 1000
     assert r.n_rejected < 0.02 * r.n_steps

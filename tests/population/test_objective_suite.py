@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import (
     FlowOptions,
     LinearAttentionObjective,
@@ -26,8 +25,6 @@ from fastattn.population import (
 
 from .analytic import QuadraticWithHessian, StiffDiagonal
 from .conftest import random_moments, random_params
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 @dataclass(frozen=True)

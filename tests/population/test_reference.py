@@ -7,12 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import gamma, loss_and_grad, reference
 
 from .conftest import FAMILY_DIMS, random_moments, random_params
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def _rel(a, b):

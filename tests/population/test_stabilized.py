@@ -11,13 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastattn._core_loader import has_cpp
-from fastattn.population import hessian, integrate, loss_and_grad, stabilized
+from fastattn.population import LinearAttentionObjective, hessian, integrate, loss_and_grad, stabilized
 from fastattn.population.stabilized import shipped
 
 from .conftest import random_moments, random_params
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 STAGES = range(stabilized.S_MIN, stabilized.S_MAX + 1)
 
@@ -115,11 +112,12 @@ def test_cpp_step_equals_numpy_reference_step(rng, family, dims, s):
     then unstable), so every stage count up to s is a candidate."""
     m, _, _ = random_moments(rng, dims[0])
     th = random_params(rng, family, dims, scale=0.6)
-    th = integrate(family, th, dims, m, "stiff", t_end=1e4).final_params
+    th = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff", t_end=1e4).final_params
     th = th + 1e-3 * rng.standard_normal(th.size)
     rho = 0.5 * np.abs(np.linalg.eigvalsh(hessian(family, th, dims, m))).max()
     h = (0.5 if s == 5 else 0.99) * shipped(s).ell / (1.2 * rho)
-    r = integrate(family, th, dims, m, "stabilized", t_end=h, h0=h, rtol=1e6, atol=1e6)
+    r = integrate(LinearAttentionObjective(family, dims, m), th, method="stabilized", t_end=h, h0=h,
+                  rtol=1e6, atol=1e6)
     assert r.status == "t_end" and r.n_steps == 1
 
     def f(p):

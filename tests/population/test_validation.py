@@ -8,6 +8,7 @@ import pytest
 from fastattn.population import (
     CoordinateEvent,
     FlowOptions,
+    LinearAttentionObjective,
     Moments,
     hessian,
     integrate,
@@ -30,7 +31,7 @@ def test_wrong_length(setup):
     with pytest.raises(ValueError, match="params has shape"):
         loss_and_grad("separate", th[:-1], dims, m)
     with pytest.raises(ValueError, match="params0"):
-        integrate("merged", th, dims, m)
+        integrate(LinearAttentionObjective("merged", dims, m), th, method="rk45", t_end=1.0)
 
 
 def test_non_finite(setup):
@@ -40,33 +41,37 @@ def test_non_finite(setup):
     with pytest.raises(ValueError, match="non-finite"):
         loss_and_grad("separate", th, dims, m)
     with pytest.raises(ValueError, match="params0 contains non-finite"):
-        integrate("separate", th, dims, m)
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=1.0)
 
 
 def test_bad_options(setup):
     dims, m, th = setup
     with pytest.raises(ValueError, match="lr="):
-        integrate("separate", th, dims, m, "euler", t_end=1.0, lr=0.0)
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="euler", t_end=1.0, lr=0.0)
     with pytest.raises(ValueError, match="lr="):
-        integrate("separate", th, dims, m, "euler", t_end=1.0)
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="euler", t_end=1.0)
     with pytest.raises(ValueError, match="dt="):
-        integrate("separate", th, dims, m, "rk4", t_end=1.0, dt=-1.0)
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="rk4", t_end=1.0, dt=-1.0)
     for t_end in (-1.0, 0.0, np.inf):
         with pytest.raises(ValueError, match="t_end="):
-            integrate("separate", th, dims, m, t_end=t_end)
+            integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=t_end)
     with pytest.raises(ValueError, match="method="):
-        integrate("separate", th, dims, m, "bdf")
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="bdf", t_end=1.0)
     for bad in (0.0, -1.0, np.nan):
         with pytest.raises(ValueError, match="max_seconds="):
-            integrate("separate", th, dims, m, t_end=1.0, max_seconds=bad)
+            integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=1.0,
+                      max_seconds=bad)
     with pytest.raises(ValueError, match="family="):
         loss_and_grad("attn", th, dims, m)
     with pytest.raises(ValueError, match="record_times"):
-        integrate("separate", th, dims, m, t_end=1.0, record_times=[])
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=1.0,
+                  record_times=[])
     with pytest.raises(ValueError, match="record_times"):
-        integrate("separate", th, dims, m, t_end=1.0, record_times=[0.5, 0.2])
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=1.0,
+                  record_times=[0.5, 0.2])
     with pytest.raises(ValueError, match="record_times"):
-        integrate("separate", th, dims, m, t_end=1.0, record_times=[0.5, 2.0])
+        integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=1.0,
+                  record_times=[0.5, 2.0])
     with pytest.raises(ValueError, match="backend="):
         loss_and_grad("separate", th, dims, m, backend="gpu")
     with pytest.raises(ValueError, match="dims="):
@@ -84,7 +89,7 @@ def test_moments_mismatch(setup, rng):
         hessian("separate", th, dims, "not moments")
     bad = Moments(cov=np.full((3, 3), np.nan), w_second=np.eye(3), noise=0.0, inv_n=0.1)
     with pytest.raises(ValueError, match="moments"):
-        integrate("separate", th, dims, bad)
+        integrate(LinearAttentionObjective("separate", dims, bad), th, method="rk45", t_end=1.0)
 
 
 def test_flow_options_and_objective_forms(setup):
@@ -96,8 +101,10 @@ def test_flow_options_and_objective_forms(setup):
         integrate(obj, th, tend=1.0)
     with pytest.raises(ValueError, match="params0 has shape"):
         integrate(obj, th[:-1], t_end=1.0)
-    with pytest.raises(ValueError, match="family='not a family' is unknown"):
-        integrate("not a family", th, FlowOptions(t_end=1.0))
+    with pytest.raises(ValueError, match="objective must be an Objective"):
+        integrate("separate", th, FlowOptions(t_end=1.0))  # a family name: build its objective
+    with pytest.raises(TypeError):
+        integrate(obj, th, FlowOptions(t_end=1.0), "rk45")   # options beyond are keyword-only
     with pytest.raises(ValueError, match="objective must be an Objective"):
         integrate([obj, "x"], np.stack([th, th]), t_end=1.0)
     with pytest.raises(ValueError, match="needs a coordinate index >= 0"):

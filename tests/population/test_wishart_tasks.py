@@ -10,15 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn._core_loader import has_cpp
 from fastattn.population import (
     FullModelObjective,
     WishartAlignedObjective,
     WishartReducedObjective,
 )
 from fastattn.population.wishart_tasks import cubature5, full_conditional_loss
-
-pytestmark = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def _haar(rng, d):

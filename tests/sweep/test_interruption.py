@@ -134,9 +134,3 @@ def test_swept_options_appear_in_the_table_as_given(tmp_path):
     assert (df["final_population_loss"] > 0).all()          # the exact loss beside the batch's
     assert main(["plot", str(tmp_path), "--kind", "heatmap", "--x", "batch_size",
                  "--y", "lr"]) == 0
-
-
-def test_an_invalid_grid_point_says_its_error_once(tmp_path):
-    df = run_sweep(dict(TINY, dim=3, context=8, heads="D/2"), tmp_path, workers=0, progress=False)
-    error = df["error"].iloc[0]
-    assert error.startswith("ValueError: ") and "ValueError: ValueError" not in error

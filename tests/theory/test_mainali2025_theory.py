@@ -9,11 +9,10 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
-from fastattn._core_loader import has_cpp
+from fastattn.population import aligned_flow
 from fastattn.theory import mainali2025 as th
 
 C0 = {"s": np.array([2.0, 1.0, 0.5, 0.25]), "n": 32, "eta_p": 0.64, "a0": 1e-4}
-needs_core = pytest.mark.skipif(not has_cpp(), reason="needs the compiled core")
 
 
 def test_paper_closed_form_is_its_ode_and_the_c0_numbers():
@@ -39,7 +38,6 @@ def test_paper_closed_form_is_its_ode_and_the_c0_numbers():
     assert pt.time_to_fraction(0.5) == pytest.approx(pt.t_half, rel=1e-12)
 
 
-@needs_core
 @pytest.mark.parametrize(("s", "n", "loss"), [((4, 2, 1, 0.5, 0.25), 10, 1.249978),
                                               ((1, 0.8, 0.6, 0.4, 0.2), 20, 0.328804),
                                               ((1, 1, 1, 1, 1), 10, 0.9375),
@@ -64,11 +62,10 @@ def test_exact_optimum_equals_an_independent_optimiser(s, n, loss):
         assert l_star == pytest.approx(pt.loss_inf, rel=1e-12)
 
 
-@needs_core
 def test_exact_flow_conserves_the_total_but_not_the_per_mode_balance():
     t = np.unique(np.concatenate([[0.0, 400.0], np.geomspace(0.01, 2000, 300)]))
     p0 = np.full(4, np.sqrt(C0["a0"]))
-    fl = th.exact_flow(C0["s"], C0["n"], C0["eta_p"], p0, p0, t)
+    fl = aligned_flow.exact_flow(C0["s"], C0["n"], C0["eta_p"], p0, p0, t)
     c = fl.conserved()
     assert np.max(np.abs(c - c[0])) < 1e-10
     c_modes = fl.p**2 - fl.q**2
@@ -81,13 +78,12 @@ def test_exact_flow_conserves_the_total_but_not_the_per_mode_balance():
     np.testing.assert_allclose(fl.t_half(), [1.636, 7.318, 33.61, 159.95], rtol=3e-3)
 
 
-@needs_core
 def test_escape_rate_is_the_exact_flows_growth_of_an_unlearned_mode():
     """Mode 4 of C0 on the plateau after modes 1–3 (t = 60): the flow's d ln a₄/dt equals 2 g₄, with
     g₄/(ηP s₄²) = 0.80 there (the spec's §6.5 quotes ≈ 0.78), where the paper has g₄ = ηP s₄²."""
     s, n, eta_p = C0["s"], C0["n"], C0["eta_p"]
     p0 = np.full(4, np.sqrt(C0["a0"]))
-    fl = th.exact_flow(s, n, eta_p, p0, p0, np.array([0.0, 60.0, 60.5]))
+    fl = aligned_flow.exact_flow(s, n, eta_p, p0, p0, np.array([0.0, 60.0, 60.5]))
     p, q = fl.p[1], fl.q[1]
     k_q = (s[:3] ** 2 * q[:3] ** 2).sum()
     k_p = (s[:3] * p[:3] ** 2).sum()

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from fastattn.population import emergence
 from fastattn.population.induction import InductionThreeParamObjective
 from fastattn.theory import musat2025 as th
 
@@ -91,13 +92,13 @@ def test_gradient_matches_central_differences(query, mask, rng):
 
 def test_emergence_times_reproduce_spec_table():
     for N, (tg, tb, ticl, tb01, ta01, tloss) in FLOW_TABLE.items():
-        r = th.emergence_times(N, loss_level=0.5)
+        r = emergence.emergence_times(N, loss_level=0.5)
         assert _matches_printed(r["T_gamma"], tg)
         assert _matches_printed(r["T_beta"], tb)
         assert _matches_printed(r["T_alpha"], ticl) and r["t_icl"] == r["T_alpha"]
         assert _matches_printed(r["t_loss"], tloss)
         assert r["T_gamma"] < r["T_beta"] < r["T_alpha"]
-        r01 = th.emergence_times(N, thresholds=(0.5, 0.1, 0.1))
+        r01 = emergence.emergence_times(N, thresholds=(0.5, 0.1, 0.1))
         assert _rel(r01["T_beta"] / N**2, tb01) < 5e-4 and _rel(r01["T_alpha"] / N**2, ta01) < 5e-4
 
 
@@ -110,7 +111,7 @@ def test_emergence_times_asymptotics():
     assert fig6["T_alpha"] == pytest.approx(0.865486, abs=1e-6)
     ratios = []
     for N in (64, 512, 4096):
-        r, a = th.emergence_times(N), th.asymptotic_times(N)
+        r, a = emergence.emergence_times(N), th.asymptotic_times(N)
         for key in ("T_gamma", "T_beta", "T_alpha", "t_icl"):
             assert _rel(r[key], a[key]) < 0.01, (N, key)
         ratios.append(r["t_icl"] / N**2)
@@ -120,14 +121,14 @@ def test_emergence_times_asymptotics():
 
 def test_plateau_and_loss_drop_is_not_emergence():
     for N in (16, 64):
-        r = th.emergence_times(N, loss_level=0.5)
+        r = emergence.emergence_times(N, loss_level=0.5)
         assert 1.3 < r["t_loss"] / r["t_icl"] < 1.5
         assert th.plateau_loss(N) == 1 - 1 / (2 * N)
 
 
 def test_theorem2_bounds_contain_the_flow():
     for N in (16, 256):
-        r, b = th.emergence_times(N), th.theorem2_bounds(N)
+        r, b = emergence.emergence_times(N), th.theorem2_bounds(N)
         for key in ("T_gamma", "T_beta", "T_alpha"):
             lo, hi = b[key]
             assert lo <= r[key] <= hi, (N, key, r[key], b[key])
@@ -137,8 +138,8 @@ def test_theorem2_bounds_contain_the_flow():
 def test_gd_step_counts_of_spec_7_7(N):
     tg, tb01, ta01, tb, ta, tl = GD_TABLE[N]
     lr = 100 / 256
-    s = th.emergence_steps_gd(N, lr, (0.5, 0.5, 0.5))
-    s01 = th.emergence_steps_gd(N, lr, (0.5, 0.1, 0.1), loss_level=None)
+    s = emergence.emergence_steps_gd(N, lr, (0.5, 0.5, 0.5))
+    s01 = emergence.emergence_steps_gd(N, lr, (0.5, 0.1, 0.1), loss_level=None)
     assert (s["T_gamma"], s01["T_beta"], s01["T_alpha"], s["T_beta"], s["T_alpha"], s["t_loss"]) == (
         tg, tb01, ta01, tb, ta, tl)
 
@@ -155,25 +156,25 @@ def test_gd_step_counts_match_a_direct_loop():
                 first[key] = k
         if obj.loss_grad(theta)[0] <= 0.5 and "t_loss" not in first:
             first["t_loss"] = k
-    s = th.emergence_steps_gd(N, lr)
+    s = emergence.emergence_steps_gd(N, lr)
     assert {k: s[k] for k in first} == first
 
 
 def test_large_lr_diverges_below_n_50():
     """lr_eff = 100 (scalar parameterisation): stability needs lr < 2N near the plateau (spec §7.7)."""
     with pytest.raises(ValueError, match="not reached"):
-        th.emergence_steps_gd(16, 100.0, max_steps=2000)
-    s = th.emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1), loss_level=None)
+        emergence.emergence_steps_gd(16, 100.0, max_steps=2000)
+    s = emergence.emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1), loss_level=None)
     assert (s["T_gamma"], s["T_beta"], s["T_alpha"]) == (1, 9, 37)
 
 
 def test_unreached_loss_level_does_not_hide_the_crossings():
     """N = 64 at lr = 100 crosses all three thresholds (1/9/37) and then diverges on the plateau: the
     default loss_level = ½ is never reached, which is reported as t_loss = None, not raised."""
-    s = th.emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1))
+    s = emergence.emergence_steps_gd(64, 100.0, (0.5, 0.1, 0.1))
     assert (s["T_gamma"], s["T_beta"], s["T_alpha"], s["t_icl"]) == (1, 9, 37, 37)
     assert s["t_loss"] is None
-    assert th.emergence_steps_gd(8, 100 / 256)["t_loss"] is not None
+    assert emergence.emergence_steps_gd(8, 100 / 256)["t_loss"] is not None
 
 
 def test_bad_input_is_named():
@@ -182,5 +183,5 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="N="):
         InductionThreeParamObjective(0)
     with pytest.raises(ValueError, match="thresholds"):
-        th.emergence_times(4, thresholds=(0.5, -1, 0.5))
+        emergence.emergence_times(4, thresholds=(0.5, -1, 0.5))
     assert math.isfinite(th.uniform_query_t_icl(64))

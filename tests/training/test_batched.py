@@ -88,7 +88,7 @@ def test_fused_backend_refuses_the_task_stream_and_auto_says_why():
 def test_fast_stream_normals_equal_the_float64_reference():
     # float32 polynomials for log, sin, cos and Newton steps for √ in the core
     for seed, step, prompt in [(0, 0, 0), (12345, 7, 3), (2**40 + 5, 2**33 + 1, 255)]:
-        got = _core.he_normals(seed, step, prompt, D, L)
+        got = _core.he_normals(seed, step, prompt, dim=D, context=L)
         want = normals_reference(seed, step, torch.tensor([prompt]), len(got))[0]
         np.testing.assert_allclose(got, want.numpy(), rtol=0, atol=2e-5)
 

@@ -52,8 +52,9 @@ def test_kernel_step_equals_the_reference(device, dtype, seed, runs, heads, d, c
         ref = sample_reference(seed_r, step, batch, context, xf, wf, float(law["noise_std"][r]))
         for a, b in zip((g[r] for g in got), ref, strict=True):  # float32 normals in the kernel
             torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
-        core = _core.he_sample(seed_r, step, d, context, batch, xf.numpy(), wf.numpy(),
-                               float(law["noise_std"][r]), True)
+        core = _core.he_sample(seed_r, step, dim=d, context=context, batch=batch,
+                               x_factor=xf.numpy(), w_factor=wf.numpy(),
+                               noise_std=float(law["noise_std"][r]), float64=True)
         for a, b in zip((g[r] for g in got), core, strict=True):
             torch.testing.assert_close(a, torch.from_numpy(b), rtol=0, atol=1e-4)
     want = adam_step_reference(*before, heads, [tuple(g[r] for g in got) for r in range(runs)],
@@ -69,6 +70,6 @@ def test_reference_generator_matches_the_core(seed):
     rng = np.random.default_rng(seed)
     for _ in range(3):
         s, k, b = int(rng.integers(0, 2**63)), int(rng.integers(0, 2**40)), int(rng.integers(0, 999))
-        got = _core.he_normals(s, k, b, 4, 7)
+        got = _core.he_normals(s, k, b, dim=4, context=7)
         want = normals_reference(s, k, torch.tensor([b]), len(got))[0].numpy()
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)

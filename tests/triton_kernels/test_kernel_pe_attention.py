@@ -81,7 +81,9 @@ def test_op_through_autograd_triton_vs_reference(device, seed):
              leaves[3][:1].expand(2, 5, 6)]                   # non-contiguous q; P shared by heads
     out_t = ops.pe_attention(*views, lookahead=1, backend="triton")
     out_r = ops.pe_attention(*views, lookahead=1, backend="reference")
-    assert ops.pe_attention_backend(*views, lookahead=1)[0] == "triton"
+    # auto: the kernel under the interpreter; on CUDA the reference, measured faster (CUDA_AUTO)
+    assert ops.pe_attention_backend(*views, lookahead=1)[0] == (
+        "triton" if device.type == "cpu" else "reference")
     dout = torch.randn_like(out_r)
     torch.testing.assert_close(out_t, out_r)
     for a, b in zip(torch.autograd.grad(out_t, leaves, dout), torch.autograd.grad(out_r, leaves, dout),

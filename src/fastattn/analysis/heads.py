@@ -20,30 +20,7 @@ import numpy as np
 import torch
 
 from fastattn.analysis import spectral as sp
-
-
-def _weights(model: torch.nn.Module | Mapping[str, Any], name: str) -> np.ndarray:
-    """The stacked `blocks.{l}.attn.<name>` of every layer, float64 `[L, H, ...]`."""
-    state = model.state_dict() if isinstance(model, torch.nn.Module) else model
-    out, layer = [], 0
-    while f"blocks.{layer}.attn.{name}" in state:
-        out.append(torch.as_tensor(state[f"blocks.{layer}.attn.{name}"]).detach().cpu().double().numpy())
-        layer += 1
-    if not out:
-        raise ValueError(f"no parameter 'blocks.0.attn.{name}' found: extract_qk / extract_ov need "
-                         "TransformerLens' names and layout (W_Q, W_K, W_V [H, d, d_head], W_O "
-                         "[H, d_head, d]), as fastattn.models.Transformer has")
-    return np.stack(out)
-
-
-def qk_factors(model: torch.nn.Module | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(W_Q, W_K), each `[L, H, d, d_head]`: QK = W_Q W_Kᵀ."""
-    return _weights(model, "W_Q"), _weights(model, "W_K")
-
-
-def ov_factors(model: torch.nn.Module | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(W_V, W_Oᵀ), each `[L, H, d, d_head]`: OV = W_V (W_Oᵀ)ᵀ."""
-    return _weights(model, "W_V"), np.swapaxes(_weights(model, "W_O"), -1, -2)
+from fastattn.models.transformer import ov_factors, qk_factors
 
 
 def extract_qk(model: torch.nn.Module | Mapping[str, Any]) -> np.ndarray:

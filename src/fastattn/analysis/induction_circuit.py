@@ -27,30 +27,13 @@ The progress measures (Eq. 20–22) are one entry pattern of each:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import torch
 
+from fastattn.models.standard_transformer import CircuitWeights
+
 #: names of the 2 × 4 residual bases of the read-out's column blocks, in order
 READOUT_BLOCKS = ("T", "P", "O1V1·T", "O1V1·P", "O2V2·T", "O2V2·P", "O2V2·O1V1·T", "O2V2·O1V1·P")
-
-
-class CircuitWeights(NamedTuple):
-    """The paper's matrices (column convention): T `[D, N_T]`, P `[D, N_P]`, WQ1, WK1, WV1, WQ2,
-    WK2, WV2 `[D_H, D]`, WO1, WO2 `[D, D_H]`, Wo `[N_T, D]`."""
-
-    T: torch.Tensor
-    P: torch.Tensor
-    WQ1: torch.Tensor
-    WK1: torch.Tensor
-    WV1: torch.Tensor
-    WO1: torch.Tensor
-    WQ2: torch.Tensor
-    WK2: torch.Tensor
-    WV2: torch.Tensor
-    WO2: torch.Tensor
-    Wo: torch.Tensor
 
 
 def _checked(w: CircuitWeights) -> CircuitWeights:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fastattn.models import layout
+from fastattn import configs as layout
 
 __all__ = [
     "alignment",

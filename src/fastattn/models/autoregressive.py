@@ -29,7 +29,7 @@ The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
 `fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
 a Triton kernel on CUDA).
 
-The flat layouts (fastattn.models.layout) take dims (d, H, T_max).
+The flat layouts (the family cards, fastattn.configs) take dims (d, H, T_max).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ config's `kind` names the family in the registry (`MODELS`), in run records
 (`{"kind": ..., **asdict(config)}`, see `config_to_dict`) and in the objective registry.
 
 A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major,
-fastattn.models.layout); the population objectives and the integrators read that vector
+the family cards, fastattn.configs); the population objectives and the integrators read that vector
 (docs/conventions.md, "Parameters").
 """
 
@@ -176,8 +176,8 @@ class ICLModel(nn.Module):
 class ModelFamily(NamedTuple):
     """A registered model family: its model class and its config class."""
 
-    model: type[ICLModel]
-    config: type[BaseModelConfig]
+    model: type[torch.nn.Module]
+    config: type
 
 
 #: kind → (model class, config class). Filled by `register_model`; read by the CLI, sweeps, recipes.
@@ -189,10 +189,16 @@ def register_model(cls: type[ICLModel]) -> type[ICLModel]:
     kind = cls.config_class.kind
     if not kind:
         raise TypeError(f"{cls.__name__}.config_class must set a kind")
-    if kind in MODELS and MODELS[kind].model is not cls:
-        raise ValueError(f"model kind {kind!r} is already registered by {MODELS[kind].model.__name__}")
-    MODELS[kind] = ModelFamily(cls, cls.config_class)
+    register_family(kind, cls, cls.config_class)
     return cls
+
+
+def register_family(kind: str, model: type, config: type) -> None:
+    """Add `kind` → (model class, config class) to `MODELS`; for models outside `ICLModel` (Musat's
+    disentangled transformer, whose three kinds share one class, and the token transformer)."""
+    if kind in MODELS and MODELS[kind].model is not model:
+        raise ValueError(f"model kind {kind!r} is already registered by {MODELS[kind].model.__name__}")
+    MODELS[kind] = ModelFamily(model, config)
 
 
 def get_model(kind: str) -> ModelFamily:
@@ -204,7 +210,7 @@ def get_model(kind: str) -> ModelFamily:
 
 def build_model(config: BaseModelConfig) -> ICLModel:
     """The model a config describes: `MODELS[config.kind].model(config)`."""
-    if not isinstance(config, BaseModelConfig):
+    if getattr(config, "kind", None) not in MODELS or not dataclasses.is_dataclass(config):
         raise TypeError(f"build_model takes a model config (e.g. SeparateConfig); got "
                         f"{type(config).__name__}: use config_from_dict for a record's dict")
     return get_model(config.kind).model(config)

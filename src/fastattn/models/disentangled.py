@@ -21,43 +21,22 @@ builds (W1, W2, W3) from θ, `fastattn.analysis.pseudo_params` projects back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from fastattn.models.base import ICLModel
+from fastattn.models.base import ICLModel, register_family
+from fastattn.population.induction import (  # noqa: F401  (the pseudo-parameters: the objective's)
+    BASIS,
+    NAMES,
+    THREE_PARAM,
+    THREE_PARAM_INDEX,
+    BasisMatrix,
+)
 
 MASKS = ("strict", "inclusive")
 
 
-class BasisMatrix(NamedTuple):
-    """One of the 19 basis matrices: `name`, weight `matrix` (0: W1, 1: W2, 2: W3), the D×D block
-    (`row`, `col`) (row = query-side feature block, col = key side; W3 has col 0) and `pattern`
-    "I" or "M"."""
-
-    name: str
-    matrix: int
-    row: int
-    col: int
-    pattern: str
-
-
-BASIS: tuple[BasisMatrix, ...] = (
-    BasisMatrix("alpha1", 0, 0, 0, "I"), BasisMatrix("alpha2", 0, 1, 1, "I"),
-    BasisMatrix("alpha3", 0, 1, 1, "M"),
-    BasisMatrix("beta1", 1, 0, 0, "I"), BasisMatrix("beta2", 1, 0, 2, "I"),
-    BasisMatrix("beta3", 1, 1, 1, "I"), BasisMatrix("beta4", 1, 1, 1, "M"),
-    BasisMatrix("beta5", 1, 1, 3, "I"), BasisMatrix("beta6", 1, 1, 3, "M"),
-    BasisMatrix("beta7", 1, 2, 0, "I"), BasisMatrix("beta8", 1, 2, 2, "I"),
-    BasisMatrix("beta9", 1, 3, 1, "I"), BasisMatrix("beta10", 1, 3, 1, "M"),
-    BasisMatrix("beta11", 1, 3, 3, "I"), BasisMatrix("beta12", 1, 3, 3, "M"),
-    BasisMatrix("gamma1", 2, 0, 0, "I"), BasisMatrix("gamma2", 2, 2, 0, "I"),
-    BasisMatrix("gamma3", 2, 4, 0, "I"), BasisMatrix("gamma4", 2, 6, 0, "I"),
-)
-NAMES = tuple(b.name for b in BASIS)
-THREE_PARAM = ("alpha3", "beta2", "gamma3")
-THREE_PARAM_INDEX = tuple(NAMES.index(n) for n in THREE_PARAM)
 # shapes of W1, W2, W3 in units of D
 _SHAPES = ((2, 2), (4, 4), (8, 1))
 
@@ -148,7 +127,8 @@ class DisentangledConfig:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        half_swap(self.dim)
+        if self.dim < 2 or self.dim % 2:        # half_swap's check, without building M `[D, D]`
+            raise ValueError(f"dim={self.dim} must be even (M swaps the two halves of the positional code)")
         check_mask(self.mask)
         if self.params not in ("full", "gram19", "three_param"):
             raise ValueError(f"params={self.params!r} is unknown; use 'full', 'gram19' or 'three_param'")
@@ -215,3 +195,7 @@ class DisentangledTransformer(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return disentangled_forward(X, *self.weights(), self.config.mask)
+
+
+for _kind in ("disentangled", "gram19", "three_param"):     # one class; the kind sets config.params
+    register_family(_kind, DisentangledTransformer, DisentangledConfig)

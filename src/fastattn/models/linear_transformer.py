@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from fastattn import _validate as check
@@ -73,8 +74,8 @@ class LinearTransformer(ICLModel):
         c = self.config
         d, scale = c.dim, float(c.init_scale)
         if c.init_mode == "aligned":
-            zero, eye = torch.zeros(d, d, dtype=torch.float64), torch.eye(d, dtype=torch.float64)
-            blocks = {"p1": zero, "p2": scale * eye, "q1": scale * eye, "q2": zero}
+            eye = torch.eye(d, dtype=torch.float64)
+            blocks = {"p1": 0 * eye, "p2": scale * eye, "q1": scale * eye, "q2": 0 * eye}
         else:
             blocks = {k: scale * torch.randn(d, d, generator=g, dtype=torch.float64)
                       for k in self.PARAM_ORDER}
@@ -85,7 +86,8 @@ class LinearTransformer(ICLModel):
                 t = torch.zeros(d, d, dtype=torch.float64)
             elif c.init_noise:
                 t = t + c.init_noise * torch.randn(d, d, generator=g, dtype=torch.float64)
-            p = torch.nn.Parameter(t.to(c.torch_dtype), requires_grad=not (c.reduced and null))
+            # copy=True: each block owns its storage (a shared one would get every block's update)
+            p = torch.nn.Parameter(t.to(c.torch_dtype, copy=True), requires_grad=not (c.reduced and null))
             setattr(self, name, p)
 
     @property
@@ -111,6 +113,14 @@ class LinearTransformer(ICLModel):
                      "q2": g_bot.T @ x_q / b}
             loss = 0.5 * float((r * r).sum()) / b
         return loss, grads
+
+    def snapshot_series(self, params: np.ndarray) -> dict[str, np.ndarray]:
+        """‖p1‖_F and ‖q2‖_F `[S]` of flat parameter snapshots `[S, 4d²]` (layout p1, p2, q1, q2):
+        the null blocks every run records (spec §6.7), under "norm_p1", "norm_q2"."""
+        d2 = self.config.dim ** 2
+        blocks = np.asarray(params, dtype=np.float64).reshape(len(params), 4, d2)
+        return {"norm_p1": np.linalg.norm(blocks[:, 0], axis=1),
+                "norm_q2": np.linalg.norm(blocks[:, 3], axis=1)}
 
     def blocks_in_basis(self, u: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each block conjugated into the basis U `[d, d]` (columns): B̄ = Uᵀ B U."""

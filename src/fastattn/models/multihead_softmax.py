@@ -253,7 +253,7 @@ class MultiOutputSoftmax(_FactorisedHeads):
 
     @property
     def dims(self) -> tuple[int, int, int]:
-        """(d, H, N) (fastattn.models.layout)."""
+        """(d, H, N) (the family cards, fastattn.configs)."""
         return self.config.dim, self.config.heads, self.config.outputs
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
@@ -319,7 +319,7 @@ class MultiLayerSoftmax(ICLModel):
 
     @property
     def dims(self) -> tuple[int, int, int]:
-        """(d, H, S): S weight sets, 1 if tied else `layers` (fastattn.models.layout)."""
+        """(d, H, S): S weight sets, 1 if tied else `layers` (the family cards, fastattn.configs)."""
         return self.config.dim, self.config.heads, 1 if self.config.tied else self.config.layers
 
     def circuits(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:

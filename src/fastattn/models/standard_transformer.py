@@ -19,15 +19,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
 from fastattn import _validate as check
-from fastattn.analysis.induction_circuit import CircuitWeights
+from fastattn.models.base import register_family
 from fastattn.models.transformer import Transformer, TransformerConfig
+
+
+class CircuitWeights(NamedTuple):
+    """The paper's matrices (column convention): T `[D, N_T]`, P `[D, N_P]`, WQ1, WK1, WV1, WQ2,
+    WK2, WV2 `[D_H, D]`, WO1, WO2 `[D, D_H]`, Wo `[N_T, D]`."""
+
+    T: torch.Tensor
+    P: torch.Tensor
+    WQ1: torch.Tensor
+    WK1: torch.Tensor
+    WV1: torch.Tensor
+    WO1: torch.Tensor
+    WQ2: torch.Tensor
+    WK2: torch.Tensor
+    WV2: torch.Tensor
+    WO2: torch.Tensor
+    Wo: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -155,3 +172,6 @@ class StandardTransformer(nn.Module):
 
     def flat_size(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+register_family(StandardConfig.kind, StandardTransformer, StandardConfig)

@@ -19,8 +19,11 @@ so QK = W_Q W_Kᵀ and OV = W_V W_O, both [d, d] of rank ≤ d_head. Attention h
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -235,3 +238,27 @@ class Transformer(nn.Module):
         for i, block in enumerate(self.blocks):
             x = block(x, last_only and i == len(self.blocks) - 1)
         return self.ln_final(x) @ self.unembed.W_U
+
+
+def _weights(model: torch.nn.Module | Mapping[str, Any], name: str) -> np.ndarray:
+    """The stacked `blocks.{l}.attn.<name>` of every layer, float64 `[L, H, ...]`."""
+    state = model.state_dict() if isinstance(model, torch.nn.Module) else model
+    out, layer = [], 0
+    while f"blocks.{layer}.attn.{name}" in state:
+        out.append(torch.as_tensor(state[f"blocks.{layer}.attn.{name}"]).detach().cpu().double().numpy())
+        layer += 1
+    if not out:
+        raise ValueError(f"no parameter 'blocks.0.attn.{name}' found: extract_qk / extract_ov need "
+                         "TransformerLens' names and layout (W_Q, W_K, W_V [H, d, d_head], W_O "
+                         "[H, d_head, d]), as fastattn.models.Transformer has")
+    return np.stack(out)
+
+
+def qk_factors(model: torch.nn.Module | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(W_Q, W_K), each `[L, H, d, d_head]`: QK = W_Q W_Kᵀ."""
+    return _weights(model, "W_Q"), _weights(model, "W_K")
+
+
+def ov_factors(model: torch.nn.Module | Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(W_V, W_Oᵀ), each `[L, H, d, d_head]`: OV = W_V (W_Oᵀ)ᵀ."""
+    return _weights(model, "W_V"), np.swapaxes(_weights(model, "W_O"), -1, -2)

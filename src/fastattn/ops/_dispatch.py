@@ -3,14 +3,15 @@ it cannot serve fails with one message listing every reason and what would work 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from fastattn.triton_kernels._launch import interpreting, triton_available
 
-__all__ = ["BACKENDS", "BackendUnavailableError", "available_backends", "backend_reason",
-           "select_backend"]
+__all__ = ["BACKENDS", "CUDA_AUTO", "BackendUnavailableError", "available_backends",
+           "backend_reason", "select_backend"]
 
 
 class BackendUnavailableError(RuntimeError):
@@ -88,19 +89,61 @@ BACKENDS: dict[str, dict[str, Backend]] = {
 }
 
 
+@dataclass(frozen=True)
+class CudaPreference:
+    """Where "auto" on CUDA runs another backend than the Triton kernel, because the kernel measured
+    slower there (H100, Triton 3.6, 2026-11-25; numbers and commands in docs/gpu.md)."""
+
+    backend: str
+    applies: Callable[[dict[str, int]], bool]
+    why: str
+
+
+CUDA_AUTO: dict[str, CudaPreference] = {
+    "sample_icl_stats": CudaPreference(
+        "wishart", lambda dims: True,
+        "the Wishart sampler draws the same law in O(D² + N) per sequence and measured faster than "
+        "the Triton kernel at every benchmarked shape"),
+    "pe_attention": CudaPreference(
+        "reference", lambda dims: True,
+        "the reference (batched matmuls) measured faster than the Triton kernel at every "
+        "benchmarked shape"),
+    "single_query_attention": CudaPreference(
+        "reference", lambda dims: max(dims.values()) > 32,
+        "K or V > 32: the reference measured faster than the Triton kernel at K = V = 64 and 128"),
+    "cubic_hidden": CudaPreference(
+        "reference", lambda dims: dims["D"] > 32,
+        "D > 32: the reference measured faster than the Triton kernel at D = 64"),
+}
+
+
+def _cuda_preference(op: str, device: torch.device, dtype: torch.dtype,
+                     dims: dict[str, int]) -> CudaPreference | None:
+    """The preference "auto" follows for these inputs, if any (CUDA only, not under the
+    interpreter, where the Triton kernels are what is being tested)."""
+    pref = CUDA_AUTO.get(op)
+    if pref is None or device.type != "cuda" or interpreting() or not pref.applies(dims):
+        return None
+    if BACKENDS[op][pref.backend].not_supported_reasons(device, dtype, dims):
+        return None
+    return pref
+
+
 def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dtype,
                    dims: dict[str, int]) -> str:
     """The backend that will run ``op``.
 
     "auto" picks Triton on CUDA, and on CPU only when TRITON_INTERPRET=1, whenever it can run the
-    inputs, else the reference; it never fails. An explicit backend that cannot run raises
+    inputs and :data:`CUDA_AUTO` does not name a backend measured faster for them, else the
+    reference; it never fails. An explicit backend that cannot run raises
     :class:`BackendUnavailableError` with every reason and the backends that would work.
     """
     table = BACKENDS[op]
     if backend == "auto":
         if not table["triton"].not_supported_reasons(device, dtype, dims) and (
                 device.type == "cuda" or interpreting()):
-            return "triton"
+            pref = _cuda_preference(op, device, dtype, dims)
+            return pref.backend if pref is not None else "triton"
         return "reference"
     if backend not in table:
         raise ValueError(f"backend must be one of {['auto', *table]}; got {backend!r}")
@@ -122,6 +165,9 @@ def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dty
 def backend_reason(op: str, name: str, device: torch.device, dtype: torch.dtype,
                    dims: dict[str, int]) -> str:
     """Why :func:`select_backend` ran ``op`` on backend ``name``: one line for logs and tests."""
+    pref = _cuda_preference(op, device, dtype, dims)
+    if pref is not None and pref.backend == name:
+        return f"{name}: requested, or chosen by auto on CUDA because {pref.why}"
     if name != "reference":
         return f"{name}: requested or chosen, and it can run these inputs"
     reasons = BACKENDS[op]["triton"].not_supported_reasons(device, dtype, dims)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import BackendUnavailableError, select_backend
+from fastattn.ops._dispatch import select_backend
 from fastattn.triton_kernels._launch import interpreting
 
 __all__ = ["he_adam_step"]
@@ -46,15 +46,13 @@ def he_adam_step(theta: Tensor, m: Tensor, v: Tensor, seeds: Tensor, lr: Tensor,
         return he_adam_step_triton(theta, m, v, seeds.to(theta.device, torch.int64), lr, x_factor,
                                    w_factor, noise_std, heads, context, batch, step, betas, eps)
     if backend == "cpp":
-        from fastattn._core_loader import CORE_ERROR, core
+        from fastattn._core_loader import core
 
-        if core is None:
-            raise BackendUnavailableError(f"fastattn.ops.he_adam_step: backend 'cpp' needs the C++ "
-                                          f"core ({CORE_ERROR}); use backend='reference'")
         loss = core.he_adam_steps(
-            theta.numpy(), m.numpy(), v.numpy(), seeds.numpy().astype(np.uint64),
-            lr.double().numpy(), x_factor.double().numpy(), w_factor.double().numpy(),
-            noise_std.double().numpy(), heads=heads, dim=d, context=context, batch=batch,
+            theta.numpy(), m.numpy(), v.numpy(), seeds=seeds.numpy().astype(np.uint64),
+            lr=lr.double().numpy(), x_factor=x_factor.double().numpy(),
+            w_factor=w_factor.double().numpy(), noise_std=noise_std.double().numpy(), heads=heads,
+            dim=d, context=context, batch=batch,
             beta1=betas[0], beta2=betas[1], eps=eps, step0=step, n_steps=1,
             record_at=np.zeros(1, dtype=np.int64), threads=torch.get_num_threads())
         return torch.from_numpy(loss[:, 0]).to(theta.dtype)

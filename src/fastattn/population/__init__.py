@@ -3,9 +3,10 @@
 - objectives: `Objective` (the core's interface; subclass it in Python), `LinearAttentionObjective`
   (the zero-block linear attention models' closed form, docs/theory.md §1–3), and the registry
   `objective_for(task, model)` / `register_objective` / `registered_objectives`;
-- flows: `integrate(objective, params0, FlowOptions(...))` → `IntegrationResult` (docs/theory.md §4);
+- flows: `integrate(objective, params0, FlowOptions(...))` → `FlowResult` (docs/theory.md §4), the
+  one integrator entry for every objective;
 - the linear attention models by family name: `loss_and_grad`, `hessian`, `hvp`, `make_evaluator`,
-  `gamma`, `n_params`, `conserved_quantities`, and `integrate(family, params0, dims, moments, ...)`.
+  `gamma`, `n_params`, `conserved_quantities`.
 """
 
 from fastattn.population import (  # noqa: F401  (register their exact objectives)
@@ -13,21 +14,21 @@ from fastattn.population import (  # noqa: F401  (register their exact objective
     induction,
     induction_full,
 )
-from fastattn.population.api import (
-    EventHit,
-    IntegrationResult,
+from fastattn.population.api import EventHit, FlowResult, IntegrationResult, integrate
+from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
+from fastattn.population.moments import Moments
+from fastattn.population.objectives import (
+    FAMILIES,
+    LinearAttentionObjective,
+    Objective,
     conserved_quantities,
     gamma,
     hessian,
     hvp,
-    integrate,
     loss_and_grad,
     make_evaluator,
     n_params,
 )
-from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
-from fastattn.population.moments import Moments
-from fastattn.population.objectives import FAMILIES, LinearAttentionObjective, Objective
 from fastattn.population.options import METHODS, CoordinateEvent, FlowOptions, LossEvent
 from fastattn.population.registry import objective_for, register_objective, registered_objectives
 from fastattn.population.wishart_tasks import (
@@ -43,6 +44,7 @@ __all__ = [
     "CoordinateEvent",
     "EventHit",
     "FlowOptions",
+    "FlowResult",
     "FullModelObjective",
     "IntegrationResult",
     "LinearAttentionObjective",

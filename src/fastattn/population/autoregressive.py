@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
 CONTEXTS = ("unitary", "orthogonal", "unitary_paper")
 
 
-class AutoRegressiveObjective(core.AutoRegressive if core is not None else object):
+class AutoRegressiveObjective(core.AutoRegressive):
     """ℓ(A, B, P) = Σ_{T=2}^{T_max} l(BᵀA, P[T−2, :T]) in C++ (float64): l_U (corrected Prop. 4),
     l_U as printed ("unitary_paper") or l_O (spec §5.6–5.7).
 
@@ -32,13 +32,11 @@ class AutoRegressiveObjective(core.AutoRegressive if core is not None else objec
     """
 
     def __init__(self, context: str, dims: tuple[int, int, int], factored: bool = True):
-        if core is None:
-            raise ValueError(f"AutoRegressiveObjective needs the compiled core ({CORE_ERROR}); "
-                             "rebuild fastattn (pip install -e .)")
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
         d, H, tmax = (int(x) for x in dims)
-        super().__init__(context, d, H, tmax, bool(factored))
+        super().__init__(context=core.Context.__members__[context], d=d, H=H, tmax=tmax,
+                         factored=bool(factored))
         self.context, self.dims, self.factored = context, (d, H, tmax), bool(factored)
 
     def __repr__(self) -> str:

@@ -14,20 +14,44 @@ orthonormal data). The integrators follow dθ/dt = −½ ∂L/∂θ, so the pape
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from fastattn._core_loader import CORE_ERROR, core
-from fastattn.models.disentangled import THREE_PARAM_INDEX
+from fastattn._core_loader import core
 from fastattn.population.registry import register_objective
 
 QUERIES = ("last", "uniform")
 MASKS = ("strict", "inclusive")
 
 
-def _need_core(what: str) -> None:
-    if core is None:
-        raise ValueError(f"{what} needs the compiled core ({CORE_ERROR}); rebuild fastattn "
-                         "(pip install -e .)")
+class BasisMatrix(NamedTuple):
+    """One of the 19 basis matrices: `name`, weight `matrix` (0: W1, 1: W2, 2: W3), the D×D block
+    (`row`, `col`) (row = query-side feature block, col = key side; W3 has col 0) and `pattern`
+    "I" or "M"."""
+
+    name: str
+    matrix: int
+    row: int
+    col: int
+    pattern: str
+
+
+BASIS: tuple[BasisMatrix, ...] = (
+    BasisMatrix("alpha1", 0, 0, 0, "I"), BasisMatrix("alpha2", 0, 1, 1, "I"),
+    BasisMatrix("alpha3", 0, 1, 1, "M"),
+    BasisMatrix("beta1", 1, 0, 0, "I"), BasisMatrix("beta2", 1, 0, 2, "I"),
+    BasisMatrix("beta3", 1, 1, 1, "I"), BasisMatrix("beta4", 1, 1, 1, "M"),
+    BasisMatrix("beta5", 1, 1, 3, "I"), BasisMatrix("beta6", 1, 1, 3, "M"),
+    BasisMatrix("beta7", 1, 2, 0, "I"), BasisMatrix("beta8", 1, 2, 2, "I"),
+    BasisMatrix("beta9", 1, 3, 1, "I"), BasisMatrix("beta10", 1, 3, 1, "M"),
+    BasisMatrix("beta11", 1, 3, 3, "I"), BasisMatrix("beta12", 1, 3, 3, "M"),
+    BasisMatrix("gamma1", 2, 0, 0, "I"), BasisMatrix("gamma2", 2, 2, 0, "I"),
+    BasisMatrix("gamma3", 2, 4, 0, "I"), BasisMatrix("gamma4", 2, 6, 0, "I"),
+)
+NAMES = tuple(b.name for b in BASIS)
+THREE_PARAM = ("alpha3", "beta2", "gamma3")
+THREE_PARAM_INDEX = tuple(NAMES.index(n) for n in THREE_PARAM)
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
@@ -42,7 +66,7 @@ def _check_n(N) -> int:
     return int(N)
 
 
-class InductionThreeParamObjective(core.InductionThreeParam if core is not None else object):
+class InductionThreeParamObjective(core.InductionThreeParam):
     """Exact population loss of the 3-parameter model (α₃, β₂, γ₃), orthonormal data, N pairs.
 
     query: "last" (q = N, Theorem 2) or "uniform" (q ~ Unif{1..N}); mask: "strict" (j < i, the
@@ -50,9 +74,8 @@ class InductionThreeParamObjective(core.InductionThreeParam if core is not None 
     """
 
     def __init__(self, N: int, query: str = "last", mask: str = "strict"):
-        _need_core("InductionThreeParamObjective")
-        super().__init__(_check_n(N), check_choice("query", query, QUERIES),
-                         check_choice("mask", mask, MASKS))
+        super().__init__(N=_check_n(N), query=core.Query.__members__[check_choice("query", query, QUERIES)],
+                         mask=core.Mask.__members__[check_choice("mask", mask, MASKS)])
         self.query, self.mask = query, mask
 
     def __repr__(self) -> str:
@@ -84,7 +107,7 @@ def orthonormal_grams(N: int, query: str = "last") -> tuple[np.ndarray, np.ndarr
             np.array([2 * q - 1 for q in qs]))
 
 
-class InductionGram19Objective(core.InductionGram19 if core is not None else object):
+class InductionGram19Objective(core.InductionGram19):
     """The 19-parameter disentangled transformer's loss in Gram space (spec §5.5), summed over the
     output coordinates, weighted over S sequences.
 
@@ -93,7 +116,6 @@ class InductionGram19Objective(core.InductionGram19 if core is not None else obj
     """
 
     def __init__(self, G1, G2, GM, target, weights, mask: str = "strict"):
-        _need_core("InductionGram19Objective")
         G1, G2, GM = (np.ascontiguousarray(np.asarray(g, dtype=np.float64)) for g in (G1, G2, GM))
         if G1.ndim != 3 or G1.shape[1] != G1.shape[2] or G2.shape != G1.shape or GM.shape != G1.shape:
             raise ValueError(f"G1, G2, GM must share the shape [S, L, L]; got {G1.shape}, {G2.shape}, "
@@ -102,7 +124,8 @@ class InductionGram19Objective(core.InductionGram19 if core is not None else obj
         weights = np.asarray(weights, dtype=np.float64).ravel()
         if len(target) != G1.shape[0] or weights.shape[0] != G1.shape[0]:
             raise ValueError(f"target and weights need one entry per sequence (S={G1.shape[0]})")
-        super().__init__(G1, G2, GM, target, weights, check_choice("mask", mask, MASKS))
+        super().__init__(G1=G1, G2=G2, GM=GM, target=target, weights=weights,
+                         mask=core.Mask.__members__[check_choice("mask", mask, MASKS)])
         self.mask = mask
 
     @classmethod

@@ -8,6 +8,9 @@ a stage preconditioner, a cost hint, a working basis) that the C++ integrators f
   models on a task with Gaussian moments (docs/theory.md §1–3); registered for
   (linear_regression, merged | cubic_mlp | separate).
 
+The linear attention models by family name (conveniences over `LinearAttentionObjective`):
+`loss_and_grad`, `hessian`, `hvp`, `make_evaluator`, `gamma`, `n_params`, `conserved_quantities`.
+
 Families and flat float64 layouts (docs/conventions.md), dims = (D, H, R) (R is ignored by merged):
 
 - ``"merged"`` (ATTN_M): ``v [H]``, ``U [H, D, D]``, Γ = Σ_i v_i U_i, P = H(1 + D²).
@@ -22,7 +25,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn import configs as layout
+from fastattn._core_loader import core
+from fastattn.population import reference
 from fastattn.population.moments import Moments
 from fastattn.population.registry import register_objective
 
@@ -30,7 +35,7 @@ FAMILIES = ("merged", "cubic_mlp", "separate")
 # merged and cubic_mlp share the flat layout and the closed form (w2 ≡ v, W1[h] ≡ vec U_h)
 _MERGED_LIKE = ("merged", "cubic_mlp")
 
-Objective = core.Objective if core is not None else object
+Objective = core.Objective
 
 
 def family_dims(family: str, dims) -> tuple[int, int, int]:
@@ -50,7 +55,7 @@ def family_dims(family: str, dims) -> tuple[int, int, int]:
 
 
 def layout_family(family: str) -> str:
-    """The flat layout's name in fastattn.models.layout (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
+    """The flat layout's name in the model cards (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
     return "merged" if family in _MERGED_LIKE else "separate"
 
 
@@ -76,7 +81,7 @@ def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
     return cov, ws, noise, inv_n
 
 
-class LinearAttentionObjective(core.LinearAttention if core is not None else object):
+class LinearAttentionObjective(core.LinearAttention):
     """The exact population loss of a zero-block linear attention model (`family` at `dims`) on a
     task with `moments`, in C++ (float64). The integrators work in Λ's eigenbasis.
 
@@ -91,12 +96,10 @@ class LinearAttentionObjective(core.LinearAttention if core is not None else obj
     """
 
     def __init__(self, family: str, dims, moments: Moments):
-        if core is None:
-            raise ValueError(f"LinearAttentionObjective needs the compiled core ({CORE_ERROR}); rebuild "
-                             "fastattn (pip install -e .)")
         D, H, R = family_dims(family, dims)
         cov, ws, noise, inv_n = moment_arrays(moments, D, 1)
-        super().__init__(family, D, H, R, cov[0], ws[0], float(noise[0]), float(inv_n[0]))
+        super().__init__(family=core.Family.__members__[layout_family(family)], D=D, H=H, R=R,
+                         cov=cov[0], w_second=ws[0], noise=float(noise[0]), inv_n=float(inv_n[0]))
         self.family, self.dims, self.moments = family, (D, H, R), moments
 
     def __repr__(self) -> str:
@@ -109,3 +112,120 @@ def _linear_attention(task, model) -> LinearAttentionObjective:
 
 for _family in FAMILIES:
     register_objective("linear_regression", _family)(_linear_attention)
+
+
+# ---------------------------------------------------------------- the family-name conveniences
+def check_params(name: str, params, P: int, what: str) -> np.ndarray:
+    """`params` as contiguous float64 `[P]` or `[K, P]`, or a ValueError naming `name` and the fix."""
+    p = np.ascontiguousarray(np.asarray(params, dtype=np.float64))
+    if p.ndim not in (1, 2) or p.shape[-1] != P:
+        raise ValueError(f"{name} has shape {p.shape}, but {what} needs [P] or [K, P] with P={P}; "
+                         "check the objective or the flat layout")
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{name} contains non-finite weights (NaN/inf); pass finite parameters")
+    return p
+
+
+def _family_params(name: str, params, family: str, dims) -> np.ndarray:
+    return check_params(name, params, n_params(family, dims), f"family={family!r} with dims={tuple(dims)}")
+
+
+def _backend(backend: str) -> str:
+    """"cpp" (the compiled core; "auto" picks it) or "torch" (the float64 torch reference)."""
+    if backend not in ("auto", "cpp", "torch"):
+        raise ValueError(f"backend={backend!r} is unknown; use 'auto', 'cpp' or 'torch'")
+    return "cpp" if backend == "auto" else backend
+
+
+def _moment_list(moments, K: int) -> list[Moments]:
+    ms = [moments] if isinstance(moments, Moments) else list(moments)
+    return ms * K if len(ms) == 1 else ms
+
+
+def n_params(family: str, dims) -> int:
+    """Flat parameter count P of a family at dims (D, H, R)."""
+    return layout.n_params(family, family_dims(family, dims))
+
+
+def gamma(family: str, params, dims) -> np.ndarray:
+    """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
+    b = layout.unflatten(layout_family(family), _family_params("params", params, family, dims),
+                         family_dims(family, dims))
+    if "U" in b:
+        return np.einsum("...i,...iab->...ab", b["v"], b["U"])
+    return np.einsum("...i,...ira,...irb->...ab", b["v"], b["K"], b["Q"])
+
+
+def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
+    """Population loss and gradient ∂L/∂θ.
+
+    Args:
+        params: `[P]` or `[K, P]` flat float64 parameters.
+        moments: one Moments (shared) or a sequence of K Moments.
+    Returns:
+        (loss, grad): a float and `[P]` for params `[P]`; `[K]` and `[K, P]` for `[K, P]`.
+    """
+    D, H, R = family_dims(family, dims)
+    p = _family_params("params", params, family, dims)
+    K = 1 if p.ndim == 1 else p.shape[0]
+    moment_arrays(moments, D, K)
+    ms = _moment_list(moments, K)
+    pk = p.reshape(K, -1)
+    if _backend(backend) == "cpp":
+        if isinstance(moments, Moments):
+            loss, grad = LinearAttentionObjective(family, dims, moments).loss_grad(pk)
+        else:
+            out = [LinearAttentionObjective(family, dims, ms[k]).loss_grad(pk[k]) for k in range(K)]
+            loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
+    else:
+        out = [reference.loss_and_grad(family, pk[k], (D, H, R), ms[k]) for k in range(K)]
+        loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
+    if p.ndim == 1:
+        return float(loss[0]), grad[0]
+    return loss, grad
+
+
+def hessian(family: str, params, dims, moments: Moments, backend: str = "auto") -> np.ndarray:
+    """Dense Hessian ∂²L/∂θ² `[P, P]` of one model (params `[P]`)."""
+    D, H, R = family_dims(family, dims)
+    p = _family_params("params", params, family, dims)
+    if p.ndim != 1:
+        raise ValueError("params must be one model [P] for hessian")
+    moment_arrays(moments, D, 1)
+    if _backend(backend) == "cpp":
+        return make_evaluator(family, dims, moments).hessian(p)
+    return reference.hessian(family, p, (D, H, R), moments)
+
+
+def hvp(family: str, params, u, dims, moments: Moments) -> np.ndarray:
+    """Hessian-vector product `[P]` (C++ core)."""
+    p = _family_params("params", params, family, dims)
+    uu = np.ascontiguousarray(np.asarray(u, dtype=np.float64))
+    if p.ndim != 1 or uu.shape != p.shape:
+        raise ValueError(f"u must have the shape of params {p.shape}, got {uu.shape}")
+    return make_evaluator(family, dims, moments).hvp(p, uu)
+
+
+def make_evaluator(family: str, dims, moments: Moments) -> LinearAttentionObjective:
+    """The C++ objective of a linear attention family with fixed moments (for repeated calls); see
+    LinearAttentionObjective for its methods."""
+    return LinearAttentionObjective(family, dims, moments)
+
+
+def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.ndarray]:
+    """Quantities conserved by the gradient flow (any loss), for diagnostics.
+
+    Args:
+        params_over_time: `[..., P]` (e.g. `[T, P]`).
+    Returns:
+        merged/cubic_mlp: {"w2w2T_minus_W1W1T": `[..., H, H]`} (Eq. 55: w₂w₂ᵀ − W₁W₁ᵀ).
+        separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
+                   "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
+    """
+    b = layout.unflatten(layout_family(family), params_over_time, family_dims(family, dims))
+    if "U" in b:
+        v, W1 = b["v"], b["U"].reshape(*b["U"].shape[:-2], -1)      # W1 [..., H, D²]
+        return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]
+                - np.einsum("...ia,...ja->...ij", W1, W1)}
+    kk = (b["K"] ** 2).sum(-1)
+    return {"k_minus_q": kk - (b["Q"] ** 2).sum(-1), "k_minus_v": kk.sum(-1) - b["v"] ** 2}

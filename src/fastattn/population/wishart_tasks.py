@@ -22,25 +22,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
 
-def _need_core(what: str) -> None:
-    if core is None:
-        raise ValueError(f"{what} needs the compiled core ({CORE_ERROR}); rebuild fastattn "
-                         "(pip install -e .)")
-
-
-class WishartReducedObjective(core.WishartReduced if core is not None else object):
+class WishartReducedObjective(core.WishartReduced):
     """The reduced model's exact population loss (C++). s `[d]`, N, omega `[d, d]`, U `[d, d]`."""
 
     def __init__(self, s, N: float, omega, U):
-        _need_core("WishartReducedObjective")
         s = np.asarray(s, dtype=np.float64)
-        super().__init__(s, float(N), np.asarray(omega, dtype=np.float64),
-                         np.asarray(U, dtype=np.float64))
+        super().__init__(s=s, N=float(N), omega=np.asarray(omega, dtype=np.float64),
+                         U=np.asarray(U, dtype=np.float64))
         self.s, self.N = s, float(N)
 
     @classmethod
@@ -48,14 +41,13 @@ class WishartReducedObjective(core.WishartReduced if core is not None else objec
         return cls(task.s, task.context, task.omega(), task.U)
 
 
-class WishartAlignedObjective(core.WishartAligned if core is not None else object):
+class WishartAlignedObjective(core.WishartAligned):
     """The aligned per-mode exact population loss (C++). s `[d]`, N, omega `[d]` (default 1)."""
 
     def __init__(self, s, N: float, omega=None):
-        _need_core("WishartAlignedObjective")
         s = np.asarray(s, dtype=np.float64)
         w = np.ones_like(s) if omega is None else np.asarray(omega, dtype=np.float64)
-        super().__init__(s, float(N), w)
+        super().__init__(s=s, N=float(N), omega=w)
         self.s, self.N, self.omega = s, float(N), w
 
 

@@ -14,9 +14,10 @@ from tqdm.auto import tqdm
 
 from fastattn.sweep import store
 from fastattn.sweep.executors import run_local, run_ray
-from fastattn.sweep.grid import KEY_FORMAT, Grid, canonical, flat_columns, resolve, run_key
+from fastattn.sweep.grid import KEY_FORMAT, OPTION_BY_NAME, Grid, flat_columns, resolve, run_key
 from fastattn.sweep.horizon import Horizon
-from fastattn.sweep.runner import RunItem, plan_flow
+from fastattn.sweep.options import family_options
+from fastattn.sweep.runner import RunItem, batch_key, check_run, plan_flow
 from fastattn.sweep.worker import clear_stale_inflight
 from fastattn.training.interrupt import terminate_as_interrupt
 from fastattn.training.records import atomic_write, environment, to_jsonable
@@ -26,51 +27,87 @@ EXECUTORS = ("local", "ray")
 SWEEP_DEFAULTS = {"integrator": "auto", "rtol": 1e-5, "atol": 1e-9}
 
 
+class GridError(ValueError):
+    """A grid point that cannot run, found before any run starts or any folder is written: the
+    message names the point's options (as flags) and the problem, on one line."""
+
+
+def point_flags(point: Mapping[str, Any]) -> str:
+    """A grid point in the command line's words: {"heads": -1, "dim": 4} → "--heads -1 --dim 4"."""
+    def text(v: Any) -> str:
+        return "/".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    return " ".join(f"--{k.replace('_', '-')} {text(v)}" if k != "seed" else f"seed {v}"
+                    for k, v in point.items())
+
+
+def check_axes(grid: Grid, families: list[tuple[str, str]]) -> None:
+    """An axis of an option that applies to none of the grid's (task, model) families is an error,
+    as in `train` (a typo'd family would otherwise sweep nothing)."""
+    for name in grid.axes:
+        opt = OPTION_BY_NAME[name]
+        if opt.families and not any(name in family_options(*f) for f in families):
+            kinds = sorted({f[0] if opt.target == "task" else f[1] for f in families})
+            raise GridError(f"{opt.flag} applies to {opt.target} {', '.join(opt.families)}; not to "
+                            f"--{opt.target} {','.join(kinds)}")
+
+
 def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any] | None = None
          ) -> list[RunItem]:
     """Every run of `grid` as a RunItem: resolved spec (horizon filled in), key, config columns.
 
-    `defaults` are option values used when an axis is absent, on top of SWEEP_DEFAULTS.
+    Every point is built and checked first (its task, model and trainer config, the flow horizon):
+    a point that cannot run raises `GridError` naming its options, so a bad grid fails before any
+    run or folder exists. `defaults` are option values used when an axis is absent, on top of
+    SWEEP_DEFAULTS.
     """
     horizon = horizon or Horizon()
     defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
-    items, seen = [], set()
+    items, seen, bad = [], set(), []
     for point in grid.points():
         full = dict(defaults or {}) | point
-        theory: dict[str, Any] = {}
         try:
             spec = resolve(full)
+            check_run(spec, trainer=False)
             spec, theory = plan_flow(spec, horizon)
-        except Exception as exc:          # a bad point becomes a failed run, not a failed sweep
-            spec = resolve(full, strict=False)
-            spec["train"]["_plan_error"] = f"{type(exc).__name__}: {exc}"
+            check_run(spec)
+        except Exception as exc:
+            bad.append(f"{point_flags(point)}: {exc}" if point else str(exc))
+            continue
         key = run_key(spec, horizon.run_settings())
         if key in seen:
             continue
         seen.add(key)
-        columns = flat_columns(full, spec)
+        columns = flat_columns(full, spec,
+                               family_options(spec["task"]["kind"], spec["model"]["kind"]))
         items.append(RunItem(key, point, spec, columns, theory=theory))
+    if bad:
+        more = f" (and {len(bad) - 1} more of the {len(grid)} runs)" if len(bad) > 1 else ""
+        raise GridError(bad[0] + more)
+    check_axes(grid, sorted({(it.spec["task"]["kind"], it.spec["model"]["kind"]) for it in items}))
     for it in items:
-        tr = it.spec["train"]
-        if tr.get("method", "flow") == "flow" and "_plan_error" not in tr:
-            m = it.spec["model"]
-            it.batch_key = canonical({"family": m["kind"], "dim": it.spec["task"]["dim"],
-                                      "heads": m["heads"], "rank": m.get("rank", 1),
-                                      "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
+        it.batch_key = batch_key(it)
     return items
 
 
-def batches(items: list[RunItem], batch: int) -> list[list[RunItem]]:
-    """Groups of at most `batch` compatible runs (same family, dims, integrator, horizon, target)."""
+#: at most this many sampled runs share one batched call when --batch is not given
+SAMPLED_BATCH = 64
+
+
+def batches(items: list[RunItem], batch: int | None) -> list[list[RunItem]]:
+    """Groups of compatible runs: at most `batch` flow runs (None: 1) or sampled runs of a batched
+    trainer (None: SAMPLED_BATCH) per group."""
     groups: OrderedDict[str, list[RunItem]] = OrderedDict()
     for it in items:
         groups.setdefault(it.batch_key or it.key, []).append(it)
     out = []
     for g in groups.values():
-        for i in range(0, len(g), max(1, batch)):
-            out.append(g[i:i + max(1, batch)])
+        flow = g[0].spec["train"].get("method", "flow") == "flow"
+        size = max(1, batch if batch is not None else (1 if flow else SAMPLED_BATCH))
+        for i in range(0, len(g), size):
+            out.append(g[i:i + size])
     # largest runs first: better packing on the workers, honest ETA sooner
-    out.sort(key=lambda b: -_size(b[0]))
+    out.sort(key=lambda b: -_size(b[0]) * len(b))
     return out
 
 
@@ -88,7 +125,7 @@ def run_sweep(
     seeds: int | None = None,
     executor: str = "local",
     workers: int | None = None,
-    batch: int = 1,
+    batch: int | None = None,
     address: str | None = None,
     horizon: Horizon | None = None,
     defaults: Mapping[str, Any] | None = None,
@@ -105,7 +142,9 @@ def run_sweep(
         seeds: repeat each point for seeds 0..K-1 (see `Grid`).
         executor: "local" (process pool of `workers`, default: CPU count; 0 runs in this process)
             or "ray" (connect to `address`, or start a local Ray instance with `workers` CPUs).
-        batch: integrate up to this many compatible flow runs in one C++ call (K models).
+        batch: integrate up to this many compatible flow runs in one C++ call (K models; default
+            1), or train up to this many sampled runs of a batched trainer in one call (default
+            SAMPLED_BATCH; `runner.batched_sampled`).
         horizon: the flow horizon when --time is not given (`Horizon`).
         defaults: option values used where the grid has no axis (the CLI passes integrator="auto").
         retry_failed: run again the runs recorded as failed.
@@ -119,9 +158,11 @@ def run_sweep(
         grid = Grid(grid.axes, seeds)
     horizon = horizon or Horizon()
     defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
-    out = Path(out)
-    store.check_key_format(out, KEY_FORMAT)
+    # absolute before any executor sees it: a Ray worker runs in its own working directory
+    out = Path(out).expanduser().absolute()
     items = plan(grid, horizon, defaults)
+    store.check_key_format(out, KEY_FORMAT)
+    store.check_writable(out)
     done = store.finished_keys(out, include_failed=not retry_failed)
     todo = [it for it in items if it.key not in done]
     if max_runs is not None:
@@ -160,7 +201,9 @@ def run_sweep(
             store.write_table(out)
     table = store.read_table(out)
     keys = {it.key for it in items}
-    return table[table["key"].isin(keys)].reset_index(drop=True)
+    table = table[table["key"].isin(keys)].reset_index(drop=True)
+    table.attrs["n_grid"] = len(items)
+    return table
 
 
 def _progress(total: int, initial: int, show: bool | None):

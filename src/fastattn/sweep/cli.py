@@ -17,9 +17,12 @@ SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer o
 A comma separates the values of an axis: --dim 4,8 --context 16,64 is 4 runs. Inside one value
 write commas as '/': --spectrum 0.4/0.3/0.2/0.1, --context 8/16 (a list of lengths). --heads and
 --init may be expressions of D and N: --heads D, --heads 2*D, --init '1e-2*sqrt(D)'.
-Flow runs without --time stop at L <= (1 + converge-rel)·L* (theory's minimum), bounded by
-t_end = horizon-factor × the theory's plateau-time estimate. Finished runs in --out are never
-rerun: rerun the same command to resume. See docs/sweeps.md.
+Every point is built and checked before any run starts or --out is created (a bad value: one line,
+exit 2; --dry-run shows the same). Flow runs without --time run to the horizon of the paper whose
+theory covers the pair (Zhang: L <= (1 + converge-rel)·L*, bounded by t_end = horizon-factor × the
+plateau-time estimate; Musat, Sander, Mainali: docs/sweeps.md). Sampled runs that differ only in
+seeds or --lr train in one batched call where the pair has a batched trainer (He et al.'s model).
+Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
 Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
          --seeds 2 --out DIR"""
@@ -45,16 +48,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                       max_evals=int(opt("max_evals", 5_000_000)),
                       max_run_seconds=opt("max_run_seconds"))
     if args.dry_run:
-        items = plan(grid, horizon, SWEEP_DEFAULTS)
+        items = plan(grid, horizon, SWEEP_DEFAULTS)     # a bad point: the same error as a real run
         for it in items:
             tr = it.spec["train"]
             print(it.key, {k: v for k, v in it.point.items()},
                   f"t_end={tr.get('t_end')} target={tr.get('target_loss')} {tr.get('integrator')}")
         print(f"{len(items)} runs")
         return 0
+    batch = opt("batch")
     try:
         table = run_sweep(grid, out, executor=opt("executor", "local"), workers=opt("workers"),
-                          batch=int(opt("batch", 1)), address=opt("address"), horizon=horizon,
+                          batch=None if batch is None else int(batch), address=opt("address"),
+                          horizon=horizon,
                           retry_failed=bool(opt("retry_failed", False)),
                           progress=False if args.quiet else None, max_runs=opt("max_runs"))
     except KeyboardInterrupt:
@@ -63,29 +68,54 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(f"fastattn sweep: interrupted; {len(finished_keys(Path(out)))} runs finished in "
               f"{out}, rerun the same command to run the rest", file=sys.stderr)
         return INTERRUPTED
+    from fastattn.sweep.store import table_size
+
     counts = table["status"].value_counts().to_dict()
-    print(f"{len(table)} runs in {out}/results.parquet: "
-          + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    size = table_size(Path(out))
+    print(f"this grid: {len(table)} of {table.attrs.get('n_grid', len(table))} runs finished ("
+          + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) + f"); {out}/results.parquet "
+          f"holds {size} runs" + (" (other grids' runs too)" if size > len(table) else ""))
     failed = table[table["status"] == "error"]
     for _, row in failed.head(5).iterrows():
         print(f"  failed {row['key']}: {row['error']}")
     return 0 if failed.empty else 1
 
 
+def plot_paths(out: str | None, kinds: list[str]) -> dict[str, Path | None]:
+    """Where each plot kind goes: --out FILE for one kind; for several, FILE's name with the kind
+    appended (fig.png → fig_duration.png, fig_heatmap.png …); None: the default DIR/plot_KIND.png."""
+    if not out:
+        return dict.fromkeys(kinds)
+    path = Path(out)
+    if len(kinds) == 1:
+        return {kinds[0]: path}
+    suffix = path.suffix or ".png"
+    return {k: path.with_name(f"{path.stem}_{k}{suffix}") for k in kinds}
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from fastattn.sweep.plots import KINDS, plot_sweep  # matplotlib: only for `fastattn plot`
+    from fastattn.sweep.store import read_table
 
     kinds = list(KINDS) if args.kind == "all" else [args.kind]
-    for kind in kinds:
+    table = read_table(args.dir)          # unreadable, or nothing to plot: exit 2, one line
+    if table.empty:
+        raise CommandError(f"{args.dir} holds no finished runs to plot")
+    written, skipped = [], []
+    for kind, out in plot_paths(args.out, kinds).items():
         try:
-            path = plot_sweep(args.dir, kind, out=args.out if len(kinds) == 1 else None,
-                              x=args.x, y=args.y, value=args.value)
+            path = plot_sweep(args.dir, kind, out=out, x=args.x, y=args.y, value=args.value)
         except ValueError as exc:
             if len(kinds) == 1:
                 raise CommandError(f"--kind {kind}: {exc}") from None
-            print(f"{kind}: skipped ({exc})", file=sys.stderr)
+            skipped.append(f"{kind}: {exc}")
             continue
+        written.append(path)
         print(f"wrote {path}")
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    if not written:
+        raise CommandError(f"no plot applies to the runs in {args.dir}: " + "; ".join(skipped))
     return 0
 
 
@@ -103,7 +133,8 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--workers", type=int, help="processes (default: CPU count; 0: in this process)")
     g.add_argument("--address", help="ray: address of a running cluster (default: start a local one)")
     g.add_argument("--batch", type=int,
-                   help="integrate up to this many compatible flow runs per C++ call (default 1)")
+                   help="integrate up to this many compatible flow runs per C++ call (default 1); "
+                   "train up to this many batched sampled runs per call (default 64)")
     g.add_argument("--converge-rel", type=float,
                    help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
@@ -128,5 +159,6 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--x", help="heatmap: column on x (default: first swept axis)")
     p.add_argument("--y", help="heatmap: column on y (default: second swept axis)")
     p.add_argument("--value", default="final_loss", help="heatmap: column shown (default final_loss)")
-    p.add_argument("--out", help="output PNG (default DIR/plot_KIND.png)")
+    p.add_argument("--out", help="output PNG (default DIR/plot_KIND.png); with several kinds "
+                   "(--kind all) each gets FILE's name + _KIND")
     p.set_defaults(func=_cmd_plot)

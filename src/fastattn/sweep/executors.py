@@ -7,6 +7,7 @@ to the workers: always true locally; on a multi-node Ray cluster use a shared fi
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import tempfile
@@ -86,39 +87,72 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+#: Ray's switch between a node address other machines can reach (clusters; the default on Linux)
+#: and the loopback address (its default on macOS and Windows): read by Ray at import and by the
+#: processes a local cluster starts (they inherit the environment)
+RAY_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only():
+    """A local Ray instance started in this context listens on 127.0.0.1 only (its GCS, raylet,
+    workers and agents; checked in tests/sweep/test_ray.py). `ray.init(_node_ip_address=
+    "127.0.0.1")` alone does not do it: Ray replaces a loopback address by the machine's network
+    address unless its cluster switch is off, and its servers then listen on every interface."""
+    from ray._private import ray_constants
+
+    saved_env, saved_flag = os.environ.get(RAY_CLUSTER_SWITCH), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[RAY_CLUSTER_SWITCH] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False       # Ray read the variable when it was imported
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(RAY_CLUSTER_SWITCH, None)
+        else:
+            os.environ[RAY_CLUSTER_SWITCH] = saved_env
+
+
 def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
             address: str | None, collect: Collect) -> None:
-    """Run the batches as Ray tasks (one CPU each) on the cluster at `address`, or a local one."""
+    """Run the batches as Ray tasks (one CPU each) on the cluster at `address`, or on a local one
+    that listens on 127.0.0.1 only (`loopback_only`)."""
     try:
         import ray
     except ImportError:
         raise ImportError("executor='ray' needs Ray: pip install 'fastattn[ray]'") from None
     started = False
-    if not ray.is_initialized():
-        kw: dict[str, Any] = {"address": address} if address else \
-            {"num_cpus": workers or default_workers(), "include_dashboard": False}
-        # Ray puts the driver's working directory first on the workers' sys.path; run from a fastattn
-        # checkout, that would import the uncompiled source tree instead of the installed package.
-        # An empty working_dir keeps the workers' imports those of the installed environment.
-        kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
-        ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
-        started = True
-    try:
-        task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
-        pending = {task.remote(run_batch, g, out, horizon): g for g in groups}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                group = pending.pop(ref)
-                try:
-                    rows = ray.get(ref)
-                except Exception as exc:
-                    rows = lost_rows(group, out, exc)
-                clear_inflight(group, out)
-                collect(rows)
-    finally:
-        if started:
-            ray.shutdown()
+    with contextlib.ExitStack() as stack:
+        if not ray.is_initialized():
+            kw: dict[str, Any] = {"address": address} if address else \
+                {"num_cpus": workers or default_workers(), "include_dashboard": False,
+                 "_node_ip_address": "127.0.0.1"}
+            if not address:
+                stack.enter_context(loopback_only())
+            # Ray puts the driver's working directory first on the workers' sys.path; run from a
+            # fastattn checkout, that would import the uncompiled source tree instead of the
+            # installed package. An empty working_dir keeps the workers' imports those of the
+            # installed environment.
+            kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
+            ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
+            started = True
+        try:
+            task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+            pending = {task.remote(run_batch, g, out, horizon): g for g in groups}
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    group = pending.pop(ref)
+                    try:
+                        rows = ray.get(ref)
+                    except Exception as exc:
+                        rows = lost_rows(group, out, exc)
+                    clear_inflight(group, out)
+                    collect(rows)
+        finally:
+            if started:
+                ray.shutdown()
 
 
 def _ray_task(fn, group, out, horizon):

@@ -200,17 +200,29 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
     Layout: option keys at the top level or under ``[grid]`` (a list is an axis), sweep settings
     (``seeds``, ``out``, ``executor``, ``workers``, ``batch``, ``converge_rel`` …) under ``[sweep]``.
     """
+    try:
+        return _parse_config(path)
+    except (OSError, ValueError) as exc:        # tomllib's and yaml's errors are ValueErrors
+        raise ValueError(f"sweep file {path}: {exc}") from None
+
+
+def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
     text = open(path, "rb").read()
     if str(path).endswith((".yaml", ".yml")):
         try:
             import yaml
         except ImportError:
             raise ValueError("YAML sweep files need pyyaml (pip install pyyaml); or use TOML") from None
-        doc = yaml.safe_load(text) or {}
+        try:
+            doc = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ValueError(f"not valid YAML: {exc}") from None
     else:
         import tomllib  # Python >= 3.11 (the package supports 3.10 for everything else)
 
         doc = tomllib.loads(text.decode())
+    if not isinstance(doc, dict):
+        raise ValueError("expected option keys and a [sweep] table")
     settings = dict(doc.pop("sweep", {}) or {})
     raw = dict(doc.pop("grid", {}) or {}) | doc
     axes: dict[str, list[Any]] = {}
@@ -223,10 +235,10 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ resolution
-def resolve(point: Mapping[str, Any], strict: bool = True) -> dict[str, dict[str, Any]]:
+def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """A {"task", "model", "train"} spec (as `cli_options.build_run` takes it) of one grid point:
-    defaults filled in, seeds applied, heads/init expressions of D and N evaluated (strict=False
-    leaves an expression that does not evaluate as its text, for the row of a failed run)."""
+    defaults filled in, seeds applied, heads/init expressions of D and N evaluated (ValueError
+    where one does not give a valid value)."""
     values = {name: point[name] if name in point else opt.default for name, opt in OPTION_BY_NAME.items()}
     if point.get("seed") is not None:
         s = int(point["seed"])
@@ -237,17 +249,13 @@ def resolve(point: Mapping[str, Any], strict: bool = True) -> dict[str, dict[str
     ctx = values["context"]
     n = max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)
     names = {"D": dim, "N": n}
-    try:
-        if isinstance(values["heads"], str):
-            h = evaluate(values["heads"], names)
-            if abs(h - round(h)) > 1e-9 or round(h) < 1:
-                raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
-            values["heads"] = round(h)
-        if isinstance(values["init"], str):
-            values["init"] = float(evaluate(values["init"], names))
-    except ValueError:
-        if strict:
-            raise
+    if isinstance(values["heads"], str):
+        h = evaluate(values["heads"], names)
+        if abs(h - round(h)) > 1e-9 or round(h) < 1:
+            raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
+        values["heads"] = round(h)
+    if isinstance(values["init"], str):
+        values["init"] = float(evaluate(values["init"], names))
     spec: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
     for name, opt in OPTION_BY_NAME.items():
         if values[name] is not None:
@@ -293,11 +301,14 @@ def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] |
     return hashlib.sha256(canonical(doc).encode()).hexdigest()[:16]
 
 
-def flat_columns(point: Mapping[str, Any], spec: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Config columns of the results table: one per option (its name), resolved values; list
-    values as JSON text so every column has one type."""
+def flat_columns(point: Mapping[str, Any], spec: Mapping[str, Mapping[str, Any]],
+                 names: Iterable[str] | None = None) -> dict[str, Any]:
+    """Config columns of the results table: one per option in `names` (default: every option;
+    the sweep passes the options of the run's family, `sweep.options.family_options`), resolved
+    values; list values as JSON text so every column has one type."""
     out: dict[str, Any] = {}
-    for name, opt in OPTION_BY_NAME.items():
+    for name in OPTION_BY_NAME if names is None else names:
+        opt = OPTION_BY_NAME[name]
         v = spec[opt.target].get(opt.field)
         if isinstance(v, (list, tuple)):
             v = json.dumps(list(v))

@@ -28,6 +28,32 @@ def swept_axes(out: Path, df) -> list[str]:
     return cols
 
 
+def tick_label(v: float) -> str:
+    """A short tick label: integers below 10⁶ as written (4, 1024, 65536), else `:.3g` (0.5,
+    1e-03, 2.5e+07)."""
+    if float(v).is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.3g}"
+
+
+def log_ticks(ax, axis: str, values, max_ticks: int = 8) -> None:
+    """Ticks of a log axis at the data's values (at most `max_ticks`, evenly thinned), short
+    labels, no minor labels: matplotlib's default labels the minor ticks of a log axis spanning
+    less than a decade, and they overlap."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    v = np.unique(np.asarray(values, dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return
+    if v.size > max_ticks:
+        v = v[np.unique(np.linspace(0, v.size - 1, max_ticks).round().astype(int))]
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(v))
+    a.set_ticklabels([tick_label(x) for x in v])
+    a.set_minor_formatter(NullFormatter())
+
+
 def plot_heatmap(df, fig, x: str, y: str, value: str):
     """Mean of `value` over runs (seeds, other axes) on the grid of two swept axes."""
     for c in (x, y, value):
@@ -36,18 +62,29 @@ def plot_heatmap(df, fig, x: str, y: str, value: str):
     d = df[df["status"] != "error"]
     vals = d[value].astype(float)
     piv = d.assign(_v=vals).pivot_table(index=y, columns=x, values="_v", aggfunc="mean")
+    if piv.empty:
+        raise ValueError(f"no finished run has a value of {value!r}")
     ax = fig.subplots()
     data = piv.values
     positive = np.nanmin(data) > 0 and np.nanmax(data) / max(np.nanmin(data), 1e-300) > 100
     im = ax.imshow(data, origin="lower", aspect="auto", cmap="viridis",
                    norm=LogNorm() if positive else None)
-    ax.set_xticks(range(len(piv.columns)), [str(c) for c in piv.columns])
-    ax.set_yticks(range(len(piv.index)), [str(c) for c in piv.index])
+    xl = [tick_label(c) if isinstance(c, (int, float)) else str(c) for c in piv.columns]
+    ax.set_xticks(range(len(xl)), xl, rotation=45 if max(map(len, xl)) * len(xl) > 40 else 0,
+                  ha="right" if max(map(len, xl)) * len(xl) > 40 else "center")
+    ax.set_yticks(range(len(piv.index)),
+                  [tick_label(c) if isinstance(c, (int, float)) else str(c) for c in piv.index])
     ax.set(xlabel=x, ylabel=y, title=f"{value} (mean over the other axes and seeds)")
-    for i in range(data.shape[0]):
-        for j in range(data.shape[1]):
-            if np.isfinite(data[i, j]):
-                ax.text(j, i, f"{data[i, j]:.3g}", ha="center", va="center", fontsize=6, color="w")
+    # annotations: sized to the cell, black on light cells and white on dark ones
+    cells = max(data.shape)
+    size = 9 if cells <= 6 else 7 if cells <= 12 else 0
+    if size:
+        shade = im.norm(np.where(np.isfinite(data), data, np.nan))
+        for i in range(data.shape[0]):
+            for j in range(data.shape[1]):
+                if np.isfinite(data[i, j]):
+                    ax.text(j, i, f"{data[i, j]:.3g}", ha="center", va="center", fontsize=size,
+                            color="k" if shade[i, j] > 0.6 else "w")
     fig.colorbar(im, ax=ax)
 
 
@@ -59,7 +96,11 @@ def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, 
     try:
         if kind in PAPER_PLOTS:
             module, _, name = PAPER_PLOTS[kind].partition(":")
-            getattr(importlib.import_module(module), name)(df, fig)
+            try:
+                getattr(importlib.import_module(module), name)(df, fig)
+            except KeyError as exc:             # another paper's table
+                raise ValueError(f"the table has no column {exc}: no run of the pairs this plot "
+                                 "is for") from None
         elif kind == "heatmap":
             axes = swept_axes(Path(sweep_dir), df)
             x = x or (axes[0] if axes else None)

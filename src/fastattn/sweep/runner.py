@@ -8,6 +8,7 @@ of them in a worker.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,10 +16,11 @@ import numpy as np
 
 from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
 from fastattn.cli_options import build_run, build_task
+from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
-from fastattn.training import run_config
-from fastattn.training.flow import population_runs
+from fastattn.training import Trajectory, run_config
+from fastattn.training.flow import objectives, population_runs
 from fastattn.training.records import environment
 
 #: parameters are recorded at every loss record only below this many floats (else init + final)
@@ -59,11 +61,60 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
         tr["target_loss"] = target
     if tr.get("t_end") is None:
         if t_end is None:
-            why = ("no theory estimate (init scale 0?)" if hooks else
+            why = (f"no horizon from {hooks.paper}'s theory for it (a sampled model, or init "
+                   "scale 0)" if hooks else
                    f"no theory for (task, model) = ({task.kind}, {model['kind']})")
             raise ValueError(f"flow run without --time and {why}; give --time")
         tr["t_end"] = t_end
     return spec, theory
+
+
+def check_run(spec: dict[str, dict[str, Any]], trainer: bool = True) -> None:
+    """Build the run's task (without its random rotation), model, and with `trainer` its trainer
+    config and (flow, gd) exact objective, so that a bad option value or pair fails at planning
+    time with the config's own message. trainer=False checks the task and model alone (before the
+    horizon is planned: the theory's formulas need valid ones). Raises ValueError."""
+    train = dict(spec["train"], progress=False) if trainer else {"t_end": 1.0}   # a placeholder
+    task, model, cfg = build_run({"task": dict(spec["task"], rotate=False), "model": spec["model"],
+                                  "train": train})
+    if trainer and cfg.method in ("flow", "gd"):
+        objectives([model], [task], cfg.method)
+
+
+#: fields of a run that train_batched keeps per run: runs that differ only in these share a call
+PER_RUN_FIELDS = {"model": ("init_seed",), "task": ("data_seed", "rotation_seed"),
+                  "train": ("lr", "eval_seed")}
+
+
+def batched_sampled(spec: dict[str, dict[str, Any]]) -> bool:
+    """Whether a run trains with `training.batched.train_batched` (He et al. 2025's fused Adam
+    step): adam on fresh batches (no fixed data set, test sets, weight decay or other loss) of
+    `multihead_softmax` with the softmax activation on one fixed context length."""
+    task, model, tr = spec["task"], spec["model"], spec["train"]
+    return (tr.get("method") == "adam" and model["kind"] == "multihead_softmax"
+            and model.get("activation", "exp") == "exp" and task["kind"] == "linear_regression"
+            and isinstance(task.get("context"), int) and not tr.get("dataset_size")
+            and not tr.get("test_size") and not tr.get("weight_decay") and tr.get("loss") is None
+            and tr.get("target_loss") is None and tr.get("grad_tol") is None
+            and not task.get("fixed_task_fraction") and not task.get("w_mean"))
+
+
+def batch_key(item: RunItem) -> str | None:
+    """The key of the runs `item` may share one call with: compatible flow runs (same family, dims,
+    integrator, horizon) or sampled runs of a batched trainer that differ only in per-run values
+    (seeds, learning rate); None: it runs alone."""
+    spec = item.spec
+    tr = spec["train"]
+    if tr.get("method", "flow") == "flow":
+        m = spec["model"]
+        return canonical({"family": m["kind"], "dim": spec["task"]["dim"], "heads": m["heads"],
+                          "rank": m.get("rank", 1),
+                          "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
+    if batched_sampled(spec):
+        shared = {t: {k: v for k, v in fields.items() if k not in PER_RUN_FIELDS.get(t, ())}
+                  for t, fields in spec.items()}
+        return canonical({"batched": "train_batched", **shared})
+    return None
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -94,10 +145,26 @@ def measure(traj) -> Columns:
 
 # ------------------------------------------------------------------------------ running
 def build(item: RunItem):
-    """(task, model, TrainConfig) of a run, without a progress bar."""
+    """(task, model, TrainConfig) of a run, without a progress bar; an exact flow run locates the
+    events of its paper's hooks."""
     spec = {k: dict(v) for k, v in item.spec.items()}
     spec["train"]["progress"] = False
+    hooks = hooks_for(spec["task"]["kind"], spec["model"]["kind"])
+    if hooks and hooks.events and spec["train"].get("method", "flow") == "flow":
+        spec["train"]["events"] = tuple(hooks.events(spec["task"], spec["model"]).values())
     return build_run(spec)
+
+
+def event_times(item: RunItem, traj) -> dict[str, float]:
+    """{event name: time of its first crossing} of the run's hooks' events (the integrators' time)."""
+    hooks = hooks_for(item.spec["task"]["kind"], item.spec["model"]["kind"])
+    if not (hooks and hooks.events and traj.events):
+        return {}
+    names = list(hooks.events(item.spec["task"], item.spec["model"]))
+    out: dict[str, float] = {}
+    for hit in traj.events:
+        out.setdefault(names[hit.event], float(hit.t))
+    return out
 
 
 def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.ndarray, list]:
@@ -125,15 +192,52 @@ def flow_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.
     return out, p0, tasks
 
 
+def batched_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, np.ndarray, list]:
+    """Train K sampled runs that differ only in per-run values (`batch_key`) in one call of
+    `training.batched.train_batched` (He et al.'s fused Adam step on the "fast" data stream: batch
+    k of a run is a pure function of its data seed and k, so a run's result does not depend on
+    the runs it shares the call with). Returns what `flow_trajectories` does."""
+    from fastattn.training.batched import BatchedAdamConfig, train_batched
+
+    built = [build(it) for it in items]
+    tasks, models, cfgs = ([b[i] for b in built] for i in range(3))
+    cfg = cfgs[0]
+    p0 = np.stack([m.to_flat() for m in models])
+    every = max(1, cfg.steps // max(1, horizon.n_records or cfg.n_records))
+    start = time.perf_counter()
+    res = train_batched(models, tasks, BatchedAdamConfig(
+        lr=cfg.lr, steps=cfg.steps, batch_size=cfg.batch_size, record_every=every, stream="fast"),
+        lrs=[c.lr for c in cfgs])
+    wall = time.perf_counter() - start
+    meta = environment()
+    out = []
+    for k, (task, model, c) in enumerate(built):
+        loss = np.asarray(res.losses[k], dtype=float)
+        final = model.to_flat()
+        traj = Trajectory(time=2 * c.lr * (res.steps + 1.0), step=res.steps + 1, loss=loss,
+                          snapshot_time=np.array([0.0, 2 * c.lr * c.steps]),
+                          params=np.stack([p0[k], final]),
+                          status="steps" if np.all(np.isfinite(loss)) and np.all(np.isfinite(final))
+                          else "diverged",
+                          n_evals=c.steps, wall_time=wall / len(items),
+                          config=run_config(task, model, dataclasses.replace(c, progress=None)),
+                          meta=meta)
+        out.append((traj, model, {"runs_in_batch": len(items), "batch_wall_time": wall,
+                                  "backend": res.extras.get("backend"), "stream": "fast"}))
+    return out, p0, tasks
+
+
 def result_row(item: RunItem, traj, p0: np.ndarray | None, task, extra: dict[str, Any],
-               horizon: Horizon) -> dict[str, Any]:
-    """The result row of a finished run: config columns, horizon, cost, theory and measurements."""
-    model = item.spec["model"]
-    hooks = run_hooks(task, model)
-    theory = hooks.predictions(task, model, p0, horizon) if hooks else {}
-    measured = measure(traj)
+               horizon: Horizon, model=None) -> dict[str, Any]:
+    """The result row of a finished run: config columns, horizon, cost, theory and measurements
+    (`model`: the run's model, given to the hooks' measurements as measured["_model"])."""
+    options = item.spec["model"]
+    hooks = run_hooks(task, options)
+    theory = hooks.predictions(task, options, p0, horizon) if hooks else {}
+    measured = measure(traj) | {"_events": event_times(item, traj), "_task": task, "_model": model}
     if hooks:
         measured |= hooks.measurements(traj, theory, measured)
+    measured = {k: v for k, v in measured.items() if not k.startswith("_")}
     row = {"key": item.key, **item.columns,
            "t_end": item.spec["train"].get("t_end"),
            "target_loss": item.spec["train"].get("target_loss"),

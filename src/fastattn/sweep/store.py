@@ -32,6 +32,21 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
     return path
 
 
+def check_writable(out: Path) -> None:
+    """Create the sweep folder `out` (and runs/, records/) and check that files can be written
+    there, before any run starts; a clear OSError naming the folder otherwise."""
+    out = Path(out)
+    try:
+        for d in (out, out / RUNS, out / RECORDS):
+            d.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / ".write-test", lambda fh: fh.write("ok"), "w")
+        (out / ".write-test").unlink()
+    except OSError as exc:
+        what = exc.strerror or type(exc).__name__
+        raise OSError(f"cannot write to the sweep folder {out} ({what}); choose a writable --out "
+                      "(or fix the folder's permissions)") from None
+
+
 def check_key_format(out: Path, expected: int) -> None:
     """Raise if `out` holds finished runs keyed by another key format than `expected` (their keys
     cannot be matched to this version's, so resuming would silently rerun everything)."""
@@ -72,13 +87,18 @@ def finished_keys(out: Path, include_failed: bool = True) -> set[str]:
             if row is not None and (include_failed or row["status"] != "error")}
 
 
+def table_size(out: Path) -> int:
+    """Runs recorded in the sweep folder `out` (by any grid run there)."""
+    return len(finished_keys(out))
+
+
 def load_rows(out: Path) -> list[dict[str, Any]]:
     """Every readable result row of DIR/runs/, in key order."""
     rows = (read_row(p) for p in sorted((Path(out) / RUNS).glob("*.json")))
     return [row for row in rows if row is not None]
 
 
-FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_end", "target_loss")
+FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_", "target_loss", "risk")
 LIST_COLUMNS = ("theory_levels", "plateau_levels", "plateau_starts", "plateau_ends", "drop_times")
 
 
@@ -103,11 +123,29 @@ def to_frame(rows: list[dict[str, Any]]):
 
 
 def write_table(out: Path) -> Path:
-    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path."""
-    df = to_frame(load_rows(out))
+    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path. Columns with a unit
+    (the papers' hooks' `units`) carry it in their Parquet field metadata ("unit")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastattn.sweep.hooks import units
+
+    table = pa.Table.from_pandas(to_frame(load_rows(out)), preserve_index=False)
+    known = units()
+    fields = [f.with_metadata({"unit": known[f.name]}) if f.name in known else f for f in table.schema]
+    table = pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
     path = Path(out) / TABLE
-    atomic_write(path, lambda fh: df.to_parquet(fh, index=False), "wb")
+    atomic_write(path, lambda fh: pq.write_table(table, fh), "wb")
     return path
+
+
+def column_units(out: str | Path) -> dict[str, str]:
+    """Column -> unit of DIR/results.parquet (its field metadata)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(Path(out) / TABLE)
+    return {f.name: f.metadata[b"unit"].decode() for f in schema
+            if f.metadata and b"unit" in f.metadata}
 
 
 def read_table(out: str | Path):

@@ -21,7 +21,14 @@ import torch
 
 from fastattn.sweep import store
 from fastattn.sweep.horizon import Horizon
-from fastattn.sweep.runner import RunItem, build, flow_trajectories, result_row
+from fastattn.sweep.runner import (
+    RunItem,
+    batched_sampled,
+    batched_trajectories,
+    build,
+    flow_trajectories,
+    result_row,
+)
 from fastattn.training import train
 
 #: directory of in-flight markers, one per running batch (named after its first run's key)
@@ -47,33 +54,32 @@ def _exit_with_parent(parent: int, poll: float = 0.5) -> None:
 
 
 def run_batch(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
-    """The worker entry point: mark the batch in flight, record runs whose planning failed as
-    failed rows, execute the others; returns every row (also saved in `out_dir`)."""
+    """The worker entry point: mark the batch in flight and execute it; returns every row (also
+    saved in `out_dir`)."""
     mark_inflight(items, out_dir)
-    rows = []
-    for it in items:
-        if "_plan_error" in it.spec["train"]:
-            row = error_row(it, it.spec["train"]["_plan_error"], 0.0)
-            store.save_row(Path(out_dir), row)
-            rows.append(row)
-    good = [it for it in items if "_plan_error" not in it.spec["train"]]
-    if good:
-        rows += execute(good, out_dir, horizon)
-    return rows
+    return execute(items, out_dir, horizon)
 
 
 def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[str, Any]]:
-    """Run `items` (one batch: several only when they are compatible flow runs), save each run's
-    record and result row in `out_dir`, and return the rows. Never raises for a failed run."""
+    """Run `items` (one batch: several only when they are compatible flow runs or sampled runs of a
+    batched trainer), save each run's record and result row in `out_dir`, and return the rows.
+    Never raises for a failed run."""
     rows: list[dict[str, Any]] = []
-    if len(items) > 1:
+    sampled = batched_sampled(items[0].spec)
+    if len(items) > 1 or sampled:
+        start = time.perf_counter()
         try:
-            results, p0, tasks = flow_trajectories(items, horizon)
-        except Exception:                    # attribute the failure: run them one by one
+            many = batched_trajectories if sampled else flow_trajectories
+            results, p0, tasks = many(items, horizon)
+        except Exception as exc:             # attribute the failure: run them one by one
+            if len(items) == 1:
+                row = error_row(items[0], exc, time.perf_counter() - start)
+                store.save_row(Path(out_dir), row)
+                return [row]
             return [r for it in items for r in execute([it], out_dir, horizon)]
-        for k, (item, (traj, _model, extra)) in enumerate(zip(items, results, strict=True)):
+        for k, (item, (traj, model, extra)) in enumerate(zip(items, results, strict=True)):
             try:
-                rows.append(_finish(item, traj, p0[k], tasks[k], extra, out_dir, horizon))
+                rows.append(_finish(item, traj, p0[k], tasks[k], extra, out_dir, horizon, model))
             except Exception as exc:
                 row = error_row(item, exc, traj.wall_time)
                 store.save_row(Path(out_dir), row)
@@ -84,13 +90,13 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
     try:
         if item.spec["train"].get("method", "flow") == "flow":
             results, p0, tasks = flow_trajectories([item], horizon)
-            traj, _model, extra = results[0]
-            rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon))
+            traj, model, extra = results[0]
+            rows.append(_finish(item, traj, p0[0], tasks[0], extra, out_dir, horizon, model))
         else:
             task, model, cfg = build(item)
             p0 = model.to_flat()
             traj = train(model, task, cfg)
-            rows.append(_finish(item, traj, p0, task, {"runs_in_batch": 1}, out_dir, horizon))
+            rows.append(_finish(item, traj, p0, task, {"runs_in_batch": 1}, out_dir, horizon, model))
     except Exception as exc:
         row = error_row(item, exc, time.perf_counter() - start)
         store.save_row(Path(out_dir), row)
@@ -98,25 +104,21 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
     return rows
 
 
-def _finish(item, traj, p0, task, extra, out_dir, horizon) -> dict[str, Any]:
+def _finish(item, traj, p0, task, extra, out_dir, horizon, model=None) -> dict[str, Any]:
     if traj.status == "interrupted":        # not a result: no row, so a resume runs it again
         raise KeyboardInterrupt(f"run {item.key} interrupted")
     out = Path(out_dir)
     record = traj.save(out / store.RECORDS / item.key)
-    row = result_row(item, traj, p0, task, extra, horizon)
+    row = result_row(item, traj, p0, task, extra, horizon, model)
     row["record"] = str(record.relative_to(out))
     store.save_row(out, row)
     return row
 
 
-def error_row(item: RunItem, exc: BaseException | str, wall: float) -> dict[str, Any]:
-    """The row of a failed run: its config columns, the error (an exception, or the message of
-    one caught while planning) and the planned theory columns."""
-    if isinstance(exc, str):
-        error, trace = exc, ""
-    else:
-        error = f"{type(exc).__name__}: {exc}"
-        trace = "".join(traceback.format_exception(exc))[-4000:]
+def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
+    """The row of a failed run: its config columns, the error and the planned theory columns."""
+    error = f"{type(exc).__name__}: {exc}"
+    trace = "".join(traceback.format_exception(exc))[-4000:]
     return {"key": item.key, **item.columns, "status": "error", "error": error,
             "traceback": trace, "wall_time": wall, **item.theory}
 

@@ -32,6 +32,7 @@ import torch
 
 from fastattn import _validate as check
 from fastattn.tasks.base import register_task
+from fastattn.tasks.haar import haar_frame
 from fastattn.tasks.linear_regression import _generator
 
 CONTEXT_DISTS = ("unitary", "orthogonal", "haar", "positional")
@@ -82,10 +83,8 @@ def rotation_blocks(phi: torch.Tensor) -> torch.Tensor:
 
 
 def haar_orthogonal(n: int, d: int, g: torch.Generator) -> torch.Tensor:
-    """n matrices uniform on O(d) (det ±1) `[n, d, d]`: QR of a Gaussian with the sign fix."""
-    z = torch.randn(n, d, d, generator=g, dtype=torch.float64)
-    q, r = torch.linalg.qr(z)
-    return q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+    """n matrices uniform on O(d) (det ±1) `[n, d, d]` (`fastattn.tasks.haar`)."""
+    return haar_frame(torch.randn(n, d, d, generator=g, dtype=torch.float64))
 
 
 @register_task

@@ -24,6 +24,7 @@ import torch
 
 from fastattn import _validate as check
 from fastattn.tasks.base import register_task
+from fastattn.tasks.haar import haar_frame
 from fastattn.tasks.linear_regression import _generator
 
 DATA = ("gaussian", "orthonormal")
@@ -41,8 +42,8 @@ class InductionBatch(NamedTuple):
 
 
 def _orthonormal_columns(g: torch.Generator, B: int, D: int, n: int, dtype, device) -> torch.Tensor:
-    Qm, _ = torch.linalg.qr(torch.randn(B, D, n, generator=g, dtype=torch.float64))
-    return Qm.to(dtype=dtype, device=device)
+    """B Haar-distributed frames of n orthonormal columns in R^D `[B, D, n]`."""
+    return haar_frame(torch.randn(B, D, n, generator=g, dtype=torch.float64)).to(dtype=dtype, device=device)
 
 
 @register_task

@@ -18,6 +18,7 @@ import torch
 from fastattn import _validate as check
 from fastattn.population.moments import Moments
 from fastattn.tasks.base import register_task
+from fastattn.tasks.haar import haar_frame
 from fastattn.theory.gaussian import wishart_second_moment
 
 # Separate random streams, so that e.g. the fixed task vector never changes when the batch size does.
@@ -195,8 +196,7 @@ class LinearRegression:
         vecs = np.eye(self.dim)
         if self.rotate:
             g = np.random.default_rng([self.rotation_seed, _STREAM_ROTATION])
-            q, r = np.linalg.qr(g.standard_normal((self.dim, self.dim)))
-            vecs = q * np.sign(np.diag(r))  # Haar-distributed orthogonal matrix
+            vecs = haar_frame(g.standard_normal((self.dim, self.dim)))
         return vals, vecs
 
     @cached_property

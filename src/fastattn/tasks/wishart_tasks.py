@@ -19,6 +19,7 @@ import torch
 
 from fastattn import _validate as check
 from fastattn.tasks.base import register_task
+from fastattn.tasks.haar import haar_frame
 from fastattn.tasks.linear_regression import _generator
 from fastattn.tasks.spectra import spectrum as named_spectrum
 
@@ -46,11 +47,9 @@ class VectorBatch:
 
 
 def haar_orthogonal(dim: int, seed: int) -> np.ndarray:
-    """A Haar-random orthogonal matrix `[dim, dim]`: QR of a Gaussian matrix, with the sign of R's
-    diagonal moved into Q (without that fix Q is not Haar-distributed)."""
+    """A Haar-random orthogonal matrix `[dim, dim]` drawn from `seed` (`fastattn.tasks.haar`)."""
     g = np.random.default_rng(np.random.SeedSequence([int(seed), _STREAM_ROTATION]))
-    q, r = np.linalg.qr(g.standard_normal((dim, dim)))
-    return q * np.sign(np.diag(r))
+    return haar_frame(g.standard_normal((dim, dim)))
 
 
 @register_task

@@ -9,8 +9,9 @@ Paper (the diagonal-Ŝ approximation):
     s^∞_α = ((N+1) s_α + Tr S)/N, a^∞_α = 1/s^∞_α, τ_α = 1/(ηP s_α²),
     a_α(t) = a^∞ a⁰ / (a⁰ + (a^∞ − a⁰) e^{−2t/τ}), t_half = (τ/2) ln((a^∞ − a⁰)/a⁰),
     L(t) = ½ Σ_α s_α (s_α a_α²/a^∞_α − 2 s_α a_α + 1).
-Exact (full Wishart coupling): the flow of `WishartAlignedObjective`, its optimum `exact_optimum`
-and the saddle escape rates `escape_rate`.
+Exact (full Wishart coupling): the optimum of `WishartAlignedObjective`'s flow (`exact_optimum`)
+and the saddle escape rates `escape_rate`; the flow itself is integrated by
+`fastattn.population.aligned_flow.exact_flow`.
 """
 
 from __future__ import annotations
@@ -148,51 +149,6 @@ def escape_rate(s_alpha: float, k_q: float, k_p: float, n: float, eta_p: float) 
     mean = -(s * k_q + s * s * k_p) / (2 * n)
     half_gap = (s * k_q - s * s * k_p) / (2 * n)
     return float(eta_p * (mean + np.sqrt(half_gap**2 + s**4)))
-
-
-@dataclass(frozen=True)
-class ExactFlow:
-    """The exact aligned flow dθ/dt = −ηP ∇L (epochs) on a grid: t `[T]`, p, q, a = pq `[T, d]`,
-    loss `[T]`, and its integration counts."""
-
-    t: np.ndarray
-    p: np.ndarray
-    q: np.ndarray
-    loss: np.ndarray
-    n_evals: int
-
-    @property
-    def a(self) -> np.ndarray:
-        return self.p * self.q
-
-    def conserved(self) -> np.ndarray:
-        """C = Σ_α (p_α² − q_α²) `[T]` (conserved by the exact flow)."""
-        return (self.p**2 - self.q**2).sum(-1)
-
-    def t_half(self) -> np.ndarray:
-        """Per mode, the first time a_α reaches half its final value `[d]` (linear interpolation)."""
-        return half_times(self.t, self.a)
-
-
-def exact_flow(s: ArrayLike, n: float, eta_p: float, p0: ArrayLike, q0: ArrayLike, t: ArrayLike,
-               omega: ArrayLike | None = None, rtol: float = 1e-10, atol: float = 1e-14,
-               method: str = "rk45") -> ExactFlow:
-    """Integrate the exact aligned flow (C++ `WishartAlignedObjective`) from (p0, q0) `[d]` and
-    record at epochs t `[T]` (increasing, from 0). The core integrates dθ/dτ = −½∇L; τ = 2ηP t."""
-    from fastattn.population import FlowOptions, WishartAlignedObjective, integrate
-
-    s = _spectrum(s)
-    t = np.asarray(t, dtype=np.float64)
-    obj = WishartAlignedObjective(s, n, omega)
-    theta0 = np.concatenate([np.broadcast_to(p0, s.shape), np.broadcast_to(q0, s.shape)])
-    tau = 2 * eta_p * t
-    res = integrate(obj, theta0, FlowOptions(method=method, t_end=float(tau[-1]),
-                                             record_times=tuple(tau), record_params=True,
-                                             rtol=rtol, atol=atol))
-    d = s.size
-    params = np.asarray(res.params)
-    return ExactFlow(t=np.asarray(res.times) / (2 * eta_p), p=params[:, :d], q=params[:, d:],
-                     loss=np.asarray(res.loss), n_evals=int(res.n_evals))
 
 
 def half_times(t: ArrayLike, a: ArrayLike, final: ArrayLike | None = None) -> np.ndarray:

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from fastattn import _validate as check
-from fastattn._core_loader import CORE_ERROR, core
+from fastattn._core_loader import core
 from fastattn.models.multihead_softmax import MultiHeadSoftmax
 from fastattn.ops._dispatch import BackendUnavailableError
 from fastattn.tasks.linear_regression import _factor
@@ -213,11 +213,9 @@ class FastStream:
     def draw(self, batch_size: int, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch `step`: z `[B, L, D]`, z_q `[B, D]`, y_q `[B]`."""
         law = self.law
-        if core is None:
-            raise RuntimeError(f"the fast stream needs the C++ core ({CORE_ERROR}); run pip "
-                               "install . again, or use stream='task'")
-        out = core.he_sample(law.seed, step, self.d, self.L, batch_size, law.x_factor,
-                              law.w_factor, law.noise_std, self.dtype == torch.float64)
+        out = core.he_sample(law.seed, step, dim=self.d, context=self.L, batch=batch_size,
+                             x_factor=law.x_factor, w_factor=law.w_factor,
+                             noise_std=law.noise_std, float64=self.dtype == torch.float64)
         return tuple(torch.from_numpy(a) for a in out)
 
 
@@ -235,9 +233,6 @@ def batch_tokens(tasks: Sequence, batch_size: int, step: int, dtype: torch.dtype
 def fused_unavailable(stream: str, dtype: torch.dtype) -> list[str]:
     """Every reason the fused C++ step cannot train these runs (empty: it can)."""
     reasons = []
-    if core is None or not hasattr(core, "he_adam_steps"):
-        reasons.append("the C++ core is not built or predates the fused step "
-                       f"({CORE_ERROR or 'no he_adam_steps'}); run pip install . again")
     if stream != "fast":
         reasons.append(f"stream={stream!r}: the fused step draws its own data (stream='fast'); "
                        "the 'task' stream's batches come from task.sample in Python")
@@ -310,7 +305,8 @@ def _train_fused(state: BatchedState, tasks: Sequence, cfg: BatchedAdamConfig,
         n = min(_SEGMENT, cfg.steps - start)
         sel = (record_at >= start) & (record_at < start + n)
         losses[:, sel] = core.he_adam_steps(
-            theta, m, v, seeds, lr, x_factor, w_factor, noise_std, heads=state.heads,
+            theta, m, v, seeds=seeds, lr=lr, x_factor=x_factor, w_factor=w_factor,
+            noise_std=noise_std, heads=state.heads,
             dim=tasks[0].dim, context=tasks[0].max_context, batch=cfg.batch_size,
             beta1=cfg.betas[0], beta2=cfg.betas[1], eps=cfg.eps, step0=state.step, n_steps=n,
             record_at=record_at[sel] - start, threads=threads)

@@ -58,13 +58,13 @@ def git_revision() -> str | None:
 
 def environment() -> dict[str, Any]:
     """Versions, git revision, host and time: what a run record needs to be traced back."""
-    from fastattn.info import info
+    from fastattn.info import core_report, versions
 
-    report = info()
+    core_status = core_report()
     return {
-        "versions": report["versions"],
-        "core_loaded": report["core"]["loaded"],
-        "core_native_build": report["core"].get("native_build"),
+        "versions": versions(),
+        "core_loaded": core_status["loaded"],
+        "core_native_build": core_status["native_build"],
         "git_revision": git_revision(),
         "host": platform.node(),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

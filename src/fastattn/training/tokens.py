@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from fastattn import _validate as check
-from fastattn.analysis.heads import ov_factors, qk_factors
+from fastattn.models.transformer import ov_factors, qk_factors
 from fastattn.training.flow import record_steps
 from fastattn.training.trainer import diverged
 

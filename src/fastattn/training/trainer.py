@@ -192,6 +192,8 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
         finally:
             torch.set_num_threads(previous)
     traj.wall_time = time.perf_counter() - start
+    if hasattr(model, "snapshot_series"):
+        traj.series = model.snapshot_series(traj.params)
     traj.config = run_config(task, model, cfg)
     traj.meta = environment()
     return traj

@@ -35,6 +35,8 @@ class Trajectory:
         n_evals: gradient evaluations. wall_time: seconds.
         config: {"task", "model", "train"} plain-data configs that rebuild the run.
         meta: versions, git revision, host, creation time.
+        series: name → `[S]` scalars of the model at the snapshots (its `snapshot_series`, e.g. the
+            linear transformer's ‖p1‖_F, ‖q2‖_F, spec §6.7).
     """
 
     time: np.ndarray
@@ -49,6 +51,7 @@ class Trajectory:
     wall_time: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def final_loss(self) -> float:
@@ -64,6 +67,7 @@ class Trajectory:
         arrays = {"time": self.time, "step": self.step, "loss": self.loss,
                   "snapshot_time": self.snapshot_time, "params": self.params}
         arrays |= {f"test_loss/{k}": v for k, v in self.test_loss.items()}
+        arrays |= {f"series/{k}": v for k, v in self.series.items()}
         if self.events:
             arrays |= {"events/event": np.array([e.event for e in self.events]),
                        "events/t": np.array([e.t for e in self.events]),
@@ -82,13 +86,15 @@ class Trajectory:
         if missing:
             raise RecordError(f"{path}: the run record's arrays lack {', '.join(missing)}")
         tests = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("test_loss/")}
+        series = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("series/")}
         events = [EventHit(int(e), float(t), p) for e, t, p in
                   zip(*(arrays.get(f"events/{k}", ()) for k in ("event", "t", "params")),
                       strict=True)]
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
                    snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
-                   wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"])
+                   wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"],
+                   series=series)
 
 
 def _number(value: float | None) -> float:

@@ -3,10 +3,49 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
-__all__ = ["TritonKernel", "block_rows", "block_size", "interpreting", "persistent_programs",
+__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "interpreting",
+           "persistent_programs", "recording_launches", "register_budget", "sm_count",
            "triton_available"]
+
+
+@dataclass
+class _Recording:
+    """Launches recorded instead of run (the AOT report), and the SM count they are planned for."""
+
+    sm_count: int
+    launches: list[Launch] = field(default_factory=list)
+
+
+_RECORDING: ContextVar[_Recording | None] = ContextVar("fastattn_triton_recording", default=None)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch as a launcher issued it: the kernel, its grid and its arguments."""
+
+    kernel: TritonKernel
+    grid: tuple
+    args: tuple
+    kwargs: dict
+
+
+@contextmanager
+def recording_launches(sms: int) -> Iterator[list[Launch]]:
+    """Within the block, every :class:`TritonKernel` launch is appended to the yielded list instead
+    of running, and launchers plan their grids as for a CUDA device with ``sms`` SMs. Call the
+    launchers with ``meta`` tensors: nothing is allocated or computed. The AOT report
+    (``fastattn.triton_kernels.aot``) uses this to compile exactly what the launchers would launch."""
+    recording = _Recording(sms)
+    token = _RECORDING.set(recording)
+    try:
+        yield recording.launches
+    finally:
+        _RECORDING.reset(token)
 
 
 def triton_available() -> bool:
@@ -19,8 +58,19 @@ def triton_available() -> bool:
 
 
 def interpreting() -> bool:
-    """True when ``TRITON_INTERPRET=1`` is set now (read at every launch, not at import)."""
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    """True when ``TRITON_INTERPRET=1`` is set now (read at every launch, not at import) and
+    launches are not being recorded for the AOT report (which plans them as compiled)."""
+    return os.environ.get("TRITON_INTERPRET") == "1" and _RECORDING.get() is None
+
+
+def register_budget(dtype, elements: int, interpreted: int = 1 << 16) -> int:
+    """Elements of the largest broadcast temporary a program may form: ``elements`` for 4-byte
+    dtypes compiled, half that for 8-byte ones (two registers each), ``interpreted`` under the
+    interpreter (fewer, larger programs). Each kernel's ``elements`` is chosen from the AOT report
+    (``fastattn kernels``) to stay spill-free at >= 25 % occupancy (its README)."""
+    if interpreting():
+        return interpreted
+    return elements if dtype.itemsize <= 4 else elements // 2
 
 
 def block_size(n: int, minimum: int = 1) -> int:
@@ -29,7 +79,19 @@ def block_size(n: int, minimum: int = 1) -> int:
     return 1 << (n - 1).bit_length()
 
 
-def _sm_count(device) -> int:
+def compiled_for_gpu(device) -> bool:
+    """True when a launch on ``device`` runs code compiled for a GPU: a CUDA device without
+    TRITON_INTERPRET=1, or any device while launches are recorded for the AOT report."""
+    if _RECORDING.get() is not None:
+        return True
+    return getattr(device, "type", "cpu") == "cuda" and not interpreting()
+
+
+def sm_count(device) -> int:
+    """Streaming multiprocessors of the CUDA ``device`` (the planned count while recording)."""
+    recording = _RECORDING.get()
+    if recording is not None:
+        return recording.sm_count
     import torch
 
     return torch.cuda.get_device_properties(device).multi_processor_count
@@ -41,9 +103,9 @@ def block_rows(rows: int, cap: int, device) -> int:
     have enough programs in flight to hide memory latency. Under the interpreter (no CUDA
     device), as many as ``cap`` allows: every program is one more Python iteration."""
     bb = max(1, min(block_size(rows), 1 << (max(int(cap), 1).bit_length() - 1)))
-    if interpreting() or getattr(device, "type", "cpu") != "cuda":
+    if not compiled_for_gpu(device):
         return bb
-    target = 8 * _sm_count(device)
+    target = 8 * sm_count(device)
     while bb > 1 and -(-rows // bb) < target:
         bb //= 2
     return bb
@@ -52,7 +114,7 @@ def block_rows(rows: int, cap: int, device) -> int:
 def persistent_programs(blocks: int, device) -> int:
     """Programs of a persistent grid (each loops over blocks, then its partial sums are added):
     4 per SM on CUDA, 4 under the interpreter, never more than ``blocks``."""
-    per_device = 4 * _sm_count(device) if getattr(device, "type", "cpu") == "cuda" else 4
+    per_device = 4 * sm_count(device) if compiled_for_gpu(device) else 4
     return max(1, min(blocks, per_device))
 
 
@@ -70,6 +132,10 @@ class TritonKernel:
         self._interpreted = None
 
     def __getitem__(self, grid):
+        recording = _RECORDING.get()
+        if recording is not None:
+            return lambda *args, **kwargs: recording.launches.append(
+                Launch(self, tuple(grid), args, kwargs))
         if interpreting():
             if self._interpreted is None:
                 from triton.runtime.interpreter import InterpretedFunction

@@ -16,6 +16,7 @@ import numpy as np
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import LinearTransformerConfig
+from fastattn.population import aligned_flow
 from fastattn.tasks import WishartTasks
 from fastattn.theory import mainali2025 as th
 from fastattn.training import TrainConfig
@@ -182,7 +183,7 @@ def plot_fig3(runs_: list[Run], summary: dict[str, Any]):
     ax.plot(tt, paper_at_omega(tt, task.s, np.diag(task.omega()))[1], "--", color="tab:blue",
             label="paper Eq. 14 at the task set's ω")
     p0 = np.full(D, INIT)
-    ax.plot(tt, th.exact_flow(task.s, N, ETA_P, p0, p0, tt).loss, "-", color="tab:orange",
+    ax.plot(tt, aligned_flow.exact_flow(task.s, N, ETA_P, p0, p0, tt).loss, "-", color="tab:orange",
             label="exact flow, ω = 1")
     ax.plot(tt, th.paper_theory(task.s, N, ETA_P, INIT**2).loss(tt), "--", color="tab:orange",
             label="paper Eq. 14 (ω = 1)")

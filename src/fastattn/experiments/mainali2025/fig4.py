@@ -34,6 +34,7 @@ from fastattn.experiments.mainali2025.c0 import (
 )
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import LinearTransformerConfig
+from fastattn.population import aligned_flow
 from fastattn.theory import mainali2025 as th
 from fastattn.training import TrainConfig
 
@@ -102,14 +103,14 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
     epochs = run.traj.time[-1] / (2 * ETA_P)
     t = np.linspace(0, epochs, int(epochs * 40) + 1)
     p0 = np.full(D, INIT)
-    flow = th.exact_flow(task.s, N, ETA_P, p0, p0, t, omega=omega)
+    flow = aligned_flow.exact_flow(task.s, N, ETA_P, p0, p0, t, omega=omega)
     paper = th.paper_theory(task.s, N, ETA_P, INIT**2)
     tau = paper.tau / omega
     exact = _measures(t, flow.a, flow.loss)
     closed = _measures(t, *paper_at_omega(t, task.s, omega))
     t_sim, a_sim, loss_sim = _simulation(next(r for r in runs_ if r.spec.label == "sgd"))
     sim = _measures(t_sim, a_sim, loss_sim)
-    a_limit = th.exact_flow(task.s, N, ETA_P, p0, p0, np.array([0.0, 5000.0]), omega=omega).a[-1]
+    a_limit = aligned_flow.exact_flow(task.s, N, ETA_P, p0, p0, np.array([0.0, 5000.0]), omega=omega).a[-1]
     t_half = th.half_times(t, flow.a, a_limit)
     reduced_loss = np.interp(run.traj.time[-1] / (2 * ETA_P), t, flow.loss)
     out: dict[str, Any] = {"t_half_exact": t_half, "tau_omega": tau, "t_half_paper": paper.t_half,

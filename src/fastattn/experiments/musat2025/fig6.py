@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.population import emergence
 from fastattn.theory import musat2025 as th
 
 KEYS = ("T_gamma", "T_beta", "T_alpha")
@@ -20,12 +21,12 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     Ns = [4 * 2**k for k in range(8 if quick else 11)]
     flow, fig6_thr = [], []
     for N in Ns:
-        flow.append(th.emergence_times(N, loss_level=0.5))
-        fig6_thr.append(th.emergence_times(N, thresholds=(0.5, 0.1, 0.1)))
+        flow.append(emergence.emergence_times(N, loss_level=0.5))
+        fig6_thr.append(emergence.emergence_times(N, thresholds=(0.5, 0.1, 0.1)))
     gd_Ns = [4, 8, 16, 32] if quick else [4, 8, 16, 32, 64, 96, 128]
     lr = 100 / 256
-    gd = [{"half": th.emergence_steps_gd(N, lr), "fig6": th.emergence_steps_gd(N, lr, (0.5, 0.1, 0.1),
-                                                                              loss_level=None)}
+    gd = [{"half": emergence.emergence_steps_gd(N, lr),
+           "fig6": emergence.emergence_steps_gd(N, lr, (0.5, 0.1, 0.1), loss_level=None)}
           for N in gd_Ns]
     asym = [th.asymptotic_times(N) for N in Ns]
     return {

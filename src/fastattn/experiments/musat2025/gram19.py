@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.theory import musat2025 as th
+from fastattn.population import emergence
 
 
 def runs(quick: bool) -> list[RunSpec]:
@@ -22,7 +22,8 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
         for mask in ("strict", "inclusive"):
             for N in Ns:
                 row = {"query": query, "mask": mask, "N": N}
-                for name, fn in (("three_param", th.emergence_times), ("gram19", th.gram19_emergence_times)):
+                for name, fn in (("three_param", emergence.emergence_times),
+                                 ("gram19", emergence.gram19_emergence_times)):
                     r = fn(N, query, mask=mask, loss_level=0.5)
                     r01 = fn(N, query, (0.5, 0.1, 0.1), mask=mask)
                     row[name] = {**r, "T_beta_0.1": r01["T_beta"], "T_alpha_0.1": r01["T_alpha"]}

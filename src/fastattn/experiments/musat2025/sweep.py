@@ -19,6 +19,7 @@ from fastattn.analysis.pseudo_params import subspace_report
 from fastattn.experiments.musat2025.sgd import sgd_run
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models.disentangled import DisentangledTransformer
+from fastattn.population import emergence
 from fastattn.tasks import InductionPairs
 from fastattn.theory import musat2025 as th
 
@@ -44,7 +45,7 @@ def sampled_gd_times(N: int, lr_eff: float, batch: int, *, dim: int | None = Non
     torch.set_num_threads(1)
     task = InductionPairs(D, N, data="orthonormal", query="last", reduction="sum", data_seed=data_seed)
     model = DisentangledTransformer(dim=D, mask="strict")
-    flow = th.gram19_emergence_times(N, loss_level=0.5)
+    flow = emergence.gram19_emergence_times(N, loss_level=0.5)
     steps = math.ceil(1.3 * max(flow["t_icl"], flow["t_loss"]) / lr_eff) + 20
     r = sgd_run(model, task, lr_eff * D, steps, batch, every=1)
     f = r["first_step"]
@@ -70,8 +71,8 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     three_Ns = [4 * 2**k for k in range(11)]
     gram_Ns = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128, 256, 512, 1024]
     gd_Ns, lr_eff, batch = ([4], 0.1, 32) if quick else ([4, 8, 16], 0.1, 64)
-    three = [_timed(th.emergence_times, N, loss_level=0.5) for N in three_Ns]
-    gram = [_timed(th.gram19_emergence_times, N, loss_level=0.5) for N in gram_Ns]
+    three = [_timed(emergence.emergence_times, N, loss_level=0.5) for N in three_Ns]
+    gram = [_timed(emergence.gram19_emergence_times, N, loss_level=0.5) for N in gram_Ns]
     gd = [sampled_gd_times(N, lr_eff, batch) for N in gd_Ns]
     asym = [th.asymptotic_times(N) for N in three_Ns]
     return {

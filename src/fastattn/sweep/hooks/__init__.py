@@ -9,11 +9,12 @@ experiments -> theory). The theory itself stays in `fastattn/theory/<paper>.py`.
 
 from __future__ import annotations
 
-from fastattn.sweep.hooks import zhang2025
+from fastattn.sweep.hooks import he2025, mainali2025, musat2025, sander2024, zhang2025
 from fastattn.sweep.hooks.base import Columns, Hooks
 
 #: paper name -> its hooks
-HOOKS: dict[str, Hooks] = {h.paper: h for h in (zhang2025.HOOKS,)}
+HOOKS: dict[str, Hooks] = {h.paper: h for h in (zhang2025.HOOKS, musat2025.HOOKS, mainali2025.HOOKS,
+                                                  sander2024.HOOKS, he2025.HOOKS)}
 
 
 def _by_pair() -> dict[tuple[str, str], Hooks]:
@@ -35,6 +36,14 @@ def hooks_for(task_kind: str, model_kind: str) -> Hooks | None:
     return BY_PAIR.get((task_kind, model_kind))
 
 
+def units() -> dict[str, str]:
+    """Column -> unit of every paper's hooks (the results table's column metadata)."""
+    out: dict[str, str] = {}
+    for hooks in HOOKS.values():
+        out |= hooks.units
+    return out
+
+
 def plot_kinds() -> dict[str, str]:
     """Plot kind -> "module:function" of every paper's sweep plots."""
     out: dict[str, str] = {}
@@ -46,4 +55,4 @@ def plot_kinds() -> dict[str, str]:
     return out
 
 
-__all__ = ["BY_PAIR", "HOOKS", "Columns", "Hooks", "hooks_for", "plot_kinds"]
+__all__ = ["BY_PAIR", "HOOKS", "Columns", "Hooks", "hooks_for", "plot_kinds", "units"]

@@ -32,9 +32,15 @@ class Hooks:
             value (no target; without t_end the run fails with a message asking for --time).
         measurements: `(trajectory, predictions, measured) -> columns` measured from a finished run
             against the theory; `measured` holds the paper-independent columns (plateaus, drops,
-            final loss: `fastattn.sweep.runner.measure`).
+            final loss: `fastattn.sweep.runner.measure`) and, under "_task", the run's task.
         plots: plot kind -> "module:function" drawing `(table, figure)`, imported when drawn
             (`fastattn plot --kind KIND`), so a sweep worker never imports matplotlib.
+        events: `(task options, model options) -> {name: event}`: crossings an exact flow run
+            locates as integration events (`population.CoordinateEvent` / `LossEvent` as dicts,
+            in the flow's flat layout); `measurements` finds their first times (the integrators'
+            time) in `measured["_events"]` {name: t}, absent where not crossed.
+        units: column -> unit, written into the results table's column metadata ("unit") and
+            documented in docs/sweeps.md.
     """
 
     paper: str
@@ -43,3 +49,5 @@ class Hooks:
     flow_horizon: Callable[[Columns, Horizon], tuple[float | None, float | None]]
     measurements: Callable[[Trajectory, Columns, Columns], Columns]
     plots: Mapping[str, str] = field(default_factory=dict)
+    events: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, dict[str, Any]]] | None = None
+    units: Mapping[str, str] = field(default_factory=dict)

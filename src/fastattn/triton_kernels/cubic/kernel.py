@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_rows, block_size, interpreting, persistent_programs
+from .._launch import TritonKernel, block_rows, block_size, persistent_programs, register_budget
 
 __all__ = ["bilinear_backward", "bilinear_forward", "cubic_hidden_backward", "cubic_hidden_forward"]
 
@@ -22,8 +22,8 @@ __all__ = ["bilinear_backward", "bilinear_forward", "cubic_hidden_backward", "cu
 _WHOLE_G_MAX_D = 8
 
 
-def _budget() -> int:
-    return 1 << 16 if interpreting() else 1 << 12
+def _budget(dtype: torch.dtype) -> int:
+    return register_budget(dtype, 1 << 12)
 
 
 def _bilinear_fwd(beta_ptr, xq_ptr, g_ptr, out_ptr, B, D, H,
@@ -96,7 +96,7 @@ def bilinear_forward(beta: torch.Tensor, x_q: torch.Tensor, g: torch.Tensor) -> 
     out = torch.empty(b, h, dtype=beta.dtype, device=beta.device)
     bd = block_size(d)
     whole_g = bd <= _WHOLE_G_MAX_D
-    bb = block_rows(b, _budget() // (bd * bd if whole_g else bd), beta.device)
+    bb = block_rows(b, _budget(beta.dtype) // (bd * bd if whole_g else bd), beta.device)
     _fwd[(triton.cdiv(b, bb),)](beta, x_q, g, out, b, d, h, BLOCK_B=bb, BLOCK_D=bd,
                                 WHOLE_G=whole_g)
     return out
@@ -109,7 +109,8 @@ def bilinear_backward(dout: torch.Tensor, beta: torch.Tensor, x_q: torch.Tensor,
     b, d = beta.shape
     h = g.shape[0]
     bd = block_size(d)
-    bb = block_rows(b, _budget() // bd, beta.device)
+    # a quarter of the forward's budget: the backward keeps several [BLOCK_B, BLOCK_D] tiles live
+    bb = block_rows(b, _budget(beta.dtype) // (4 * bd), beta.device)
     nblk = triton.cdiv(b, bb)
     p = persistent_programs(nblk, beta.device)
     dbeta = torch.empty_like(beta)

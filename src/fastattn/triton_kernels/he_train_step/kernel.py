@@ -1,10 +1,11 @@
 """Triton kernel K1 of spec §7.2: one fused Adam step of R independent He et al. 2025 runs
-(single-query multi-head softmax attention), one launch per step.
+(single-query multi-head softmax attention), two launches per step.
 
-Grid (R,): program r loops over its batch in tiles of BLOCK_B prompts, draws each tile from the
-fast stream (Philox, docs/conventions.md), runs the forward pass and the closed-form backward pass
-(spec §7.1) per head, accumulates ∂L/∂KQ_h (rank-1 per prompt) and ∂L/∂OV_h in a per-run scratch
-in tile order (deterministic), then chains them to W_Q, W_K, W_V, W_O and applies Adam in place.
+``_step_grads``, grid (R, tiles): program (r, t) draws tile t (BLOCK_B prompts) of run r's batch
+from the fast stream (Philox, docs/conventions.md), runs the forward pass once per head and the
+closed-form backward pass (spec §7.1), and writes the tile's loss and ∂L/∂KQ_h (rank-1 per
+prompt), ∂L/∂OV_h to its own slot. ``_adam``, grid (R,): sums the tiles' slots in tile order
+(deterministic, no atomics), chains them to W_Q, W_K, W_V, W_O and applies Adam in place.
 No ``tl.dot`` (D is tiny and float64 must run under the interpreter).
 """
 
@@ -20,12 +21,16 @@ from .._launch import TritonKernel, block_size, interpreting
 __all__ = ["he_adam_step_triton"]
 
 
-def _step(theta_ptr, m_ptr, v_ptr, seed_ptr, lr_ptr, fx_ptr, fw_ptr, noise_ptr, loss_ptr,
-          scratch_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, H, d, L, B, P, step_lo, step_hi,
-          BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
-          WRITE_BATCH: tl.constexpr):
+def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, grad_part_ptr,
+                work_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, H, d, L, B, P, step_lo, step_hi,
+                BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+                WRITE_BATCH: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
+    tile = tl.program_id(1)
+    tiles = tl.num_programs(1)
     D = d + 1
+    G = H * D * D + H * D                # ∂L/∂KQ_h then ∂L/∂OV_h, per tile
+    b0 = tile * BLOCK_B
     ot = tl.arange(0, BLOCK_T)           # tokens 0..L (L: the query)
     od = tl.arange(0, BLOCK_D)
     md = od < D
@@ -33,7 +38,98 @@ def _step(theta_ptr, m_ptr, v_ptr, seed_ptr, lr_ptr, fx_ptr, fw_ptr, noise_ptr, 
     seed = tl.load(seed_ptr + r)
     sigma = tl.load(noise_ptr + r)
     dt = theta_ptr.dtype.element_ty
-    # scalars in the parameters' dtype (a Python float argument would arrive as float32)
+    inv_sqrt_d = tl.load(consts_ptr)     # in the parameters' dtype (a Python float is float32)
+    theta = theta_ptr + r * P
+    ob = b0 + tl.arange(0, BLOCK_B)
+    mb = ob < B
+    # ---- the tile's prompts from the fast stream: x = Fx ε, w = Fw ε, y = <x, w> + σ ε
+    x = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], dt)
+    w = tl.zeros([BLOCK_B, BLOCK_D], dt)
+    noise = tl.zeros([BLOCK_B, BLOCK_T], dt)
+    for q in range(2 * d + 1):  # q < d: x coordinate q; q < 2d: w coordinate q - d; noise
+        n = tl.where(q < d, ot * d + q, tl.where(q < 2 * d, (L + 1) * d + q - d + 0 * ot,
+                                                 (L + 1) * d + d + ot))
+        n2 = n[None, :] + 0 * ob[:, None]                                 # [BB, BT]
+        c1 = (ob[:, None] + 0 * n[None, :]).to(tl.uint32)
+        w0, w1, w2, w3 = tl.philox(seed, (n2 // 4).to(tl.uint32), c1,
+                                   (c1 * 0 + step_lo).to(tl.uint32),
+                                   (c1 * 0 + step_hi).to(tl.uint32))
+        first = (n2 % 4) < 2
+        ua = tl.where(first, w0, w2)
+        ub = tl.where(first, w1, w3)
+        ua = ((ua >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
+        ub = ((ub >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
+        rad = tl.sqrt(-2.0 * tl.log(ua))
+        th = 6.283185307179586 * ub
+        e = tl.where((n2 % 2) == 0, rad * tl.cos(th), rad * tl.sin(th)).to(dt)  # [BB, BT]
+        qd = od * 0 + q
+        fx_col = tl.load(fx_ptr + r * d * d + od * d + q, mask=(od < d) & (qd < d), other=0.0)
+        x += e[:, :, None] * fx_col.to(dt)[None, None, :]
+        fw_col = tl.load(fw_ptr + r * d * d + od * d + (q - d),
+                         mask=(od < d) & (qd >= d) & (qd < 2 * d), other=0.0)
+        e0 = tl.sum(tl.where(ot[None, :] == 0, e, 0.0), axis=1)             # [BB]
+        w += e0[:, None] * fw_col.to(dt)[None, :]
+        noise += tl.where((n2 * 0 + q) == 2 * d, e, 0.0)
+    y = tl.sum(x * w[:, None, :], axis=2) + sigma.to(dt) * noise          # [BB, BT]
+    ctx = (ot < L)[None, :, None] & mb[:, None, None]
+    z = tl.where(ctx, x + tl.where(od == d, 1.0, 0.0)[None, None, :] * y[:, :, None], 0.0)
+    zq = tl.sum(tl.where((ot == L)[None, :, None], x, 0.0), axis=1)       # [BB, BD]
+    yq = tl.sum(tl.where((ot == L)[None, :], y, 0.0), axis=1)             # [BB]
+    if WRITE_BATCH:
+        mz = ctx & md[None, None, :]
+        tl.store(z_ptr + ((r * B + ob[:, None, None]) * L + ot[None, :, None]) * D
+                 + od[None, None, :], z, mask=mz)
+        tl.store(zq_ptr + (r * B + ob[:, None]) * D + od[None, :], zq,
+                 mask=mb[:, None] & md[None, :])
+        tl.store(yq_ptr + r * B + ob, yq, mask=mb)
+    # ---- forward per head: logits z_ℓ·(KQ_h z_q), softmax over ℓ < L, values OV_h·z_ℓ; each
+    # head's backward factors (without the error e_b, which needs every head) go to this
+    # program's work area: a_bh = Σ_ℓ p z_ℓ and c_bh = Σ_ℓ p (v − head) z_ℓ
+    work = work_ptr + (r * tiles + tile) * (2 * H * BLOCK_B * BLOCK_D)
+    wtile = tl.arange(0, BLOCK_B)[:, None] * BLOCK_D + od[None, :]
+    yhat = tl.zeros([BLOCK_B], dt)
+    for h in range(H):
+        hw = theta + h * D * D + od[:, None] * D + od[None, :]
+        wq = tl.load(hw, mask=m2, other=0.0)
+        wk = tl.load(hw + H * D * D, mask=m2, other=0.0)
+        wv = tl.load(hw + 2 * H * D * D, mask=m2, other=0.0)
+        wo = tl.load(theta + 3 * H * D * D + h * D + od, mask=md, other=0.0)
+        kq = tl.sum(wk[:, :, None] * wq[:, None, :], axis=0) * inv_sqrt_d  # [i, j]
+        ov = tl.sum(wo[:, None] * wv, axis=0)
+        u = tl.sum(kq[None, :, :] * zq[:, None, :], axis=2)               # [BB, BD]
+        s = tl.sum(z * u[:, None, :], axis=2)
+        s = tl.where((ot < L)[None, :], s, float("-inf"))
+        p = tl.exp(s - tl.max(s, axis=1)[:, None])
+        p = p / tl.sum(p, axis=1)[:, None]
+        vv = tl.sum(z * ov[None, None, :], axis=2)
+        head = tl.sum(p * vv, axis=1)
+        yhat += head
+        tl.store(work + h * BLOCK_B * BLOCK_D + wtile, tl.sum(p[:, :, None] * z, axis=1))
+        c = tl.sum((p * (vv - head[:, None]))[:, :, None] * z, axis=1)
+        tl.store(work + (H + h) * BLOCK_B * BLOCK_D + wtile, c)
+    tl.debug_barrier()                   # the work area is read back below by other threads
+    err = tl.where(mb, yhat - yq, 0.0)
+    tl.store(loss_part_ptr + r * tiles + tile, tl.sum(err * err, axis=0))
+    e_b = err * 2.0 / B
+    # ---- backward: ∂L/∂OV_h = Σ_b e_b a_bh, ∂L/∂KQ_h = Σ_b e_b c_bh z_qᵀ (rank 1 per prompt)
+    part = grad_part_ptr + (r * tiles + tile) * G
+    for h in range(H):
+        a = tl.load(work + h * BLOCK_B * BLOCK_D + wtile)
+        c = tl.load(work + (H + h) * BLOCK_B * BLOCK_D + wtile)
+        g = tl.sum((e_b[:, None] * c)[:, :, None] * zq[:, None, :], axis=0)  # [BD, BD]
+        tl.store(part + h * D * D + od[:, None] * D + od[None, :], g, mask=m2)
+        tl.store(part + H * D * D + h * D + od, tl.sum(e_b[:, None] * a, axis=0), mask=md)
+
+
+def _adam(theta_ptr, m_ptr, v_ptr, lr_ptr, loss_part_ptr, grad_part_ptr, loss_ptr, consts_ptr,
+          H, d, B, P, TILES, BLOCK_D: tl.constexpr):
+    r = tl.program_id(0).to(tl.int64)
+    D = d + 1
+    G = H * D * D + H * D
+    od = tl.arange(0, BLOCK_D)
+    md = od < D
+    m2 = md[:, None] & md[None, :]
+    dt = theta_ptr.dtype.element_ty
     inv_sqrt_d = tl.load(consts_ptr)
     bias1 = tl.load(consts_ptr + 1)
     bias2_sqrt = tl.load(consts_ptr + 2)
@@ -41,97 +137,10 @@ def _step(theta_ptr, m_ptr, v_ptr, seed_ptr, lr_ptr, fx_ptr, fw_ptr, noise_ptr, 
     beta2 = tl.load(consts_ptr + 4)
     eps = tl.load(consts_ptr + 5)
     theta = theta_ptr + r * P
-    scratch = scratch_ptr + r * (H * D * D + H * D)  # zeroed by the host
-    loss = tl.sum(tl.zeros([BLOCK_B], dt), axis=0)
-    for b0 in range(0, B, BLOCK_B):
-        ob = b0 + tl.arange(0, BLOCK_B)
-        mb = ob < B
-        # ---- the tile's prompts from the fast stream: x = Fx ε, w = Fw ε, y = <x, w> + σ ε
-        x = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], dt)
-        w = tl.zeros([BLOCK_B, BLOCK_D], dt)
-        noise = tl.zeros([BLOCK_B, BLOCK_T], dt)
-        for q in range(2 * d + 1):  # q < d: x coordinate q; q < 2d: w coordinate q - d; noise
-            n = tl.where(q < d, ot * d + q, tl.where(q < 2 * d, (L + 1) * d + q - d + 0 * ot,
-                                                     (L + 1) * d + d + ot))
-            n2 = n[None, :] + 0 * ob[:, None]                                 # [BB, BT]
-            c1 = (ob[:, None] + 0 * n[None, :]).to(tl.uint32)
-            w0, w1, w2, w3 = tl.philox(seed, (n2 // 4).to(tl.uint32), c1,
-                                       (c1 * 0 + step_lo).to(tl.uint32),
-                                       (c1 * 0 + step_hi).to(tl.uint32))
-            first = (n2 % 4) < 2
-            ua = tl.where(first, w0, w2)
-            ub = tl.where(first, w1, w3)
-            ua = ((ua >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
-            ub = ((ub >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
-            rad = tl.sqrt(-2.0 * tl.log(ua))
-            th = 6.283185307179586 * ub
-            e = tl.where((n2 % 2) == 0, rad * tl.cos(th), rad * tl.sin(th)).to(dt)  # [BB, BT]
-            qd = od * 0 + q
-            fx_col = tl.load(fx_ptr + r * d * d + od * d + q, mask=(od < d) & (qd < d), other=0.0)
-            x += e[:, :, None] * fx_col.to(dt)[None, None, :]
-            fw_col = tl.load(fw_ptr + r * d * d + od * d + (q - d),
-                             mask=(od < d) & (qd >= d) & (qd < 2 * d), other=0.0)
-            e0 = tl.sum(tl.where(ot[None, :] == 0, e, 0.0), axis=1)             # [BB]
-            w += e0[:, None] * fw_col.to(dt)[None, :]
-            noise += tl.where((n2 * 0 + q) == 2 * d, e, 0.0)
-        y = tl.sum(x * w[:, None, :], axis=2) + sigma.to(dt) * noise          # [BB, BT]
-        ctx = (ot < L)[None, :, None] & mb[:, None, None]
-        z = tl.where(ctx, x + tl.where(od == d, 1.0, 0.0)[None, None, :] * y[:, :, None], 0.0)
-        zq = tl.sum(tl.where((ot == L)[None, :, None], x, 0.0), axis=1)       # [BB, BD]
-        yq = tl.sum(tl.where((ot == L)[None, :], y, 0.0), axis=1)             # [BB]
-        if WRITE_BATCH:
-            mz = ctx & md[None, None, :]
-            tl.store(z_ptr + ((r * B + ob[:, None, None]) * L + ot[None, :, None]) * D
-                     + od[None, None, :], z, mask=mz)
-            tl.store(zq_ptr + (r * B + ob[:, None]) * D + od[None, :], zq,
-                     mask=mb[:, None] & md[None, :])
-            tl.store(yq_ptr + r * B + ob, yq, mask=mb)
-        # ---- forward: per head, logits z_ℓ·(KQ_h z_q), softmax over ℓ < L, values OV_h·z_ℓ
-        yhat = tl.zeros([BLOCK_B], dt)
-        for h in range(H):
-            hw = theta + h * D * D + od[:, None] * D + od[None, :]
-            wq = tl.load(hw, mask=m2, other=0.0)
-            wk = tl.load(hw + H * D * D, mask=m2, other=0.0)
-            wv = tl.load(hw + 2 * H * D * D, mask=m2, other=0.0)
-            wo = tl.load(theta + 3 * H * D * D + h * D + od, mask=md, other=0.0)
-            kq = tl.sum(wk[:, :, None] * wq[:, None, :], axis=0) * inv_sqrt_d  # [i, j]
-            ov = tl.sum(wo[:, None] * wv, axis=0)
-            u = tl.sum(kq[None, :, :] * zq[:, None, :], axis=2)               # [BB, BD]
-            s = tl.sum(z * u[:, None, :], axis=2)
-            s = tl.where((ot < L)[None, :], s, float("-inf"))
-            p = tl.exp(s - tl.max(s, axis=1)[:, None])
-            p = p / tl.sum(p, axis=1)[:, None]
-            vv = tl.sum(z * ov[None, None, :], axis=2)
-            yhat += tl.sum(p * vv, axis=1)
-        err = tl.where(mb, yhat - yq, 0.0)
-        loss += tl.sum(err * err, axis=0)
-        e_b = err * 2.0 / B
-        # ---- backward: ∂L/∂OV_h = Σ_b e_b a_bh, ∂L/∂KQ_h = Σ_b (Σ_ℓ e_b p (v − head) z_ℓ) z_qᵀ
-        for h in range(H):
-            hw = theta + h * D * D + od[:, None] * D + od[None, :]
-            wq = tl.load(hw, mask=m2, other=0.0)
-            wk = tl.load(hw + H * D * D, mask=m2, other=0.0)
-            wv = tl.load(hw + 2 * H * D * D, mask=m2, other=0.0)
-            wo = tl.load(theta + 3 * H * D * D + h * D + od, mask=md, other=0.0)
-            kq = tl.sum(wk[:, :, None] * wq[:, None, :], axis=0) * inv_sqrt_d
-            ov = tl.sum(wo[:, None] * wv, axis=0)
-            u = tl.sum(kq[None, :, :] * zq[:, None, :], axis=2)
-            s = tl.sum(z * u[:, None, :], axis=2)
-            s = tl.where((ot < L)[None, :], s, float("-inf"))
-            p = tl.exp(s - tl.max(s, axis=1)[:, None])
-            p = p / tl.sum(p, axis=1)[:, None]
-            vv = tl.sum(z * ov[None, None, :], axis=2)
-            head = tl.sum(p * vv, axis=1)
-            a = tl.sum(p[:, :, None] * z, axis=1)                             # [BB, BD]
-            dov = tl.sum(e_b[:, None] * a, axis=0)                            # [BD]
-            dl = p * (vv - head[:, None]) * e_b[:, None]
-            du = tl.sum(dl[:, :, None] * z, axis=1)                           # [BB, BD]
-            g = tl.sum(du[:, :, None] * zq[:, None, :], axis=0)               # [BD, BD]
-            sg = scratch + h * D * D + od[:, None] * D + od[None, :]
-            tl.store(sg, tl.load(sg, mask=m2, other=0.0) + g, mask=m2)
-            so = scratch + H * D * D + h * D + od
-            tl.store(so, tl.load(so, mask=md, other=0.0) + dov, mask=md)
-        tl.debug_barrier()
+    parts = grad_part_ptr + r * TILES * G
+    loss = tl.sum(tl.zeros([BLOCK_D], dt), axis=0)
+    for t in range(TILES):               # tile order: deterministic
+        loss += tl.load(loss_part_ptr + r * TILES + t)
     tl.store(loss_ptr + r, loss / B)
     # ---- chain to the factors and one Adam step (torch.optim.Adam's update)
     step_size = tl.load(lr_ptr + r) / bias1
@@ -141,11 +150,16 @@ def _step(theta_ptr, m_ptr, v_ptr, seed_ptr, lr_ptr, fx_ptr, fw_ptr, noise_ptr, 
         wk = tl.load(theta + H * D * D + off, mask=m2, other=0.0)
         wv = tl.load(theta + 2 * H * D * D + off, mask=m2, other=0.0)
         wo = tl.load(theta + 3 * H * D * D + h * D + od, mask=md, other=0.0)
-        g = tl.load(scratch + h * D * D + od[:, None] * D + od[None, :], mask=m2, other=0.0)
-        dov = tl.load(scratch + H * D * D + h * D + od, mask=md, other=0.0)
+        g = tl.zeros([BLOCK_D, BLOCK_D], dt)
+        dov = tl.zeros([BLOCK_D], dt)
+        for t in range(TILES):
+            g += tl.load(parts + t * G + h * D * D + od[:, None] * D + od[None, :], mask=m2,
+                         other=0.0)
+            dov += tl.load(parts + t * G + H * D * D + h * D + od, mask=md, other=0.0)
         for which in tl.static_range(3):
             if which == 0:
-                gr = tl.sum(wk[:, :, None] * g[None, :, :], axis=1) * inv_sqrt_d  # wk @ G
+                # wk @ G, reduced over the last axis (no implicit tt.dot: pe_attention's doc)
+                gr = tl.sum(wk[:, None, :] * tl.trans(g)[None, :, :], axis=2) * inv_sqrt_d
             elif which == 1:
                 gr = tl.sum(wq[:, None, :] * g[None, :, :], axis=2) * inv_sqrt_d  # wq @ Gᵀ
             else:
@@ -173,7 +187,20 @@ def _step(theta_ptr, m_ptr, v_ptr, seed_ptr, lr_ptr, fx_ptr, fw_ptr, noise_ptr, 
         tl.store(theta + ptr, par, mask=md)
 
 
-_STEP = TritonKernel(_step)
+
+_GRADS = TritonKernel(_step_grads)
+_ADAM = TritonKernel(_adam)
+
+
+#: warps per program of the gradient kernel: 8 spreads the [BLOCK_B, BLOCK_T, BLOCK_D] token tile
+#: over 256 threads, which keeps it at 25 % occupancy at the He shapes (README.md)
+_GRAD_WARPS = 8
+
+
+def _block_b(batch: int) -> int:
+    """Prompts per program of the gradient kernel: 8 compiled (README.md: registers and occupancy
+    by block size), 16 under the interpreter (fewer Python programs)."""
+    return min(block_size(batch), 16 if interpreting() else 8)
 
 
 def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, seeds: torch.Tensor,
@@ -188,22 +215,28 @@ def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
     r, p = theta.shape
     d = x_factor.shape[-1]
     dev, dt = theta.device, theta.dtype
+    bb, bt, bd = _block_b(batch), block_size(context + 1), block_size(d + 1)
+    tiles = -(-batch // bb)
+    g = heads * (d + 1) * (d + 1) + heads * (d + 1)
     loss = torch.empty(r, dtype=dt, device=dev)
-    scratch = torch.zeros(r, heads * (d + 1) * (d + 1) + heads * (d + 1), dtype=dt, device=dev)
+    loss_part = torch.empty(r, tiles, dtype=dt, device=dev)
+    grad_part = torch.empty(r, tiles, g, dtype=dt, device=dev)
+    work = torch.empty(r, tiles, 2 * heads * bb * bd, dtype=dt, device=dev)
     if write_batch:
         out = (torch.empty(r, batch, context, d + 1, dtype=dt, device=dev),
                torch.empty(r, batch, d + 1, dtype=dt, device=dev),
                torch.empty(r, batch, dtype=dt, device=dev))
     else:
-        out = (scratch, scratch, scratch)  # never written (WRITE_BATCH=False)
+        out = (loss, loss, loss)  # never written (WRITE_BATCH=False)
     t = step + 1
     consts = torch.tensor([1 / math.sqrt(d + 1), 1 - betas[0] ** t, math.sqrt(1 - betas[1] ** t),
                            betas[0], betas[1], eps], dtype=dt, device=dev)
-    bb = min(block_size(batch), 16 if interpreting() else 32)
-    _STEP[(r,)](theta, m, v, seeds.contiguous(), lr.to(dt).contiguous(),
-                x_factor.to(dt).contiguous(), w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(),
-                loss, scratch, *out, consts, heads, d, context, batch, p, step & 0xFFFFFFFF,
-                step >> 32, BLOCK_B=bb, BLOCK_T=block_size(context + 1), BLOCK_D=block_size(d + 1),
-                WRITE_BATCH=write_batch)
+    _GRADS[(r, tiles)](theta, seeds.contiguous(), x_factor.to(dt).contiguous(),
+                       w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(), loss_part,
+                       grad_part, work, *out, consts, heads, d, context, batch, p,
+                       step & 0xFFFFFFFF, step >> 32, BLOCK_B=bb, BLOCK_T=bt, BLOCK_D=bd,
+                       WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
+    _ADAM[(r,)](theta, m, v, lr.to(dt).contiguous(), loss_part, grad_part, loss, consts, heads, d,
+                batch, p, tiles, BLOCK_D=bd)
     return (loss, out) if write_batch else loss
 

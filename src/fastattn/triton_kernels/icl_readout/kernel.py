@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_rows, block_size, interpreting, persistent_programs
+from .._launch import TritonKernel, block_rows, block_size, persistent_programs, register_budget
 from ..cubic.kernel import bilinear_backward
 
 __all__ = [
@@ -20,8 +20,8 @@ __all__ = [
 ]
 
 
-def _budget() -> int:
-    return 1 << 16 if interpreting() else 1 << 12
+def _budget(dtype: torch.dtype) -> int:
+    return register_budget(dtype, 1 << 11)
 
 
 def _readout_fwd(x_ptr, y_ptr, xq_ptr, g_ptr, out_ptr, beta_ptr, B, N, D, H,
@@ -163,10 +163,11 @@ _k_next_bwd_inputs = TritonKernel(_next_bwd_inputs)
 _k_next_bwd_gamma = TritonKernel(_next_bwd_gamma)
 
 
-def _blocks(b: int, n: int, d: int, block_n: int | None = None) -> tuple[int, int, int]:
+def _blocks(b: int, n: int, d: int, dtype: torch.dtype, block_n: int | None = None
+            ) -> tuple[int, int, int]:
     bd = block_size(d)
-    bn = block_size(block_n) if block_n else max(1, min(block_size(n), 32, _budget() // bd))
-    bb = max(1, min(block_size(b), _budget() // (bd * max(bd, bn))))
+    bn = block_size(block_n) if block_n else max(1, min(block_size(n), 32, _budget(dtype) // bd))
+    bb = max(1, min(block_size(b), _budget(dtype) // (bd * max(bd, bn))))
     return bb, bn, bd
 
 
@@ -181,7 +182,7 @@ def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gam
     h = gamma.shape[0]
     out = torch.empty(b, h, dtype=x.dtype, device=x.device)
     beta = torch.empty(b, d, dtype=x.dtype, device=x.device)
-    bb, bn, bd = _blocks(b, n, d, block_n)
+    bb, bn, bd = _blocks(b, n, d, x.dtype, block_n)
     _k_readout_fwd[(triton.cdiv(b, bb),)](x, y, x_q, gamma, out, beta, b, n, d, h,
                                           BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
     return out, beta
@@ -194,15 +195,15 @@ def icl_readout_backward(dout, x, y, x_q, gamma, beta):
     dbeta, dxq, dgamma = bilinear_backward(dout, beta, x_q, gamma)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
-    bb, bn, bd = _blocks(b, n, d)
+    bb, bn, bd = _blocks(b, n, d, x.dtype)
     _k_context_bwd[(triton.cdiv(b, bb),)](x, y, dbeta, dx, dy, b, n, d,
                                           BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
     return dx, dy, dxq, dgamma
 
 
-def _next_blocks(b: int, d: int, device) -> tuple[int, int]:
+def _next_blocks(b: int, d: int, dtype: torch.dtype, device) -> tuple[int, int]:
     bd = block_size(d)
-    return block_rows(b, _budget() // (bd * bd), device), bd
+    return block_rows(b, _budget(dtype) // (bd * bd), device), bd
 
 
 def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
@@ -212,7 +213,7 @@ def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torc
     b, t, d = x.shape
     h = gamma.shape[0]
     out = torch.empty(b, t - 1, h, dtype=x.dtype, device=x.device)
-    bb, bd = _next_blocks(b, d, x.device)
+    bb, bd = _next_blocks(b, d, x.dtype, x.device)
     _k_next_fwd[(triton.cdiv(b, bb),)](x, y, gamma, out, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
     return out
 
@@ -222,7 +223,7 @@ def icl_readout_next_token_backward(dout, x, y, gamma):
     dout, x, y, gamma = dout.contiguous(), x.contiguous(), y.contiguous(), gamma.contiguous()
     b, t, d = x.shape
     h = gamma.shape[0]
-    bb, bd = _next_blocks(b, d, x.device)
+    bb, bd = _next_blocks(b, d, x.dtype, x.device)
     nblk = triton.cdiv(b, bb)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)

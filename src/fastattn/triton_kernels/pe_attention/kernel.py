@@ -4,7 +4,10 @@ O[b, h, i] = Σ_{j ≤ i + LOOKAHEAD} P[h, i, j] (q_bhi · k_bhj) v_bhj, and its
 FlashAttention-style tiles without a softmax (no running max or normaliser): a program holds a
 [BLOCK_Q, BLOCK_K] score tile S = q kᵀ, weights it by the P tile and the mask, and accumulates
 S V. No ``tl.dot`` (K and V may be below 16 and float64 must run under the interpreter):
-contractions are sums of broadcasts over [BLOCK_Q, BLOCK_K, BLOCK_D] tiles. The backward runs two
+contractions are sums of broadcasts over [BLOCK_Q, BLOCK_K, BLOCK_D] tiles, always reduced over
+the last axis: Triton rewrites ``tl.sum(a[:, :, None] * b[None, :, :], axis=1)`` into a
+``tt.dot``, which Triton 3.6 made TF32 on sm_80+ (relative error ~1e-3 in float32; the AOT
+report flags such implicit dots). The backward runs two
 kernels so that nothing is accumulated by atomics: one per (head, query block, batch slice) gives
 dq and this slice's partial dP (summed over the slice's sequences in a fixed order), one per
 (sequence, head, key block) gives dk and dv; torch sums the dP partials in a fixed order.
@@ -16,20 +19,17 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
+from .._launch import TritonKernel, block_size, compiled_for_gpu, register_budget, sm_count
 
 __all__ = ["pe_attention_backward", "pe_attention_forward"]
 
 
-def _budget() -> int:
-    """Elements of the largest [BLOCK_Q, BLOCK_K, BLOCK_D] broadcast a program forms."""
-    return 1 << 16 if interpreting() else 1 << 13
-
-
-def _blocks(tq: int, tk: int, k: int, v: int) -> tuple[int, int, int, int]:
+def _blocks(tq: int, tk: int, k: int, v: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
+    """(BLOCK_Q, BLOCK_K, BLOCK_D, BLOCK_V): the [BLOCK_Q, BLOCK_K, max(BLOCK_D, BLOCK_V)]
+    broadcast within 4096 float32 elements (README.md: registers and occupancy)."""
     bd, bv = block_size(k), block_size(v)
     bq, bk = min(block_size(tq), 32), min(block_size(tk), 32)
-    while bq * bk * max(bd, bv) > _budget() and max(bq, bk) > 1:
+    while bq * bk * max(bd, bv) > register_budget(dtype, 1 << 12) and max(bq, bk) > 1:
         if bq >= bk:
             bq //= 2
         else:
@@ -61,7 +61,7 @@ def _pe_attention_fwd(q_ptr, k_ptr, v_ptr, p_ptr, o_ptr, H, TQ, TK, K, V,
         m = mi[:, None] & mj[None, :] & (oj[None, :] <= oi[:, None] + LOOKAHEAD)
         p = tl.load(p_ptr + h * TQ * TK + oi[:, None] * TK + oj[None, :], mask=m, other=0.0)
         w = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * p               # [BQ, BK]
-        acc += tl.sum(w[:, :, None] * v[None, :, :], axis=1)
+        acc += tl.sum(w[:, None, :] * tl.trans(v)[None, :, :], axis=2)  # not axis 1: module doc
     tl.store(o_ptr + bh * TQ * V + oi[:, None] * V + ov[None, :], acc,
              mask=mi[:, None] & (ov[None, :] < V))
 
@@ -96,7 +96,7 @@ def _pe_attention_bwd_dq_dp(q_ptr, k_ptr, v_ptr, p_ptr, do_ptr, dq_ptr, dp_ptr, 
             p = tl.load(p_ptr + h * TQ * TK + oi[:, None] * TK + oj[None, :], mask=m, other=0.0)
             s = tl.sum(q[:, None, :] * k[None, :, :], axis=2)                # [BQ, BK]
             g = tl.sum(do[:, None, :] * v[None, :, :], axis=2)               # dO vᵀ
-            dq += tl.sum((g * p)[:, :, None] * k[None, :, :], axis=1)
+            dq += tl.sum((g * p)[:, None, :] * tl.trans(k)[None, :, :], axis=2)
             # only this program touches this tile of its partial (no atomics)
             tile = part + oi[:, None] * TK + oj[None, :]
             tl.store(tile, tl.load(tile, mask=m, other=0.0) + g * s, mask=m)
@@ -145,9 +145,9 @@ _bwd_dk_dv = TritonKernel(_pe_attention_bwd_dk_dv)
 def _slices(b: int, programs: int, device: torch.device) -> int:
     """Batch slices of the dq/dP kernel: enough programs to fill the device (4 per SM on CUDA,
     one slice under the interpreter, where each program is one more Python loop), at most B."""
-    if getattr(device, "type", "cpu") != "cuda":
+    if not compiled_for_gpu(device):
         return 1
-    target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    target = 4 * sm_count(device)
     return max(1, min(b, -(-target // max(programs, 1))))
 
 
@@ -158,7 +158,7 @@ def pe_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: t
     b, h, tq, kd = q.shape
     tk, vd = k.shape[2], v.shape[3]
     out = torch.empty(b, h, tq, vd, dtype=q.dtype, device=q.device)
-    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd, q.dtype)
     _fwd[(b * h, triton.cdiv(tq, bq))](q, k, v, p, out, h, tq, tk, kd, vd, LOOKAHEAD=lookahead,
                                         BLOCK_Q=bq, BLOCK_K=bk, BLOCK_D=bd, BLOCK_V=bv)
     return out
@@ -171,7 +171,7 @@ def pe_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, 
     the batch deterministically (per-slice partials, then a fixed-order sum)."""
     b, h, tq, kd = q.shape
     tk, vd = k.shape[2], v.shape[3]
-    bq, bk, bd, bv = _blocks(tq, tk, kd, vd)
+    bq, bk, bd, bv = _blocks(tq, tk, kd, vd, q.dtype)
     nqb = triton.cdiv(tq, bq)
     nb = _slices(b, h * nqb, q.device)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)

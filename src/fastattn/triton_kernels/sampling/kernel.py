@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
+from .._launch import TritonKernel, block_size, register_budget
 from .reference import mix_seed
 
 __all__ = ["sample_icl_stats_kernel"]
@@ -76,7 +76,7 @@ def sample_icl_stats_kernel(seed: int, step: int, batch: int, context: int,
     beta = torch.empty(batch, d, dtype=dtype, device=dev)
     xq = torch.empty(batch, d, dtype=dtype, device=dev)
     yq = torch.empty(batch, dtype=dtype, device=dev)
-    budget = 1 << 15 if interpreting() else 1 << 12
+    budget = register_budget(dtype, 1 << 11, interpreted=1 << 15)
     bd = block_size(d)
     bn = max(1, min(block_size(context), 16, budget // bd))
     # BLOCK_B must not depend on the batch size: compiled code sums in an order set by the block

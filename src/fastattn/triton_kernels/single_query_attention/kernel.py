@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_rows, block_size, interpreting
+from .._launch import TritonKernel, block_rows, block_size, interpreting, register_budget
 
 __all__ = ["single_query_attention_backward", "single_query_attention_forward"]
 
@@ -120,24 +120,25 @@ _k_fwd = TritonKernel(_sqa_fwd)
 _k_bwd = TritonKernel(_sqa_bwd)
 
 
-def _fwd_blocks(b: int, m: int, kdim: int, vdim: int, block_m: int | None
+def _fwd_blocks(b: int, m: int, kdim: int, vdim: int, dtype: torch.dtype, block_m: int | None
                 ) -> tuple[int, int, int, int]:
-    """(BLOCK_B, BLOCK_M, BLOCK_K, BLOCK_V) of the forward, one head per program."""
-    budget = 1 << 16 if interpreting() else 1 << 12
+    """(BLOCK_B, BLOCK_M, BLOCK_K, BLOCK_V) of the forward, one head per program; the
+    [BLOCK_B, BLOCK_M, max(BLOCK_K, BLOCK_V)] temporaries within 2048 float32 elements (README)."""
+    budget = register_budget(dtype, 1 << 11)
     bk, bv = block_size(kdim), block_size(vdim)
-    bb = max(1, min(block_size(b), 16 if not interpreting() else 256))
+    bb = max(1, min(block_size(b), 8 if not interpreting() else 256))
     bm = max(1, min(block_size(m), budget // (bb * max(bk, bv))))
     if block_m is not None:
         bm = block_size(block_m)
     return bb, bm, bk, bv
 
 
-def _bwd_blocks(b: int, h: int, m: int, kdim: int, vdim: int, device, block_m: int | None
-                ) -> tuple[int, int, int, int, int]:
+def _bwd_blocks(b: int, h: int, m: int, kdim: int, vdim: int, dtype: torch.dtype, device,
+                block_m: int | None) -> tuple[int, int, int, int, int]:
     """(BLOCK_B, BLOCK_H, BLOCK_M, BLOCK_K, BLOCK_V) of the backward, every head of BLOCK_B
     sequences in one program; the [BB, BH, BM, max(BK, BV)] temporaries fit the register
-    budget."""
-    budget = 1 << 16 if interpreting() else 1 << 12
+    budget (2048 float32 elements compiled: README)."""
+    budget = register_budget(dtype, 1 << 11)
     bh, bk, bv = block_size(h), block_size(kdim), block_size(vdim)
     width = bh * max(bk, bv)
     bm = block_size(block_m) if block_m is not None else max(1, min(block_size(m), 64,
@@ -165,7 +166,7 @@ def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = 
     out = torch.empty(b, h, vdim, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, dtype=q.dtype, device=q.device)
     scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
-    bb, bm, bk, bv = _fwd_blocks(b, m, kdim, vdim, block_m)
+    bb, bm, bk, bv = _fwd_blocks(b, m, kdim, vdim, q.dtype, block_m)
     skb, skh = _strides(k, h)
     _k_fwd[(triton.cdiv(b, bb), h)](q, k, v, scale_t, out, lse, b, h, m, kdim, vdim, skb, skh,
                                     BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv)
@@ -183,7 +184,7 @@ def single_query_attention_backward(dout, q, k, v, scale: float, out, lse,
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
     scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
-    bb, bh, bm, bk, bv = _bwd_blocks(b, h, m, kdim, vdim, q.device, block_m)
+    bb, bh, bm, bk, bv = _bwd_blocks(b, h, m, kdim, vdim, q.dtype, q.device, block_m)
     skb, skh = _strides(k, h)
     _k_bwd[(triton.cdiv(b, bb),)](q, k, v, scale_t, out, lse, dout, dq, dk, dv,
                                   b, h, m, kdim, vdim, skb, skh,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Everything the GPU machine should measure, in < 8 minutes: the CUDA kernel tests, then the kernel
+# benchmarks (bench/test_kernels_bench.py -k cuda), then one JSON summary.
+#
+# usage, from the repository root on the GPU machine (python3 with torch and triton; the C++ core
+# installed with `pip install --no-build-isolation --no-deps .`):
+#     OUT=/some/dir bash bench/gpu_all.sh
+# writes $OUT/cuda_tests.log, cuda_tests.xml, bench.log, bench.json and gpu_all.json (the summary:
+# device, versions, test counts and failures, each benchmark's device median in ms).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-out/gpu}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+
+# the kernel and op tests, CUDA cases only (the interpreter cases run in CI)
+timeout 330 "$py" -m pytest tests/triton_kernels tests/ops -q -p no:cacheprovider -k cuda \
+    --junitxml "$out/cuda_tests.xml" > "$out/cuda_tests.log" 2>&1
+tests_rc=$?
+timeout 270 "$py" -m pytest bench/test_kernels_bench.py -q -p no:cacheprovider -k cuda \
+    --benchmark-json "$out/bench.json" > "$out/bench.log" 2>&1
+bench_rc=$?
+
+"$py" - "$out" "$tests_rc" "$bench_rc" <<'PY'
+import json, pathlib, sys
+import xml.etree.ElementTree as ET
+
+import torch
+import triton
+
+out, tests_rc, bench_rc = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+summary = {"device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+           "torch": torch.__version__, "triton": triton.__version__,
+           "tests_exit": tests_rc, "bench_exit": bench_rc}
+try:
+    suite = ET.parse(out / "cuda_tests.xml").getroot().iter("testsuite")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    failed = []
+    for s in suite:
+        for k in counts:
+            counts[k] += int(s.get(k, 0))
+        for case in s.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.append(f"{case.get('classname')}::{case.get('name')}")
+    summary.update(counts, failed=failed)
+except (OSError, ET.ParseError) as exc:
+    summary["tests_report_error"] = str(exc)
+try:
+    bench = json.loads((out / "bench.json").read_text())
+    summary["bench_median_ms"] = {b["name"]: b["extra_info"].get("device_median_ms")
+                                  for b in bench["benchmarks"]}
+except (OSError, ValueError, KeyError) as exc:
+    summary["bench_report_error"] = str(exc)
+(out / "gpu_all.json").write_text(json.dumps(summary, indent=1))
+print(json.dumps({k: v for k, v in summary.items() if k != "bench_median_ms"}, indent=1))
+PY

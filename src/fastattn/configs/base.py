@@ -1,0 +1,220 @@
+"""What a family declares, and the registries of declarations (no torch: `fastattn --help` reads them).
+
+A model family's card (`ModelCard`) says, in one place: the fields of its config a user may set
+(each a `--key value` option with help and default), the shapes of its flat parameter vector, and
+the tasks it pairs with, each with the paper's setup for that pair (`Preset`). A task family's card
+(`TaskCard`) says its options and how their values become the task's fields. The model and task
+classes (which need torch) stay in `fastattn.models` and `fastattn.tasks`; a card names its config
+by kind, and tests/configs checks that every card's options are fields of that config.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Shapes = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+# ------------------------------------------------------------------------------ value parsers
+def boolean(text: str) -> bool:
+    """"true"/"false" (also 1/0, yes/no, on/off)."""
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("true or false")
+
+
+def context_value(text: str) -> int | list[int]:
+    """"31" → 31; "1..31" → [1, ..., 31] (uniform: the next-token loss); "8,16" → [8, 16]."""
+    if ".." in text:
+        lo, hi = (int(v) for v in text.split(".."))
+        return list(range(lo, hi + 1))
+    if "," in text:
+        return [int(v) for v in text.split(",")]
+    return int(text)
+
+
+def floats(text: str) -> list[float]:
+    """"0.4,0.3" → [0.4, 0.3]."""
+    return [float(v) for v in text.split(",")]
+
+
+def int_or_fresh(text: str) -> int | str:
+    return text if text == "fresh" else int(text)
+
+
+#: how each parser's expected input is named in an error ("--dim must be an integer; got 'abc'")
+EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "true or false",
+                                context_value: "an integer, a list 8,16 or a range 1..31",
+                                floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'"}
+
+
+# ------------------------------------------------------------------------------ declarations
+@dataclass(frozen=True)
+class Field:
+    """One settable field of a family's config: the option `--flag VALUE` (default: `--name` with
+    dashes) parsed by `parse`; `default` None means the config's own default (or unset).
+    `choices`: the allowed values (checked before any work)."""
+
+    name: str
+    parse: Callable[[str], Any]
+    help: str
+    default: Any = None
+    flag: str | None = None
+    choices: tuple[Any, ...] = ()
+
+    @property
+    def option(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The setup of one paper for a (task, model) pair: option values by option name (flag without
+    dashes, underscores) for the task, the model and the trainer. `when`: task option values that
+    select this preset over the pair's first one (e.g. Sander's orthogonal contexts). `methods`:
+    trainer values for methods other than the preset's (e.g. C0's flow horizon)."""
+
+    name: str
+    source: str
+    task: Mapping[str, Any] = field(default_factory=dict)
+    model: Mapping[str, Any] = field(default_factory=dict)
+    train: Mapping[str, Any] = field(default_factory=dict)
+    when: Mapping[str, Any] = field(default_factory=dict)
+    methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def train_for(self, method: str | None) -> dict[str, Any]:
+        """The trainer values for `method` (None: the preset's own): its `train`, or for another
+        method that method's entry of `methods` (empty: the user gives lr, steps or --time)."""
+        if method is None or method == self.train.get("method"):
+            return dict(self.train)
+        return {"method": method, **self.methods.get(method, {})}
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A model family: `kind` (its `MODELS` key and its config's kind), the `paper` it comes from,
+    the settable `fields` of its config, its flat parameter `shapes(dims)` for dims (D, H, R) in flat
+    order, its `presets` by task kind (the tasks it pairs with; the first preset of each is the
+    default), `fixed`: config fields set by the kind (e.g. Musat's params) and `from_task`: config
+    field → task field it takes (e.g. the positional models' T_max is the task's context).
+    `shapes` None: a token model whose flat order is its own (no exact objective reads it)."""
+
+    kind: str
+    paper: str
+    summary: str
+    fields: tuple[Field, ...]
+    shapes: Callable[[tuple[int, int, int]], Shapes] | None
+    presets: Mapping[str, tuple[Preset, ...]]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    from_task: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.presets)
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """A task family: `kind` (its `TASKS` key), `paper`, its settable `fields`, and `to_fields`:
+    the option values (by field name, defaults filled) → the task class's keyword arguments."""
+
+    kind: str
+    paper: str
+    summary: str
+    fields: tuple[Field, ...]
+    to_fields: Callable[[dict[str, Any]], dict[str, Any]] = dict
+
+
+#: kind → card, filled by `register_model_card` / `register_task_card` (fastattn.configs imports the
+#: papers' modules; a new family registers its own card)
+MODEL_CARDS: dict[str, ModelCard] = {}
+TASK_CARDS: dict[str, TaskCard] = {}
+
+
+def register_model_card(card: ModelCard) -> ModelCard:
+    if card.kind in MODEL_CARDS and MODEL_CARDS[card.kind] is not card:
+        raise ValueError(f"model kind {card.kind!r} already has a card")
+    MODEL_CARDS[card.kind] = card
+    return card
+
+
+def register_task_card(card: TaskCard) -> TaskCard:
+    if card.kind in TASK_CARDS and TASK_CARDS[card.kind] is not card:
+        raise ValueError(f"task kind {card.kind!r} already has a card")
+    TASK_CARDS[card.kind] = card
+    return card
+
+
+#: the papers in the order the CLI lists their families (the first declaration of a shared option,
+#: e.g. linear_regression's --context with its "1..31" form, is the sweep's)
+PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025", "musat2025")
+
+
+def in_paper_order(cards: Mapping[str, Any]) -> dict[str, Any]:
+    """`cards` ordered by their (first) paper in `PAPERS`, then as registered (new papers last)."""
+    def rank(card) -> int:
+        first = card.paper.split(",")[0].strip()
+        return PAPERS.index(first) if first in PAPERS else len(PAPERS)
+    return dict(sorted(cards.items(), key=lambda kv: rank(kv[1])))
+
+
+def model_card(kind: str) -> ModelCard:
+    if kind not in MODEL_CARDS:
+        raise ValueError(f"--model {kind!r} is unknown; choose one of {', '.join(MODEL_CARDS)}")
+    return MODEL_CARDS[kind]
+
+
+def task_card(kind: str) -> TaskCard:
+    if kind not in TASK_CARDS:
+        raise ValueError(f"--task {kind!r} is unknown; choose one of {', '.join(TASK_CARDS)}")
+    return TASK_CARDS[kind]
+
+
+# ------------------------------------------------------------------------------ flat layout
+def param_shapes(kind: str, dims: tuple[int, int, int]) -> Shapes:
+    """(name, shape) of each parameter block of model `kind`, in flat order, for dims (D, H, R)."""
+    shaped = [k for k, c in MODEL_CARDS.items() if c.shapes is not None]
+    if kind not in shaped:
+        raise ValueError(f"unknown family {kind!r}; choose one of {', '.join(shaped)}")
+    return MODEL_CARDS[kind].shapes(tuple(int(v) for v in dims))
+
+
+def n_params(kind: str, dims: tuple[int, int, int]) -> int:
+    """Flat parameter count P: H(1 + D²) for merged/cubic_mlp, H(1 + 2RD) for separate,
+    2H(D + 1)² for merged_full."""
+    return sum(math.prod(shape) for _, shape in param_shapes(kind, dims))
+
+
+def unflatten(kind: str, flat, dims: tuple[int, int, int]) -> dict[str, Any]:
+    """Views of each block: flat `[..., P]` → {name: `[..., *shape]`} (leading axes kept)."""
+    import numpy as np
+
+    p = np.asarray(flat, dtype=np.float64)
+    size = n_params(kind, dims)
+    if p.shape[-1:] != (size,):
+        raise ValueError(f"{kind} parameters at dims {tuple(dims)} must have last dimension "
+                         f"{size}; got shape {p.shape}")
+    out, offset = {}, 0
+    for name, shape in param_shapes(kind, dims):
+        n = math.prod(shape)
+        out[name] = p[..., offset:offset + n].reshape(*p.shape[:-1], *shape)
+        offset += n
+    return out
+
+
+@dataclass(frozen=True)
+class PerDim:
+    """A preset value that scales with the task's dim: `factor / D` (He et al.'s Σ_w = I/d)."""
+
+    factor: float
+
+    def __call__(self, task_values: Mapping[str, Any]) -> float:
+        return self.factor / int(task_values["dim"])
+
+    def __str__(self) -> str:
+        return "1/D" if self.factor == 1 else f"{self.factor:g}/D"

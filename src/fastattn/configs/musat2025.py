@@ -1,0 +1,102 @@
+"""Musat et al. 2025: induction heads in the disentangled transformer (full weights, its 19
+pseudo-parameters, its three parameters) on the task `induction`, and the standard transformer on
+the token task `induction_tokens` (spec musat2025)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastattn.configs.base import (
+    Field,
+    ModelCard,
+    Preset,
+    TaskCard,
+    boolean,
+    register_model_card,
+    register_task_card,
+)
+from fastattn.configs.common import DTYPE, INIT_SEED
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+INDUCTION = register_task_card(TaskCard(
+    "induction", "musat2025", "N (x, y) pairs with a positional code; predict the query's y",
+    (Field("dim", int, "D (even)", 16),
+     Field("context", int, "N pairs", 8),
+     Field("data", str, "gaussian | orthonormal (exact flows need orthonormal)", "gaussian",
+           choices=("gaussian", "orthonormal")),
+     Field("query", str, "uniform | last (q = N, Theorem 2)", "uniform", choices=("uniform", "last")),
+     Field("reduction", str, "sum (theory) | mean (App. C/D SGD) over D", "sum",
+           choices=("sum", "mean")),
+     Field("data_seed", int, "seed of the training data stream", 0)),
+    _plain))
+
+INDUCTION_TOKENS = register_task_card(TaskCard(
+    "induction_tokens", "musat2025", "token sequences of K item-label pairs (App. E)",
+    (Field("vocab", int, "vocabulary size N_T", 32),
+     Field("block", int, "number of positions N_P", 32),
+     Field("pairs", int, "item-label pairs K per sequence", 8),
+     Field("placement", str, "random (offset in the block, App. E) | start", "random",
+           choices=("random", "start")),
+     Field("data_seed", int, "seed of the training data stream", 0)),
+    _plain))
+
+#: §11 (Theorem 2's setting): orthonormal inputs, q = N, summed loss, strict mask, zero init; D = 2N
+#: = 16; the exact flow to core time 400 (the core's time is twice the paper's: paper t = 200, 2× the
+#: 19-parameter flow's loss drop at t ≈ 100; docs/musat2025.md)
+THEOREM2 = Preset("musat2025", "spec musat2025 §11: D=16, N=8, orthonormal, q=N, sum, strict mask, "
+                  "zero init, exact flow to t=400 (paper time 200)",
+                  task={"dim": 16, "context": 8, "data": "orthonormal", "query": "last",
+                        "reduction": "sum"},
+                  model={"mask": "strict", "init_scale": 0.0},
+                  train={"method": "flow", "t_end": 400.0})
+#: Figs. 4/5 (App. C/D, spec §11.5): Gaussian data, uniform query, mean loss, inclusive mask,
+#: SGD lr 1, batch 512, 400 steps (the full model has no exact objective)
+FIG4 = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5): D=16, N=4, Gaussian, uniform query, "
+              "mean loss, inclusive mask, SGD lr 1, batch 512, 400 steps",
+              task={"dim": 16, "context": 4, "data": "gaussian", "query": "uniform",
+                    "reduction": "mean"},
+              model={"mask": "inclusive", "init_scale": 0.0},
+              train={"method": "sgd", "lr": 1.0, "steps": 400, "batch_size": 512})
+#: App. E's small configuration (D = 64 here, 2048 there): AdamW lr 1e-3, wd 0.01, batch 512, 300 steps
+APP_E = Preset("musat2025", "spec musat2025 App. E small: N_T=N_P=32, K=8, D=64 (paper 2048), "
+               "AdamW lr 1e-3, weight decay 0.01, batch 512, 300 steps",
+               task={"vocab": 32, "block": 32, "pairs": 8},
+               model={"d_model": 64},
+               train={"method": "adam", "lr": 1e-3, "weight_decay": 0.01, "batch_size": 512,
+                      "steps": 300})
+
+MASK = Field("mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
+             choices=("strict", "inclusive"))
+DISENTANGLED = (MASK, Field("init_scale", float, "std of the Gaussian init (0: the paper's zero "
+                            "init)", 0.0, flag="--init"), INIT_SEED, DTYPE)
+
+
+def _full(dims):
+    d = dims[0]
+    return (("W1", (2 * d, 2 * d)), ("W2", (4 * d, 4 * d)), ("W3", (8 * d, d)))
+
+
+for _card in (
+    ModelCard("disentangled", "musat2025", "the disentangled transformer, full W1, W2, W3",
+              DISENTANGLED, _full, {"induction": (FIG4,)}, fixed={"params": "full"}),
+    ModelCard("gram19", "musat2025", "the disentangled transformer on its 19 pseudo-parameters",
+              DISENTANGLED, lambda dims: (("theta", (19,)),), {"induction": (THEOREM2,)},
+              fixed={"params": "gram19"}),
+    ModelCard("three_param", "musat2025", "the disentangled transformer on α₃, β₂, γ₃",
+              DISENTANGLED, lambda dims: (("theta", (3,)),), {"induction": (THEOREM2,)},
+              fixed={"params": "three_param"}),
+    ModelCard("standard_transformer", "musat2025", "the two-layer attention-only transformer "
+              "(§4, App. E) on tokens",
+              (Field("d_model", int, "residual width D (= D_H)", 64),
+               Field("attn_scale", boolean, "divide the scores by √D (Eq. 19: no)", False),
+               Field("init_std", float, "std of every weight (default 1/√fan_in)"),
+               INIT_SEED, Field("dtype", str, "float32 | float64", "float32",
+                                choices=("float64", "float32"))),
+              None, {"induction_tokens": (APP_E,)},
+              from_task={"vocab": "vocab", "block": "block"}),
+):
+    register_model_card(_card)

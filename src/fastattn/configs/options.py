@@ -1,0 +1,190 @@
+"""Command-line options generated from the cards, and a pair's resolved values (no torch).
+
+Every settable field of a task, model or trainer config is an option `--key VALUE` (nanoGPT's
+configurator). `options_for(task, model)` lists a pair's options with the pair's defaults (the
+paper's preset); `all_options()` lists every option once (the sweep's axes); `resolve` turns the
+given option values into the task, model and trainer values of a run, refusing a wrong pair or an
+option of another family in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fastattn.configs.base import (
+    EXPECTS,
+    MODEL_CARDS,
+    TASK_CARDS,
+    Field,
+    Preset,
+    in_paper_order,
+    model_card,
+    task_card,
+)
+from fastattn.configs.common import TRAIN
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option: `flag` fills `field` of the `target` config ("task", "model" or
+    "train"); `families`: the task kinds (target "task") or model kinds (target "model") that have
+    it, () for all; `default`: the value when not given (None: the config's own or unset)."""
+
+    flag: str
+    target: str
+    field: str
+    parse: Callable[[str], Any]
+    help: str
+    default: Any = None
+    families: tuple[str, ...] = ()
+    choices: tuple[Any, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The option's name: the flag without dashes, e.g. "init_seed" (argparse's dest)."""
+        return self.flag[2:].replace("-", "_")
+
+    def convert(self, text: str) -> Any:
+        """The value of `text`, or a ValueError in the CLI's words: "--dim must be an integer;
+        got 'abc'"."""
+        try:
+            value = self.parse(text)
+        except (TypeError, ValueError):
+            expects = EXPECTS.get(self.parse, "a valid value")
+            raise ValueError(f"{self.flag} must be {expects}; got {text!r}") from None
+        self.check(value)
+        return value
+
+    def check(self, value: Any) -> None:
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{self.flag} must be one of {' | '.join(map(str, self.choices))}; "
+                             f"got {value!r}")
+
+
+TASK = Option("--task", "task", "kind", str, "task family (fastattn info lists them with their models)",
+              "linear_regression")
+MODEL = Option("--model", "model", "kind", str, "model family (paired with --task)", "separate")
+
+
+def _option(target: str, f: Field, families: tuple[str, ...] = (), default: Any = None) -> Option:
+    return Option(f.option, target, f.name, f.parse, f.help, f.default if default is None else default,
+                  families, f.choices)
+
+
+def all_options() -> tuple[Option, ...]:
+    """Every option once (first declaration's help and default), with the families that have it."""
+    seen: dict[str, Option] = {"task": TASK, "model": MODEL}
+    for target, cards in (("task", TASK_CARDS), ("model", MODEL_CARDS)):
+        for kind, card in in_paper_order(cards).items():
+            for f in card.fields:
+                opt = seen.get(f.option[2:].replace("-", "_"))
+                if opt is None:
+                    seen[f.option[2:].replace("-", "_")] = _option(target, f, (kind,))
+                elif opt.target != target or opt.field != f.name:
+                    raise ValueError(f"{f.option} is both {opt.target}.{opt.field} and "
+                                     f"{target}.{f.name} ({kind}); give one a flag of its own")
+                else:
+                    seen[opt.name] = replace(opt, families=(*opt.families, kind))
+    for f in TRAIN:
+        seen[f.option[2:].replace("-", "_")] = _option("train", f)
+    n_tasks, n_models = len(TASK_CARDS), len(MODEL_CARDS)
+    return tuple(replace(o, families=()) if len(o.families) == (n_tasks if o.target == "task" else
+                                                                  n_models) else o
+                 for o in seen.values())
+
+
+def pairs() -> dict[str, tuple[str, ...]]:
+    """Task kind → the model kinds that pair with it (cards' order)."""
+    out: dict[str, list[str]] = {kind: [] for kind in in_paper_order(TASK_CARDS)}
+    for kind, card in in_paper_order(MODEL_CARDS).items():
+        for task in card.tasks:
+            out.setdefault(task, []).append(kind)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def check_pair(task: str, model: str) -> None:
+    """A ValueError in one line, naming the models that pair with `task`, unless (task, model) pairs."""
+    task_card(task)
+    card = model_card(model)
+    if task not in card.tasks:
+        raise ValueError(f"--model {model} does not pair with --task {task}; models for {task}: "
+                         f"{', '.join(pairs()[task]) or 'none'} (--model {model} pairs with "
+                         f"--task {', '.join(card.tasks)}; fastattn info lists every pair)")
+
+
+def preset_for(task: str, model: str, given_task: Mapping[str, Any] | None = None) -> Preset:
+    """The pair's preset: the first whose `when` matches the task values (given, else the first
+    preset's), else the first."""
+    check_pair(task, model)
+    presets = model_card(model).presets[task]
+    base = {f.name: f.default for f in task_card(task).fields} | dict(presets[0].task)
+    values = base | dict(given_task or {})
+    for p in presets[1:]:
+        if all(values.get(k) == v for k, v in p.when.items()):
+            return p
+    return presets[0]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A run's option values by config field: `task`, `model` (kinds under "kind") and `train`, and
+    the `preset` the defaults came from."""
+
+    task: dict[str, Any]
+    model: dict[str, Any]
+    train: dict[str, Any]
+    preset: Preset
+
+    def spec(self) -> dict[str, dict[str, Any]]:
+        return {"task": self.task, "model": self.model, "train": self.train}
+
+
+def _evaluate(values: dict[str, Any], task_values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v(task_values) if callable(v) else v for k, v in values.items()}
+
+
+def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None = None) -> Resolved:
+    """The values of a (task, model) run: each card's defaults, then the pair's preset, then `given`
+    ({"task": {field: value}, "model": {...}, "train": {...}}). A field `given` that the pair does
+    not have is a ValueError naming its option and the families that have it."""
+    given = {t: dict((given or {}).get(t, {})) for t in ("task", "model", "train")}
+    preset = preset_for(task, model, given["task"])
+    tcard, mcard = task_card(task), model_card(model)
+    known = {"task": tcard.fields, "model": mcard.fields, "train": TRAIN}
+    by_field = {(o.target, o.field): o for o in all_options()}
+    for target, values in given.items():
+        names = {f.name for f in known[target]}
+        for name in values:
+            if name not in names:
+                opt = by_field.get((target, name))
+                flag = opt.flag if opt else f"{target}.{name}"
+                which = f"--{target} {task if target == 'task' else model}"
+                where = f" (it applies to --{target} {', '.join(opt.families)})" if opt and \
+                    opt.families else ""
+                raise ValueError(f"{flag} does not apply to {which}{where}")
+    task_values = {f.name: f.default for f in tcard.fields} | dict(preset.task) | given["task"]
+    task_values = _evaluate(task_values, task_values)
+    model_values = {f.name: f.default for f in mcard.fields} | dict(preset.model) | given["model"]
+    train_values = {f.name: f.default for f in TRAIN} | preset.train_for(given["train"].get("method"))
+    train_values |= given["train"]
+    for values, fields in ((task_values, tcard.fields), (model_values, mcard.fields),
+                           (train_values, TRAIN)):
+        for f in fields:
+            if values.get(f.name) is not None and f.choices:
+                _option("", f).check(values[f.name])
+    drop = lambda d: {k: v for k, v in d.items() if v is not None}     # noqa: E731
+    return Resolved({"kind": task, **drop(task_values)}, {"kind": model, **drop(model_values)},
+                    drop(_evaluate(train_values, task_values)), preset)
+
+
+def options_for(task: str, model: str) -> tuple[Option, ...]:
+    """The options of a (task, model) pair, with the pair's defaults (its paper's preset)."""
+    r = resolve(task, model)
+    out = [replace(TASK, default=task), replace(MODEL, default=model)]
+    for target, fields, values in (("task", task_card(task).fields, r.task),
+                                   ("model", model_card(model).fields, r.model),
+                                   ("train", TRAIN, r.train)):
+        out += [_option(target, f, default=values.get(f.name)) for f in fields]
+    return tuple(out)

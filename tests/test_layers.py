@@ -1,0 +1,144 @@
+"""Imports point one way: no module imports up the layer order of docs/conventions.md ("Layers").
+
+Walks the source of every module under src/fastattn with `ast` (module-level and function-level
+imports alike, `if TYPE_CHECKING:` blocks excepted: they never run), so an import that only runs on
+some path is caught too."""
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "fastattn"
+CONVENTIONS = ROOT / "docs" / "conventions.md"
+
+#: Up-imports still in the tree, each with the change that removes it. The test also fails when one
+#: is gone, so that this list only shrinks.
+PENDING: dict[tuple[str, str], str] = {}
+
+
+def layers() -> list[list[str]]:
+    """The rows of the Layers table, top (lowest layer) first: each a list of module names."""
+    text = CONVENTIONS.read_text()
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    return [re.findall(r"`([\w.]+)`", row.split("|")[2]) for row in rows]
+
+
+def labels() -> list[str]:
+    """The layers' names (the table's first column), in the order of `layers()`."""
+    section = CONVENTIONS.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    return [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and "`" in line]
+
+
+def rank_of(module: str, table: list[list[str]]) -> int | None:
+    """The layer index of `module`: its most specific entry (`fastattn` matches only itself)."""
+    best, rank = "", None
+    for i, names in enumerate(table):
+        for name in names:
+            covers = module == name or (name != "fastattn" and module.startswith(name + "."))
+            if covers and len(name) > len(best):
+                best, rank = name, i
+    return rank
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str) -> bool:
+    """A source module, a package or a compiled extension (its stub `.pyi` is in the tree)."""
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return any(path.with_suffix(ext).exists() for ext in (".py", ".pyi")) or \
+        (path / "__init__.py").exists()
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported(path: Path) -> set[str]:
+    """The fastattn modules `path` imports: `from fastattn import x` is module fastattn.x when x is a
+    module, else a name of the fastattn namespace; relative imports are resolved."""
+    tree = ast.parse(path.read_text())
+    skip = {id(n) for node in ast.walk(tree) if _type_checking_only(node) for n in ast.walk(node)
+            if n is not node}
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if is_module(sub) else base)
+    return {m for m in out if m == "fastattn" or m.startswith("fastattn.")}
+
+
+def edges() -> list[tuple[str, str]]:
+    return sorted((module_name(p), target) for p in PACKAGE.rglob("*.py") for target in imported(p))
+
+
+def test_the_table_places_every_module_once():
+    table = layers()
+    assert len(table) >= 8, "the Layers table of docs/conventions.md was not found"
+    names = [n for row in table for n in row]
+    assert len(names) == len(set(names)), "a module is in two layers"
+    unplaced = sorted({module_name(p) for p in PACKAGE.rglob("*.py")
+                       if rank_of(module_name(p), table) is None})
+    assert not unplaced, f"give these modules a layer in docs/conventions.md (Layers): {unplaced}"
+
+
+def test_no_import_runs_up_a_layer():
+    table, names = layers(), labels()
+    unplaced = sorted({dst for _, dst in edges() if rank_of(dst, table) is None})
+    assert not unplaced, f"give these modules a layer in docs/conventions.md (Layers): {unplaced}"
+    found = {(src, dst) for src, dst in edges() if rank_of(dst, table) > rank_of(src, table)}
+    up = sorted(found - set(PENDING))
+    lines = [f"{src} ({names[rank_of(src, table)]}) imports {dst} ({names[rank_of(dst, table)]})"
+             for src, dst in up]
+    assert not up, "imports up the layer order (docs/conventions.md, Layers):\n" + "\n".join(lines)
+    gone = sorted(set(PENDING) - found)
+    assert not gone, f"no longer imported: remove from PENDING: {gone}"
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("fastattn.theory", ("fastattn.population", "fastattn.models", "fastattn.training",
+                         "fastattn.tasks", "fastattn.ops")),
+    ("fastattn.models", ("fastattn.analysis",)),
+    ("fastattn.population", ("fastattn.tasks", "fastattn.training")),
+    ("fastattn.sweep", ("fastattn.cli",)),
+])
+def test_the_issues_named_rules(package, forbidden):
+    """The rules issue 24 names, whatever the table says: theory is pure formulas, models import no
+    analysis, the sweep imports no CLI module (fastattn.cli; the shared option table is not one)."""
+    bad = [(s, d) for s, d in edges() if (s == package or s.startswith(package + "."))
+           and any(d == f or d.startswith(f + ".") for f in forbidden)]
+    assert not bad
+
+
+def test_the_walker_sees_function_level_and_relative_imports(tmp_path, monkeypatch):
+    """The walker itself: a function-level import and a relative one are both found, and an
+    import under `if TYPE_CHECKING:` is not (it never runs)."""
+    pkg = tmp_path / "fastattn" / "theory"
+    pkg.mkdir(parents=True)
+    (tmp_path / "fastattn" / "__init__.py").write_text("")
+    (tmp_path / "fastattn" / "models.py").write_text("")
+    (tmp_path / "fastattn" / "training.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x.py").write_text("from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from fastattn import training\n"
+                              "def f():\n    from .. import models\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "fastattn")
+    assert imported(pkg / "x.py") == {"fastattn.models"}

@@ -1,0 +1,108 @@
+"""The AOT compile report (fastattn.triton_kernels.aot): its kernel list is the set of kernels the
+ops launch, launches are planned by the launchers' own code, the occupancy arithmetic, and the
+compiler checks it makes (a real compile for sm_80 of two small kernels; no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton.language as tl
+
+import fastattn.ops as ops
+from fastattn.triton_kernels import _launch, aot
+from fastattn.triton_kernels.pe_attention.kernel import pe_attention_backward
+
+
+def _launched_by_the_ops(monkeypatch) -> set[str]:
+    """Names of the kernels launched when every op runs forward and backward on its Triton
+    backend under the interpreter (tiny shapes)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    seen: set[str] = set()
+    original = _launch.TritonKernel.__getitem__
+
+    def spy(self, grid):
+        seen.add(f"{self.fn.__module__.split('.')[-2]}.{self.fn.__name__}")
+        return original(self, grid)
+
+    monkeypatch.setattr(_launch.TritonKernel, "__getitem__", spy)
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s):
+        return torch.randn(*s, generator=g).requires_grad_()
+
+    def fwd_bwd(out):
+        out = out[0] if isinstance(out, tuple) else out
+        out.sum().backward()
+
+    b, n, d, h = 3, 5, 3, 2
+    fwd_bwd(ops.icl_readout(r(b, n, d), r(b, n), r(b, d), r(h, d, d), backend="triton"))
+    fwd_bwd(ops.icl_readout_next_token(r(b, n, d), r(b, n), r(h, d, d), backend="triton"))
+    fwd_bwd(ops.cubic_hidden(r(b, d), r(b, d), r(h, d * d), backend="triton"))
+    for keys in (r(b, n, d), r(b, h, n, d)):
+        fwd_bwd(ops.single_query_attention(r(b, h, d), keys, r(b, n, 2), 0.5, backend="triton"))
+    fwd_bwd(ops.pe_attention(r(b, h, 4, d), r(b, h, 4, d), r(b, h, 4, 2), r(h, 4, 4),
+                             backend="triton"))
+    eye = torch.eye(d)
+    ops.sample_icl_stats(0, 0, 4, 3, eye, torch.zeros(d), eye, 0.1, backend="triton")
+    p = 3 * 1 * 3 * 3 + 3
+    theta, m, v = torch.zeros(2, p), torch.zeros(2, p), torch.zeros(2, p)
+    ops.he_adam_step(theta, m, v, torch.tensor([1, 2]), torch.full((2,), 1e-3),
+                     torch.eye(2).expand(2, 2, 2), torch.eye(2).expand(2, 2, 2), torch.zeros(2),
+                     heads=1, context=3, batch=4, step=0, backend="triton")
+    return seen
+
+
+def test_report_lists_exactly_the_kernels_the_ops_launch(monkeypatch):
+    assert aot.kernel_names() == sorted(_launched_by_the_ops(monkeypatch))
+
+
+def test_recording_plans_launches_as_on_the_target_without_running_them():
+    b, h, t, kd = 64, 2, 5, 3
+    q = torch.empty(b, h, t, kd, device="meta")
+    with _launch.recording_launches(sms=10) as launches:
+        assert _launch.compiled_for_gpu(q.device) and _launch.sm_count(q.device) == 10
+        pe_attention_backward(q, q, q, q, torch.empty(h, t, t, device="meta"), 0)
+    assert not _launch.compiled_for_gpu(q.device)
+    dq_dp, dk_dv = launches
+    # dq/dP: batch slices fill 4 programs per SM of the planned device (40 programs over 2 heads)
+    assert dq_dp.grid == (h, 1, 20) and dq_dp.kwargs["BLOCK_Q"] == 8
+    assert dk_dv.grid == (b * h, 1)
+
+
+def test_occupancy_follows_cuda_rules():
+    sm90 = aot.TARGETS["sm_90"]
+    # issue 29: 205 registers at 4 warps -> 6656 registers a warp, 9 warps, 2 blocks
+    assert aot._occupancy(sm90, 205, 1024, 4) == (2, 0.125, "registers")
+    assert aot._occupancy(sm90, 32, 0, 4) == (16, 1.0, "warps")
+    blocks, _occ, limiter = aot._occupancy(sm90, 32, 100_000, 4)
+    assert (blocks, limiter) == (2, "shared memory")
+
+
+def _matmul_axis1(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], tl.sum(a[:, :, None] * b[None, :, :], axis=1))
+
+
+def _matmul_last_axis(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.sum(a[:, None, :] * tl.trans(b)[None, :, :], axis=2)
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
+@pytest.mark.parametrize("fn", [_matmul_axis1, _matmul_last_axis])
+def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn):
+    """A broadcast-multiply-sum over axis 1 becomes a tt.dot inside Triton (TF32 on sm_80+ with
+    Triton 3.6: pe_attention's float32 error on an H100); the report refuses it. The same product
+    reduced over the last axis compiles to plain FMAs."""
+    x = torch.empty(16, 16, device="meta")
+    launch = _launch.Launch(_launch.TritonKernel(fn), (1,), (x, x, x), {"BLOCK": 16})
+    rep = aot._report_one("toy", launch, aot.TARGETS["sm_80"])
+    assert rep.registers and rep.registers > 0 and rep.spilled_bytes == 0, rep.error
+    if fn is _matmul_axis1:
+        assert not rep.compiled and rep.implicit_dots == 1 and "tt.dot" in rep.error
+    else:
+        assert rep.compiled and rep.implicit_dots == 0 and rep.mma == 0, rep.error
