@@ -36,7 +36,7 @@ def test_gram19_gd_and_disentangled_sgd(tmp_path, capsys):
                  "--name", "sgd"]) == 0
     assert np.load(tmp_path / "sgd.npz")["params"].shape[-1] == 28 * 16
     # the full model runs on its exact population gradient (tests/population/test_induction_full.py)
-    assert main([*ORTHO, "--model", "disentangled", "--method", "flow", "--time", "1",
+    assert main([*ORTHO, "--model", "disentangled", "--reduction", "sum", "--method", "flow", "--time", "1",
                  "--out", str(tmp_path)]) == 0
     assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 28 * 64
 

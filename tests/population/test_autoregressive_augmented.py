@@ -54,7 +54,8 @@ def test_monte_carlo_and_finite_differences(s0):
 
 def test_cli_runs_aug_exactly_to_prop_2(tmp_path):
     """The exact flow reaches ℓ*; exact GD's records are the objective at its parameters, falling."""
-    base = ["train", "--task", "autoregressive", "--model", "aug", "--encoding", "augmented", "--dim", "3",
+    base = ["train", "--task", "autoregressive", "--model", "aug", "--encoding", "augmented",
+            "--context-dist", "unitary", "--representation", "complex", "--s1", "ones", "--dim", "3",
             "--context", "7", "--init", "0.1", "--quiet"]
     l_star = theory.augmented_optimum(3, 7, "zero")[1]
     assert main([*base, "--method", "flow", "--time", "200", "--out", str(tmp_path / "flow")]) == 0
