@@ -28,10 +28,10 @@ def _musat_gd_lr100() -> str:
     return f"gives {s['T_gamma']}/{s['T_beta']}/{s['T_alpha']} for γ/β.1/α.1"
 
 
-def _musat_fig19_quick() -> str:
+def _musat_quick(fig: str, fig_label: str) -> str:
     from fastattn.experiments.musat2025 import dynamics
 
-    s = dynamics.FIG19.summarize([], quick=True)
+    s = getattr(dynamics, fig).summarize([], quick=True)
     order = ("gamma3>=0.1", "beta2>=0.1", "alpha3>=0.1", "loss<=0.5", "gamma3>=0.5", "beta2>=0.5",
              "alpha3>=0.5", "loss<=0.2")
     st = s["settings"]
@@ -39,9 +39,24 @@ def _musat_fig19_quick() -> str:
     for run, label in (("full", "full"), ("three_param", "α₃, β₂, γ₃")):
         first = s["runs"][run]["first_step"]
         steps = " / ".join("–" if first[k] is None else str(first[k]) for k in order)
-        rows.append(f"| 19 | {st['D']}, {st['N']}, {st['batch']}, {st['steps']} | {label} | {steps} | "
+        size = f"{st['D']}, {st['N']}, {st['batch']}, {st['steps']}"
+        rows.append(f"| {fig_label} | {size} | {label} | {steps} | "
                     f"{s['runs'][run]['mean_loss_last_tenth']:.3f} |")
     return " ".join(rows)
+
+
+def _sander_fig9_quick() -> str:
+    from fastattn.experiments.sander2024 import fig9
+
+    s = fig9.summarize([], quick=True)
+
+    def q(name):
+        return f"{s[name]['final_train_loss_tail_mean']:.1e}".replace("e-0", "e-")
+
+    return (f"| linear attention | 9.6e-6 (quick: {q('no SM, no MLP')}) | 4.3e-4 "
+            f"(quick: {q('no SM, MLP')}) | "
+            f"| softmax attention | **2.32** (quick: {s['SM, no MLP']['final_train_loss_tail_mean']:.2f}), a "
+            f"plateau from step ≈ 300 | **0.83** (quick: {s['SM, MLP']['final_train_loss_tail_mean']:.2f}) |")
 
 
 def _he_e2_quick(tmp_path) -> str:
@@ -68,7 +83,10 @@ def _he_e6_quick(tmp_path) -> str:
 
 CASES = {
     "musat2025.md: emergence_steps_gd at lr 100": ("musat2025.md", _musat_gd_lr100),
-    "musat2025.md: Fig. 19 --quick": ("musat2025.md", _musat_fig19_quick),
+    "musat2025.md: Fig. 19 --quick": ("musat2025.md", lambda: _musat_quick("FIG19", "19")),
+    "musat2025.md: Figs. 4/5 --quick": ("musat2025.md", lambda: _musat_quick("FIG5", "4/5")),
+    "musat2025.md: Fig. 18 --quick": ("musat2025.md", lambda: _musat_quick("FIG18", "18")),
+    "sander2024.md: Fig. 9 --quick": ("sander2024.md", _sander_fig9_quick),
     "he2025.md: E2 --quick": ("he2025.md", _he_e2_quick),
     "he2025.md: E6 --quick": ("he2025.md", _he_e6_quick),
 }

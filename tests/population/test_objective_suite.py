@@ -50,6 +50,8 @@ REGISTERED_CASES = {
     # Musat et al. 2025 (orthonormal data): dims = (N, query uniform?, mask inclusive?)
     ("induction", "three_param"): [(5, 0, 0), (4, 1, 1)],
     ("induction", "gram19"): [(3, 0, 0), (3, 1, 1)],
+    ("induction", "disentangled"): [(2, 0, 0), (2, 1, 1)],   # the full model at structured weights
+    ("autoregressive", "aug"): [(1, 1, 4), (3, 1, 5)],       # AUG-1 on unitary contexts, (d, H, T_max)
     # (d, H, T_max): unitary at odd d, orthogonal at even d (pe_only: positional at d = 1)
     ("autoregressive", "diag"): [(3, 2, 3), (4, 3, 4)],
     ("autoregressive", "pe_only"): [(1, 1, 4), (2, 1, 3)],
@@ -78,9 +80,14 @@ def build(case, rng):
 
         N, uniform, inclusive = dims
         task = InductionPairs(2 * N, N, data="orthonormal", query="uniform" if uniform else "last")
-        model = DisentangledTransformer(dim=2 * N, params=pair[1],
+        model = DisentangledTransformer(dim=2 * N, params="full" if pair[1] == "disentangled" else pair[1],
                                         mask="inclusive" if inclusive else "strict")
-        return objective_for(task, model), rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
+        theta = rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
+        if pair[1] == "disentangled":       # a point of the 19-dim subspace, where it is exact
+            from fastattn.analysis.pseudo_params import embed
+
+            theta = np.concatenate([w.ravel() for w in embed(theta, 2 * N)])
+        return objective_for(task, model), theta
     if pair[0] == "autoregressive":
         return _autoregressive_case(pair[1], dims, rng)
     if pair[0] == "wishart_tasks":        # the reduced model on a real task (C++ WishartReduced)
@@ -102,6 +109,10 @@ def _autoregressive_case(kind, dims, rng):
     from fastattn.tasks import AutoRegressive
 
     d, H, tmax = dims
+    if kind == "aug":
+        task = AutoRegressive(dim=d, context=tmax, context_dist="unitary", encoding="augmented")
+        model = build_model(get_model(kind).config(d, H, init_scale=0.5))
+        return objective_for(task, model), rng.standard_normal(model.flat_size())
     dist = "positional" if d == 1 else ("orthogonal" if d % 2 == 0 else "unitary")
     task = AutoRegressive(dim=d, context=tmax, context_dist=dist, mu=3.0)
     model = build_model(get_model(kind).config(d, H, tmax, init_scale=0.5))

@@ -9,7 +9,8 @@
   `gamma`, `n_params`, `conserved_quantities`.
 """
 
-from fastattn.population import (  # noqa: F401  (register the induction objectives)
+from fastattn.population import (  # noqa: F401  (register their exact objectives)
+    autoregressive_augmented,
     induction,
     induction_full,
 )

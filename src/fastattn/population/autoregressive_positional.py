@@ -56,18 +56,20 @@ def row_forms(T: int, mu: float) -> tuple[np.ndarray, np.ndarray]:
     return M, L
 
 
-def loss_grad_cp(C: np.ndarray, P: np.ndarray, mu: float) -> tuple[float, np.ndarray, np.ndarray]:
-    """(ℓ, ∂ℓ/∂C `[d, d]`, ∂ℓ/∂P `[T_max, T_max]`) of ℓ = Σ_{T=2}^{T_max} l_T(C, P[T−2, :T])."""
+def loss_grad_cp(C: np.ndarray, P: np.ndarray, mu: float, forms: list | None = None
+                 ) -> tuple[float, np.ndarray, np.ndarray]:
+    """(ℓ, ∂ℓ/∂C `[d, d]`, ∂ℓ/∂P `[T_max, T_max]`) of ℓ = Σ_{T=2}^{T_max} l_T(C, P[T−2, :T]);
+    `forms`: `row_forms(T, mu)` for T = 2..T_max, if precomputed."""
     C, P = np.asarray(C, dtype=np.float64), np.asarray(P, dtype=np.float64)
     d, tmax = C.shape[0], P.shape[0]
+    forms = forms if forms is not None else [row_forms(T, mu) for T in range(2, tmax + 1)]
     diag = np.diag(C).copy()
     off = C - np.diag(diag)
     q, S = (off**2).sum(1), off.sum(1)
     wk = np.stack([diag**2, q, diag * S, S**2 - q]).sum(1)        # Σ_i of k₁..k₄'s coefficients
     wl = np.array([diag.sum(), S.sum()])
     loss, gC, gP = 0.0, np.zeros_like(C), np.zeros_like(P)
-    for T in range(2, tmax + 1):
-        M, L = row_forms(T, mu)
+    for T, (M, L) in zip(range(2, tmax + 1), forms, strict=True):
         p = P[T - 2, :T]
         Mp = M @ p                                                 # [4, T]
         k, lin = Mp @ p, L @ p
@@ -89,6 +91,7 @@ class PositionalDiagObjective(Objective):
         if not mu >= 1:
             raise ValueError(f"mu must be at least 1 (𝒲(μ) has phases in [0, 2π/μ)); got {mu}")
         self.mu = float(mu)
+        self._forms = [row_forms(T, self.mu) for T in range(2, self.dims[2] + 1)]
 
     def __repr__(self) -> str:
         return f"PositionalDiagObjective(dims={self.dims}, mu={self.mu})"
@@ -102,5 +105,5 @@ class PositionalDiagObjective(Objective):
         x = np.asarray(params, dtype=np.float64)
         A, B = x[:H * d].reshape(H, d), x[H * d:2 * H * d].reshape(H, d)
         P = x[2 * H * d:].reshape(tmax, tmax)
-        loss, gC, gP = loss_grad_cp(B.T @ A, P, self.mu)
+        loss, gC, gP = loss_grad_cp(B.T @ A, P, self.mu, self._forms)
         return loss, np.concatenate([(B @ gC).ravel(), (A @ gC.T).ravel(), gP.ravel()])

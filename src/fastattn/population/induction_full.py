@@ -6,13 +6,13 @@ the data symmetries of Theorem 1 average the population gradient onto that subsp
 that `tests/population/test_induction_objectives.py` computes without any projection): ∇_W L =
 Σ_k (∂L19/∂θ_k / D) B_k with θ = project(W) and L19 the exact Gram-space loss. A flow or GD from
 structured weights (zero included) therefore never leaves the subspace, and this objective follows
-the full model exactly. Off the subspace the population gradient has no closed form here: a
-ValueError says so.
+the full model exactly. It evaluates ℓ(W) = L19(project(W)), whose gradient is that one everywhere
+(so finite differences and Hessians are consistent), and refuses weights farther than `tol` from
+the subspace, where the population loss has no closed form here.
 
-Time: `loss_grad` returns (L, 2D ∇_W L) = (L, 2 Σ_k (∂L19/∂θ_k) B_k). The library's flow
-dW/dt = −½ (returned gradient) is then θ̇ = −∇_θ L, so a record's time axis is the θ-coordinates'
-paper time (the time of `theory.musat2025`'s emergence times), and `gd` with lr η (time 2η per
-step) moves θ by 2η ∇_θ L. The loss is the exact population loss itself.
+Time: the library's flow is dW/dt = −½ ∇_W L, i.e. θ̇ = −∇_θ L / (2D): a record's time t is the
+θ-coordinates' paper time t/(2D) (`paper_time`), and `gd` with lr λ is the paper's full-matrix
+learning rate λ (θ moves by (λ/D) ∇_θ L per step, spec §7.7).
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ def basis_matrix(D: int) -> np.ndarray:
 
 
 class DisentangledFullObjective(Objective):
-    """ℓ(W1, W2, W3) of the full disentangled transformer on orthonormal data at structured weights;
-    gradient 2D ∇_W ℓ, the θ-coordinates' paper time (module docstring). Flat parameters: W1, W2,
-    W3 row-major (28D²)."""
+    """ℓ(W1, W2, W3) = L19(project(W)) of the full disentangled transformer on orthonormal data near
+    its 19-dim subspace (module docstring). Flat parameters: W1, W2, W3 row-major (28D²)."""
 
-    def __init__(self, D: int, N: int, query: str = "last", mask: str = "strict", tol: float = 1e-9):
+    def __init__(self, D: int, N: int, query: str = "last", mask: str = "strict", tol: float = 1e-4):
         super().__init__()
         self.D, self.N, self.query, self.mask, self.tol = int(D), int(N), query, mask, float(tol)
         self.gram = InductionGram19Objective.orthonormal(self.N, query, mask)
@@ -55,6 +54,10 @@ class DisentangledFullObjective(Objective):
 
     def size(self) -> int:
         return 28 * self.D**2
+
+    def paper_time(self, t):
+        """The θ-coordinates' paper time (θ̇ = −∇_θ L) of the library's time `t` (array or float)."""
+        return np.asarray(t) / (2 * self.D)
 
     def theta(self, params: np.ndarray) -> np.ndarray:
         """θ `[19]` = project(W): the pseudo-parameters (order `NAMES`)."""
@@ -70,7 +73,17 @@ class DisentangledFullObjective(Objective):
                              "it: start from zero (--init 0) or structured weights, or train with a "
                              "sampled method (sgd)")
         loss, g = self.gram.loss_grad(theta)
-        return float(loss), 2.0 * (self.E @ np.asarray(g))
+        return float(loss), self.E @ np.asarray(g) / self.D
+
+    def hessian(self, params: np.ndarray) -> np.ndarray:
+        """`[28D², 28D²]` = E H19 Eᵀ / D² (H19 the Gram19 Hessian)."""
+        self.loss_grad(params)                                   # refuses off-subspace weights
+        return self.E @ self.gram.hessian(self.theta(params)) @ self.E.T / self.D**2
+
+    def hvp(self, params: np.ndarray, u: np.ndarray) -> np.ndarray:
+        self.loss_grad(params)
+        H19 = self.gram.hessian(self.theta(params))
+        return self.E @ (H19 @ (self.E.T @ np.asarray(u, dtype=np.float64))) / self.D**2
 
 
 @register_objective("induction", "disentangled")

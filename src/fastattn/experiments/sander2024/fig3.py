@@ -98,9 +98,10 @@ def plot(runs: list[Run], summary: dict[str, Any]):
             ax.set_title(f"{run.spec.label}: {name}", fontsize=8)
         P = used_positions(m.P.detach().numpy())
         lim = float(np.abs(P).max())
-        plots.heatmap(row[3], P, colorbar="entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        plots.heatmap(row[3], P, colorbar="entry", tick_step=5, vmin=-lim, vmax=lim,
+                      cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.55"))
         row[3].tick_params(labelsize=6)
-        row[3].set_title(f"P, entries read by the model (loss {run.traj.final_loss:.1e})", fontsize=8)
+        row[3].set_title(f"P (grey: never read; loss {run.traj.final_loss:.1e})", fontsize=8)
     return fig
 
 
