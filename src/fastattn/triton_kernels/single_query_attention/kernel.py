@@ -137,8 +137,8 @@ def _bwd_blocks(b: int, h: int, m: int, kdim: int, vdim: int, dtype: torch.dtype
                 block_m: int | None) -> tuple[int, int, int, int, int]:
     """(BLOCK_B, BLOCK_H, BLOCK_M, BLOCK_K, BLOCK_V) of the backward, every head of BLOCK_B
     sequences in one program; the [BB, BH, BM, max(BK, BV)] temporaries fit the register
-    budget (1024 float32 elements compiled: README)."""
-    budget = register_budget(dtype, 1 << 10)
+    budget (512 float32 elements compiled: README)."""
+    budget = register_budget(dtype, 1 << 9)
     bh, bk, bv = block_size(h), block_size(kdim), block_size(vdim)
     width = bh * max(bk, bv)
     bm = block_size(block_m) if block_m is not None else max(1, min(block_size(m), 64,
