@@ -109,8 +109,8 @@ def bilinear_backward(dout: torch.Tensor, beta: torch.Tensor, x_q: torch.Tensor,
     b, d = beta.shape
     h = g.shape[0]
     bd = block_size(d)
-    # a quarter of the forward's budget: the backward keeps several [BLOCK_B, BLOCK_D] tiles live
-    bb = block_rows(b, _budget(beta.dtype) // (4 * bd), beta.device)
+    # an eighth of the forward's budget: the backward keeps several [BLOCK_B, BLOCK_D] tiles live
+    bb = block_rows(b, _budget(beta.dtype) // (8 * bd), beta.device)
     nblk = triton.cdiv(b, bb)
     p = persistent_programs(nblk, beta.device)
     dbeta = torch.empty_like(beta)

@@ -196,14 +196,17 @@ def icl_readout_backward(dout, x, y, x_q, gamma, beta):
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
     bb, bn, bd = _blocks(b, n, d, x.dtype)
+    bb = max(1, bb // 2)  # the backward holds dx and x tiles at once: half the forward's rows
     _k_context_bwd[(triton.cdiv(b, bb),)](x, y, dbeta, dx, dy, b, n, d,
                                           BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
     return dx, dy, dxq, dgamma
 
 
-def _next_blocks(b: int, d: int, dtype: torch.dtype, device) -> tuple[int, int]:
+def _next_blocks(b: int, d: int, dtype: torch.dtype, device) -> tuple[int, int, int]:
+    """(BLOCK_B, BLOCK_D, num_warps): at D = 64 the [D, D] prefix-sum tiles alone fill the
+    registers of 4 warps, so 8 warps share them (README.md)."""
     bd = block_size(d)
-    return block_rows(b, _budget(dtype) // (bd * bd), device), bd
+    return block_rows(b, _budget(dtype) // (bd * bd), device), bd, 8 if bd >= 64 else 4
 
 
 def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
@@ -213,8 +216,9 @@ def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torc
     b, t, d = x.shape
     h = gamma.shape[0]
     out = torch.empty(b, t - 1, h, dtype=x.dtype, device=x.device)
-    bb, bd = _next_blocks(b, d, x.dtype, x.device)
-    _k_next_fwd[(triton.cdiv(b, bb),)](x, y, gamma, out, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
+    bb, bd, warps = _next_blocks(b, d, x.dtype, x.device)
+    _k_next_fwd[(triton.cdiv(b, bb),)](x, y, gamma, out, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd,
+                                       num_warps=warps)
     return out
 
 
@@ -223,12 +227,14 @@ def icl_readout_next_token_backward(dout, x, y, gamma):
     dout, x, y, gamma = dout.contiguous(), x.contiguous(), y.contiguous(), gamma.contiguous()
     b, t, d = x.shape
     h = gamma.shape[0]
-    bb, bd = _next_blocks(b, d, x.dtype, x.device)
+    bb, bd, warps = _next_blocks(b, d, x.dtype, x.device)
     nblk = triton.cdiv(b, bb)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
-    _k_next_bwd_inputs[(nblk,)](x, y, gamma, dout, dx, dy, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd)
+    _k_next_bwd_inputs[(nblk,)](x, y, gamma, dout, dx, dy, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd,
+                                num_warps=warps)
     p = persistent_programs(nblk, x.device)
     part = torch.empty(p, h, bd, bd, dtype=x.dtype, device=x.device)
-    _k_next_bwd_gamma[(p, h)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
+    _k_next_bwd_gamma[(p, h)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd,
+                              num_warps=warps)
     return dx, dy, part.sum(0)[:, :d, :d].contiguous()

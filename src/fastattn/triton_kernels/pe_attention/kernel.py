@@ -26,10 +26,12 @@ __all__ = ["pe_attention_backward", "pe_attention_forward"]
 
 def _blocks(tq: int, tk: int, k: int, v: int, dtype: torch.dtype) -> tuple[int, int, int, int]:
     """(BLOCK_Q, BLOCK_K, BLOCK_D, BLOCK_V): the [BLOCK_Q, BLOCK_K, max(BLOCK_D, BLOCK_V)]
-    broadcast within 4096 float32 elements (README.md: registers and occupancy)."""
+    broadcast within 4096 float32 (1024 float64) elements (README.md: registers and occupancy)."""
     bd, bv = block_size(k), block_size(v)
     bq, bk = min(block_size(tq), 32), min(block_size(tk), 32)
-    while bq * bk * max(bd, bv) > register_budget(dtype, 1 << 12) and max(bq, bk) > 1:
+    # float64: a quarter (not half) of float32's elements keeps the dq/dP kernel at 25 %
+    budget = register_budget(dtype, 1 << 12) // (2 if dtype.itemsize > 4 else 1)
+    while bq * bk * max(bd, bv) > budget and max(bq, bk) > 1:
         if bq >= bk:
             bq //= 2
         else:
