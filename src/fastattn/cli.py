@@ -128,6 +128,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     _check_method(*kinds, resolved.train["method"])
     try:
         task, model, config = build_run(resolved.spec())
+        if config.method in ("flow", "gd"):     # the objective's own checks, before --out exists
+            from fastattn.population import objective_for
+
+            objective_for(task, model)
     except (ValueError, TypeError) as exc:
         raise CommandError(in_cli_words(str(exc), {o.field: o for o in options_for(*kinds)})) from None
     if config.progress is None and args.quiet:

@@ -54,7 +54,7 @@ THEOREM2 = Preset("musat2025", "spec musat2025 §11: D=16, N=8, orthonormal, q=N
                   model={"mask": "strict", "init_scale": 0.0},
                   train={"method": "flow", "t_end": 400.0})
 #: Figs. 4/5 (App. C/D, spec §11.5): Gaussian data, uniform query, mean loss, inclusive mask,
-#: SGD lr 1, batch 512, 400 steps (the full model has no exact objective)
+#: SGD lr 1, batch 512, 400 steps (the sampled setup; its exact flow needs --reduction sum)
 FIG4 = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5): D=16, N=4, Gaussian, uniform query, "
               "mean loss, inclusive mask, SGD lr 1, batch 512, 400 steps",
               task={"dim": 16, "context": 4, "data": "gaussian", "query": "uniform",
