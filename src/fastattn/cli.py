@@ -235,7 +235,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse._SubParsersAction], None]]] = 
     "reproduce": ("reproduce a published figure with the theory overlaid", _add_reproduce),
     "sweep": ("run a grid of configurations; resumable Parquet table", _add_sweep),
     "plot": ("plots of a sweep's results table", _add_sweep),
-    "kernels": ("compile the Triton kernels for a GPU, no GPU needed; resource report", _add_kernels),
+    "kernels": ("AOT-compile the Triton kernels for sm_80/sm_90 and report their resource use "
+                "(no GPU needed)", _add_kernels),
 }
 
 

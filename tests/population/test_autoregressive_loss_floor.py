@@ -15,7 +15,6 @@ from fastattn.population import AutoRegressiveObjective
 from fastattn.theory import sander2024 as th
 
 
-
 def _optima(d: int, tmax: int, rng: np.random.Generator):
     """(context, objective, θ*) at zero-loss optima of both contexts with random scales."""
     for c in rng.uniform(0.3, 3.0, 20):                    # Prop. 3: C = c I, p_T = 1/c, H = d

@@ -91,3 +91,13 @@ def test_cli_trains_the_full_model_exactly_in_paper_time(tmp_path, method):
         assert rec["time"][-1] == pytest.approx(20.0)
     np.testing.assert_allclose(obj.theta(rec["params"][-1]), theta, atol=1e-6)
     assert rec["loss"][-1] == pytest.approx(gram.loss_grad(theta)[0], rel=1e-6)
+
+
+@pytest.mark.parametrize("D", [2, 4, 6])
+def test_basis_matrix_equals_the_models_pseudo_weights(D):
+    """The objective's numpy basis (population imports no models) equals the model's own B_k."""
+    from fastattn.analysis.pseudo_params import embed
+    from fastattn.population.induction_full import basis_matrix
+
+    ref = np.stack([np.concatenate([w.ravel() for w in embed(e, D)]) for e in np.eye(19)], axis=1)
+    np.testing.assert_array_equal(basis_matrix(D), ref)

@@ -74,7 +74,7 @@ def test_occupancy_follows_cuda_rules():
     # issue 29: 205 registers at 4 warps -> 6656 registers a warp, 9 warps, 2 blocks
     assert aot._occupancy(sm90, 205, 1024, 4) == (2, 0.125, "registers")
     assert aot._occupancy(sm90, 32, 0, 4) == (16, 1.0, "warps")
-    blocks, occ, limiter = aot._occupancy(sm90, 32, 100_000, 4)
+    blocks, _occ, limiter = aot._occupancy(sm90, 32, 100_000, 4)
     assert (blocks, limiter) == (2, "shared memory")
 
 

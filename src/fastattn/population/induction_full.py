@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastattn.population.induction import InductionGram19Objective, _exact_task
+from fastattn.population.induction import BASIS, InductionGram19Objective, _exact_task
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
@@ -27,9 +27,16 @@ from fastattn.population.registry import register_objective
 def basis_matrix(D: int) -> np.ndarray:
     """E `[28D², 19]`: column k is B_k flattened in the model's order (W1 `[2D, 2D]`, W2 `[4D, 4D]`,
     W3 `[8D, D]`, row-major); EᵀE = D·I."""
-    from fastattn.analysis.pseudo_params import embed
-
-    return np.stack([np.concatenate([w.ravel() for w in embed(e, D)]) for e in np.eye(19)], axis=1)
+    if D < 2 or D % 2:
+        raise ValueError(f"dim={D} must be even (M swaps the two halves of the positional code)")
+    h = D // 2
+    pattern = {"I": np.eye(D), "M": np.block([[np.zeros((h, h)), np.eye(h)], [np.eye(h), np.zeros((h, h))]])}
+    columns = []
+    for b in BASIS:
+        Ws = [np.zeros((2 * D, 2 * D)), np.zeros((4 * D, 4 * D)), np.zeros((8 * D, D))]
+        Ws[b.matrix][b.row * D:(b.row + 1) * D, b.col * D:(b.col + 1) * D] = pattern[b.pattern]
+        columns.append(np.concatenate([w.ravel() for w in Ws]))
+    return np.stack(columns, axis=1)
 
 
 class DisentangledFullObjective(Objective):
