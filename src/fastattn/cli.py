@@ -254,12 +254,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         help="show the Python traceback of an error (also after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
     built: set[Callable] = set()
-    for name, (help_line, add) in COMMANDS.items():
-        if command is None or name == command:
-            if add not in built:
-                add(sub)
-                built.add(add)
-        elif name not in sub.choices:
+    chosen = COMMANDS if command is None else {k: v for k, v in COMMANDS.items() if k == command}
+    for _, add in chosen.values():          # first: one function may add several (sweep, plot)
+        if add not in built:
+            add(sub)
+            built.add(add)
+    for name, (help_line, _) in COMMANDS.items():
+        if name not in sub.choices:
             sub.add_parser(name, help=help_line, add_help=False)  # listed; built when chosen
     for name in sub.choices:
         if command is None or name == command:
