@@ -39,6 +39,11 @@ def test_gram19_gd_and_disentangled_sgd(tmp_path, capsys):
     assert main([*ORTHO, "--model", "disentangled", "--reduction", "sum", "--method", "flow", "--time", "1",
                  "--out", str(tmp_path)]) == 0
     assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 28 * 64
+    # the full model's exact objective is sum-reduced: a mean loss (Figs. 4/5's) is refused in one
+    # line before --out exists
+    assert main([*ORTHO, "--model", "disentangled", "--reduction", "mean", "--method", "flow",
+                 "--time", "1", "--out", str(tmp_path / "mean")]) == 2
+    assert "sum-reduced" in capsys.readouterr().err and not (tmp_path / "mean").exists()
 
 
 def test_standard_transformer_adamw_on_the_token_task(tmp_path, capsys):

@@ -116,6 +116,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     runs = _expand_runs(resolved.spec(), args)
     try:
         built = [(name, *build_run(s)) for name, s in runs]
+        for _, task, model, config in built:
+            if config.method in ("flow", "gd"):  # the objective's own checks, before --out exists
+                from fastattn.population import objective_for
+
+                objective_for(task, model)
     except (ValueError, TypeError) as exc:
         raise CommandError(in_cli_words(str(exc), {o.field: o for o in options_for(*kinds)})) from None
     if args.quiet:

@@ -88,6 +88,11 @@ def test_musat2025_defaults():
     assert (model.config.mask, model.config.init_scale, model.config.params) == ("strict", 0.0, "gram19")
     assert cfg.method == "flow" and task.dim == 2 * task.context
     _, task, model, cfg = cli_run("--task", "induction", "--model", "disentangled")
+    assert (task.data, task.query, task.reduction, model.config.mask) == \
+        ("orthonormal", "last", "sum", "strict")
+    assert cfg.method == "flow" and model.config.params == "full"
+    _, task, model, cfg = cli_run("--task", "induction", "--model", "disentangled", "--data",
+                                  "gaussian")
     assert (task.data, task.query, task.reduction) == ("gaussian", "uniform", "mean")
     assert (model.config.mask, model.config.init_scale, cfg.method, cfg.lr) == \
         ("inclusive", 0.0, "sgd", 1.0)

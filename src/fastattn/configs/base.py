@@ -121,13 +121,23 @@ class ModelCard:
 @dataclass(frozen=True)
 class TaskCard:
     """A task family: `kind` (its `TASKS` key), `paper`, its settable `fields`, and `to_fields`:
-    the option values (by field name, defaults filled) → the task class's keyword arguments."""
+    the option values (by field name, defaults filled) → the task class's keyword arguments; a
+    callable, or "module:function" for a converter that needs its task's module (imported only
+    when a task is built)."""
 
     kind: str
     paper: str
     summary: str
     fields: tuple[Field, ...]
-    to_fields: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    to_fields: Callable[[dict[str, Any]], dict[str, Any]] | str = dict
+
+    def converter(self) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        if callable(self.to_fields):
+            return self.to_fields
+        import importlib
+
+        module, name = self.to_fields.split(":")
+        return getattr(importlib.import_module(module), name)
 
 
 #: kind → card, filled by `register_model_card` / `register_task_card` (fastattn.configs imports the

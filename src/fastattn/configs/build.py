@@ -21,7 +21,7 @@ def build_task(task_values: Mapping[str, Any]):
     card = task_card(kind)
     mine = {f.name: f.default for f in card.fields} | {k: v for k, v in values.items()
                                                        if k in {f.name for f in card.fields}}
-    return get_task(kind)(**card.to_fields(mine))
+    return get_task(kind)(**card.converter()(mine))
 
 
 def model_config(model_values: Mapping[str, Any], task: Any):

@@ -3,8 +3,6 @@ linear regression; the task `linear_regression` (shared with He et al. 2025)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -17,27 +15,6 @@ from fastattn.configs.base import (
     register_task_card,
 )
 from fastattn.configs.common import BASE
-
-
-def _linear_regression_fields(values: dict[str, Any]) -> dict[str, Any]:
-    """Named spectra resolved at the task's dim, lists of context lengths as tuples, --w-var as
-    Σ_w = VAR·I, --cov-rho as the Toeplitz Λ (replacing the spectrum)."""
-    import numpy as np
-
-    from fastattn.tasks.spectra import spectrum, toeplitz_cov
-
-    out = {k: v for k, v in values.items() if k not in ("w_var", "cov_rho") and v is not None}
-    d = int(values["dim"])
-    if isinstance(out.get("spectrum"), str):
-        out["spectrum"] = tuple(spectrum(out["spectrum"], d))
-    if isinstance(out.get("context"), list):
-        out["context"] = tuple(out["context"])
-    if values.get("w_var") is not None:
-        out["w_cov"] = float(values["w_var"]) * np.eye(d)
-    if values.get("cov_rho") is not None:
-        out["cov"] = toeplitz_cov(d, float(values["cov_rho"]))
-        out.pop("spectrum", None)
-    return out
 
 
 def _spectrum(text: str) -> str:
@@ -63,7 +40,7 @@ LINEAR_REGRESSION = register_task_card(TaskCard(
            "(in-weight learning)", 0.0),
      Field("fixed_task_seed", int, "seed of the fixed task vector", 0),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _linear_regression_fields))
+    "fastattn.tasks.linear_regression:option_fields"))
 
 #: Fig. 3's setting (the paper's text: App. C.2 init, 1/N): D = 4, λ ∝ (4, 3, 2, 1) in a random
 #: eigenbasis, N = 31, H = 5, w_init = 1e-2, the exact population flow to t = 1e5 (every drop)

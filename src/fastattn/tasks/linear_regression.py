@@ -394,6 +394,26 @@ class LinearRegression:
         return _assemble(base.x, y, base.x_q, y_q, w, base.lengths)
 
 
+def option_fields(values: dict) -> dict:
+    """The command line's option values (fastattn.configs' linear_regression card) → the task's
+    fields: named spectra resolved at the task's dim, lists of context lengths as tuples, --w-var
+    as Σ_w = VAR·I, --cov-rho as the Toeplitz Λ (replacing the spectrum)."""
+    from fastattn.tasks.spectra import spectrum, toeplitz_cov
+
+    out = {k: v for k, v in values.items() if k not in ("w_var", "cov_rho") and v is not None}
+    d = int(values["dim"])
+    if isinstance(out.get("spectrum"), str):
+        out["spectrum"] = tuple(spectrum(out["spectrum"], d))
+    if isinstance(out.get("context"), list):
+        out["context"] = tuple(out["context"])
+    if values.get("w_var") is not None:
+        out["w_cov"] = float(values["w_var"]) * np.eye(d)
+    if values.get("cov_rho") is not None:
+        out["cov"] = toeplitz_cov(d, float(values["cov_rho"]))
+        out.pop("spectrum", None)
+    return out
+
+
 def _context_mask(lengths: torch.Tensor, n_max: int) -> torch.Tensor:
     """`[B, n_max]` bool, True on the real (not padded) context rows."""
     return torch.arange(n_max, device=lengths.device)[None, :] < lengths[:, None]
