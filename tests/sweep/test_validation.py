@@ -22,7 +22,7 @@ TINY = ["--model", "separate", "--dim", "2", "--context", "8", "--heads", "2", "
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--heads", "-1"], ("--heads -1", ": heads must be an integer >= 1")),   # not "math domain error"
-    (["--model", "nosuch"], ("--model nosuch", ": model='nosuch' is unknown")),
+    (["--model", "nosuch"], ("--model nosuch", "--model 'nosuch' is unknown")),
     (["--dim", "3", "--heads", "D/2"], ("--heads D/2", "gives 1.5 at D=3")),
     (["--method", "gd"], ("--method gd", "needs lr")),
     (["--rank", "2", "--model", "merged"], ("--rank applies to model separate",)),
@@ -105,8 +105,7 @@ def test_an_unwritable_folder_is_a_clear_error(tmp_path, capsys):
 def test_reproduce_option_without_a_value_is_one_clear_line(tmp_path, capsys):
     assert main(["reproduce", "zhang2025-fig3", "--option", "heads", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("fastattn reproduce: error: --option heads: expected KEY=VALUE, e.g. --option "
-                   "heads=code (--list shows each figure's options)")
+    assert err == "fastattn reproduce: error: --option 'heads' must be KEY=VALUE, e.g. heads=code"
 
 
 def test_a_row_holds_only_its_familys_options():
@@ -117,7 +116,7 @@ def test_a_row_holds_only_its_familys_options():
     items = plan(Grid({"model": ["separate", "merged"], "dim": 2, "heads": 2, "time": 1.0}))
     cols = {it.spec["model"]["kind"]: set(it.columns) for it in items}
     assert {"rank", "dim", "context", "spectrum", "lr", "method"} <= cols["separate"]
-    assert "rank" not in cols["merged"] and "full" in cols["merged"]
+    assert "rank" not in cols["merged"] and "heads" in cols["merged"]
     for absent in ("query", "vocab", "context_dist", "tasks", "mask", "d_model"):
         assert absent not in cols["separate"] | cols["merged"]
     induction = set(family_options("induction", "three_param"))
