@@ -118,6 +118,12 @@ class ModelCard:
         return tuple(self.presets)
 
 
+def set_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The option values that are set (not None), unchanged: the converter of a task whose class
+    takes its card's fields as they are and has its own defaults for the rest."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 @dataclass(frozen=True)
 class TaskCard:
     """A task family: `kind` (its `TASKS` key), `paper`, its settable `fields`, and `to_fields`:

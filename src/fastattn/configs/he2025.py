@@ -3,8 +3,6 @@ reduced kernel-regressor model, and multi-task regression (spec he2025 §1-§3).
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -14,6 +12,7 @@ from fastattn.configs.base import (
     boolean,
     register_model_card,
     register_task_card,
+    set_values,
 )
 from fastattn.configs.common import BASE, DTYPE, HEADS, INIT_SEED
 
@@ -22,9 +21,6 @@ def supports(text: str) -> list[list[int]]:
     """"0,1,2,3;2,3,4,5" → [[0, 1, 2, 3], [2, 3, 4, 5]] (0-based coordinates of each task)."""
     return [[int(v) for v in part.split(",")] for part in text.split(";")]
 
-
-def _multitask_fields(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
 
 
 MULTITASK = register_task_card(TaskCard(
@@ -39,7 +35,7 @@ MULTITASK = register_task_card(TaskCard(
      Field("beta_var", float, "prior variance of each β coordinate (default 1/d)"),
      Field("query_noise", boolean, "query responses carry noise too (the text)", True),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _multitask_fields))
+    set_values))
 
 #: spec §2.1/§3.2: d = 5, L = 40, x ~ N(0, I), β ~ N(0, I/d), σ² = 0.1; Adam lr 1e-3, batch 256,
 #: 5·10⁵ steps, PyTorch's default init (float32, as the authors' code); H = 2 (the text's model)

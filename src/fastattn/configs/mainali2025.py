@@ -3,8 +3,6 @@ the paper gives no numbers: the defaults are the spec's canonical configuration 
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -14,13 +12,9 @@ from fastattn.configs.base import (
     int_or_fresh,
     register_model_card,
     register_task_card,
+    set_values,
 )
 from fastattn.configs.common import DTYPE, INIT, INIT_SEED
-
-
-def _wishart_fields(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
 
 WISHART_TASKS = register_task_card(TaskCard(
     "wishart_tasks", "mainali2025", "vector regression y = Λ x with U-aligned task matrices Λ",
@@ -35,7 +29,7 @@ WISHART_TASKS = register_task_card(TaskCard(
      Field("rotation_seed", int, "seed of U", 0),
      Field("task_seed", int, "seed of the fixed task set", 0),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _wishart_fields))
+    set_values))
 
 #: C0 (spec §9.0): d = 4, s = (2, 1, .5, .25), N = 32, P = 64, η = 0.01, batch 64, aligned init
 #: p2 = q1 = 0.01·I, reduced model, 250 epochs of task-centric SGD (the flow: t = 2ηP·epochs)

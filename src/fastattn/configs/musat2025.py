@@ -4,8 +4,6 @@ the token task `induction_tokens` (spec musat2025)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -14,13 +12,9 @@ from fastattn.configs.base import (
     boolean,
     register_model_card,
     register_task_card,
+    set_values,
 )
 from fastattn.configs.common import DTYPE, INIT_SEED
-
-
-def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
 
 INDUCTION = register_task_card(TaskCard(
     "induction", "musat2025", "N (x, y) pairs with a positional code; predict the query's y",
@@ -32,7 +26,7 @@ INDUCTION = register_task_card(TaskCard(
      Field("reduction", str, "sum (theory) | mean (App. C/D SGD) over D", "sum",
            choices=("sum", "mean")),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _plain))
+    set_values))
 
 INDUCTION_TOKENS = register_task_card(TaskCard(
     "induction_tokens", "musat2025", "token sequences of K item-label pairs (App. E)",
@@ -42,7 +36,7 @@ INDUCTION_TOKENS = register_task_card(TaskCard(
      Field("placement", str, "random (offset in the block, App. E) | start", "random",
            choices=("random", "start")),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _plain))
+    set_values))
 
 #: §11 (Theorem 2's setting): orthonormal inputs, q = N, summed loss, strict mask, zero init; D = 2N
 #: = 16; the exact flow to core time 400 (the core's time is twice the paper's: paper t = 200, 2× the

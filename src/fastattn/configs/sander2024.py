@@ -3,8 +3,6 @@ PE-only, AUG-1, AUG-L, full-transformer and non-augmented models (spec sander202
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -13,13 +11,9 @@ from fastattn.configs.base import (
     boolean,
     register_model_card,
     register_task_card,
+    set_values,
 )
 from fastattn.configs.common import BASE, DTYPE, HEADS, INIT_SEED
-
-
-def _autoregressive_fields(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
 
 AUTOREGRESSIVE = register_task_card(TaskCard(
     "autoregressive", "sander2024", "s_{t+1} = W s_t with W drawn per sequence (spec §2)",
@@ -36,7 +30,7 @@ AUTOREGRESSIVE = register_task_card(TaskCard(
      Field("s1", str, "start s_1: ones (theory) | unit (the §6 code)", "ones", choices=("ones", "unit")),
      Field("mu", float, "μ of the positional distribution 𝒲(μ)", 1.0),
      Field("data_seed", int, "seed of the training data stream", 0)),
-    _autoregressive_fields))
+    set_values))
 
 #: Fig. 3 (§3.10 init, §4.3 rates): d = 10, T_max = 20, A, B, P ~ 0.1·N(0, 1); unitary contexts with
 #: H = 10: exact-loss GD lr 1e-2, 100 steps; orthogonal contexts with H = 8: lr 1e-3, 10⁵ steps
