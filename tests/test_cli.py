@@ -105,7 +105,7 @@ def test_a_wrong_pair_is_refused_in_one_line_before_anything_is_written(tmp_path
                  "--out", str(out)]) == 2
     err = _one_error_line(capsys.readouterr().err)
     assert "--model separate does not pair with --task autoregressive; models for autoregressive: " \
-        "diag, pe_only, aug, aug_layers, aug_transformer, non_aug" in err
+        "diag, pe_only, aug, aug_layers, aug_transformer, non_aug, eq6" in err
     assert not out.exists()
 
 

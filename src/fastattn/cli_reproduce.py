@@ -49,7 +49,8 @@ def _one(args: argparse.Namespace) -> int:
         key, value = o.split("=", 1)
         options[key] = value
     check_figure_output(Path(args.out), args.name, args.quick, args.overwrite)
-    doc = experiments.reproduce(args.name, args.out, quick=args.quick, **options)
+    doc = experiments.reproduce(args.name, args.out, quick=args.quick,
+                                resume=not args.overwrite, **options)
     print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
     print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
     return 0

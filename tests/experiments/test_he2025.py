@@ -2,9 +2,12 @@
 semi-analytic integrals, flows on L̃, small Monte Carlo). Every figure's quick form also runs in the
 all-figures smoke test (tests/experiments/test_zhang2025.py)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from fastattn.experiments import registry
 from fastattn.experiments.he2025 import e3, e6, e7, e8, e9, e10, e11, e14
 from fastattn.theory import he2025 as th
 
@@ -46,7 +49,7 @@ def test_e6_ratio_below_theorem1_bound():
 
 
 def test_e8_flow_reaches_the_manifold():
-    s = e8.summarize([], quick=True)
+    s = e8.summarize(registry.run_specs(e8.runs(quick=True)))
     two, four = s["cases"]["H2"], s["cases"]["H4"]
     assert two["final_sign_match"] and abs(two["sum_mu"][-1]) < 1e-6
     assert two["final_mu_plus_over_mu_gamma"] == pytest.approx(1.0, abs=0.02)
@@ -120,3 +123,25 @@ def test_e13_summary_on_patterned_models():
     np.testing.assert_allclose(lin["closed_form"], s["linear_spec_closed"], rtol=1e-12)
     assert np.all(np.abs(np.asarray(lin["mean"]) - lin["closed_form"]) < 4 * np.asarray(lin["se"]))
     assert lin["risk_100_minus_risk_40_in_se"] > 4 and soft["risk_100_minus_risk_40_in_se"] < -4
+
+
+def test_e2_runs_are_the_batched_fused_runs_it_trained_before():
+    """E2's runs (kind "batched", trained by `reproduce` through `train_many`) take the steps of
+    the `train_batched(stream="fast")` call E2 made inside `summarize` before: the same trained
+    weights, bit for bit, so its (γ, μ₊) numbers are unchanged."""
+    from fastattn.experiments.he2025 import e2
+    from fastattn.models import build_model
+    from fastattn.training.batched import BatchedAdamConfig, train_batched
+
+    specs = [dataclasses.replace(s, train=dataclasses.replace(s.train, steps=40))
+             for s in e2.runs(quick=True)]
+    assert [s.kind for s in specs] == ["batched"]
+    runs = registry.run_specs(specs)
+    assert runs[0].traj.backend["engine"].startswith("fused")
+    models = [build_model(s.model) for s in specs]
+    train_batched(models, [s.task for s in specs],
+                  BatchedAdamConfig(lr=specs[0].train.lr, steps=40, batch_size=128, stream="fast"))
+    for run, model in zip(runs, models, strict=True):
+        np.testing.assert_array_equal(run.model.to_flat(), model.to_flat())
+    s = e2.summarize(runs)
+    assert set(s["models"]) == {"H2_seed0"} and np.isfinite(s["models"]["H2_seed0"]["gamma"])

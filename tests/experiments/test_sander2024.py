@@ -111,8 +111,9 @@ def test_fig9_linear_model_6_has_an_exact_zero_loss_solution():
     import torch
 
     from fastattn.experiments.sander2024 import fig9
+    from fastattn.models import build_model
 
-    model = fig9.Eq6Attention(2, 2, fig9.TMAX, softmax=False)
+    model = build_model(fig9.model_config(softmax=False, mlp=False))
     J = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)
     with torch.no_grad():
         model.A.copy_(torch.stack([torch.eye(2, dtype=torch.float64), J]))
@@ -123,12 +124,64 @@ def test_fig9_linear_model_6_has_an_exact_zero_loss_solution():
     assert fig9.task().zero_loss() == pytest.approx(9.0)
 
 
+def _eq6_literal(model, tokens):
+    """Model (6) written out per query row q (context length T = q + 2) and key t ≤ T."""
+    import torch
+
+    c = model.config
+    n, tmax, d = tokens.shape
+    out = torch.zeros(n, tmax - 1, d, dtype=tokens.dtype)
+    for q in range(tmax - 1):
+        keys = tokens[:, :q + 2]                                   # e_1..e_T
+        for h in range(c.heads):
+            s = torch.einsum("ntd,de,ne->nt", keys, model.A[h], tokens[:, q])
+            if c.softmax:
+                s = torch.softmax(s, -1)
+            out[:, q] += torch.einsum("nt,t,fe,nte->nf", s, model.P[q, :q + 2], model.B[h], keys)
+        if c.mlp_width:
+            out[:, q] = out[:, q] + torch.relu(out[:, q] @ model.W1.T + model.b1) @ model.W2.T \
+                + model.b2
+    return out
+
+
+@pytest.mark.parametrize("softmax", [False, True])
+@pytest.mark.parametrize("mlp", [False, True])
+def test_eq6_model_is_the_per_row_formula_and_trains_as_fig9_did(softmax, mlp):
+    """The `eq6` family equals model (6) written out row by row; `train()` on it takes the steps of
+    the loop Fig. 9 ran before it was a `RunSpec` (Adam on batch k of the task's stream at step
+    k; torch.optim.Adam over the same parameters): the same losses, bit for bit."""
+    import torch
+
+    from fastattn.experiments.sander2024 import fig9
+    from fastattn.models import build_model
+    from fastattn.training import TrainConfig, train
+
+    cfg = fig9.model_config(softmax, mlp)
+    model, task = build_model(cfg), fig9.task()
+    tokens = task.sample(16, 0).tokens
+    torch.testing.assert_close(model.predict(tokens), _eq6_literal(model, tokens), rtol=1e-12,
+                               atol=1e-14)
+    steps = 15
+    loop, losses = build_model(cfg), []
+    opt = torch.optim.Adam(loop.parameters(), lr=fig9.LR)
+    for k in range(steps):
+        loss = task.loss(loop, task.sample(32, k))
+        losses.append(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    traj = train(model, task, TrainConfig(method="adam", lr=fig9.LR, steps=steps, batch_size=32,
+                                          n_records=10 * steps, progress=False))
+    np.testing.assert_array_equal(traj.loss[traj.step < steps], losses)
+    np.testing.assert_array_equal(model.to_flat(), loop.to_flat())
+
+
 def test_fig9_quick_linear_attention_learns_softmax_plateaus():
     """App. B's claim at the quick size: linear model (6) goes from ℓ(0) = 9 to ≈ 0, softmax without
     an MLP stays on a plateau above 1."""
     from fastattn.experiments.sander2024 import fig9
 
-    s = fig9.summarize([], quick=True)
+    s = fig9.summarize(registry.run_specs(fig9.runs(quick=True)))
     assert s["curves"]["no SM, no MLP"][0] > 5
     assert s["no SM, no MLP"]["final_train_loss_tail_mean"] < 1e-2, s["no SM, no MLP"]
     assert s["no SM, MLP"]["final_train_loss_tail_mean"] < 1e-1, s["no SM, MLP"]

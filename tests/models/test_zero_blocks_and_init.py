@@ -123,7 +123,7 @@ def test_every_registered_kind_builds_its_own_class():
     assert set(MODELS) == {"merged", "merged_full", "separate", "cubic_mlp", "softmax_merged",
                            "softmax_separate", "multihead_softmax", "multihead_linear",
                            "kernel_regressors", "multioutput_softmax", "multilayer_softmax",
-                           "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug",
+                           "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug", "eq6",
                            "linear_transformer", "disentangled", "gram19", "three_param",
                            "standard_transformer"}
     from fastattn.configs.build import build_default

@@ -1,5 +1,5 @@
 """Sander et al. 2024: in-context autoregressive learning; the task `autoregressive` and the DIAG,
-PE-only, AUG-1, AUG-L, full-transformer and non-augmented models (spec sander2024)."""
+PE-only, AUG-1, AUG-L, full-transformer, non-augmented and model-(6) models (spec sander2024)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastattn.configs.base import (
     register_task_card,
     set_values,
 )
-from fastattn.configs.common import BASE, DTYPE, HEADS, INIT_SEED
+from fastattn.configs.common import BASE, DTYPE, HEADS, INIT, INIT_SEED
 
 AUTOREGRESSIVE = register_task_card(TaskCard(
     "autoregressive", "sander2024", "s_{t+1} = W s_t with W drawn per sequence (spec §2)",
@@ -70,6 +70,14 @@ FIG7 = Preset("sander2024", "spec sander2024 Fig. 7, §4.3: d=5, k=2 (E=10), T=5
               model={"heads": 64, "dtype": "float32"},
               train={"method": "adam", "lr": 1e-2, "steps": 3200, "batch_size": 1024,
                      "test_size": 1024})
+#: Fig. 9 (App. B): model (6) on commuting unitary contexts, d = 1 complex (its real form: d = 2,
+#: H = 2 real heads), T_max = 10, A, B, P ~ 0.1·N(0, 1), Adam lr 5e-3 on fresh batches
+FIG9 = Preset("sander2024", "spec sander2024 Fig. 9, App. B: d=1 complex (real d=2), T_max=10, "
+              "unitary, H=2, init 0.1, Adam lr 5e-3, 2000 steps of 128",
+              task={"dim": 2, "context": 10, "context_dist": "unitary", "representation": "real",
+                    "s1": "unit"},
+              model={"heads": 2, "init_scale": 0.1},
+              train={"method": "adam", "lr": 5e-3, "steps": 2000, "batch_size": 128})
 
 LAYERS = Field("layers", int, "number of layers L (Fig. 5)", 1)
 SOFTMAX = Field("softmax", boolean, "softmax attention (App. B)")
@@ -135,5 +143,10 @@ for _card in (
                Field("init_same", boolean, "every head starts as head 0 plus 0.05·N(0, 1) (Fig. 8)",
                      False)),
               _non_aug, {"autoregressive": (FIG7,)}, from_task={"duplicate": "duplicate"}),
+    ModelCard("eq6", "sander2024", "model (6) with full A, B and P, linear or softmax scores, "
+              "optionally a residual MLP (App. B, Fig. 9)",
+              (HEADS, INIT, INIT_SEED, DTYPE, SOFTMAX,
+               Field("mlp_width", int, "eq6: hidden width of the residual ReLU MLP (0: none)", 0)),
+              None, {"autoregressive": (FIG9,)}, from_task=T_MAX),
 ):
     register_model_card(_card)

@@ -3,7 +3,9 @@
 The folder holds one `NAME.json` per finished figure (written last and atomically by
 `registry.reproduce`, so its presence means the figure finished) and a manifest `reproduce.json`
 that fixes the folder's mode (quick or full): a second run skips every figure whose JSON exists
-with the same mode and options, so Ctrl-C loses only the figures in flight. Mixing quick and full
+with the same mode and options, and a figure in flight resumes from its finished runs (the run
+records under `NAME/` whose config is the run's, `registry.run_specs`), so Ctrl-C loses only the
+runs in flight. Mixing quick and full
 in one folder is refused unless `overwrite` (which recomputes everything).
 """
 
@@ -12,7 +14,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -142,8 +143,10 @@ def finished(out: Path, name: str, quick: bool) -> bool:
     return doc.get("quick") == quick and not doc.get("options") and (out / f"{name}.png").exists()
 
 
-def _run_one(name: str, out: str, quick: bool, threads: int) -> tuple[str, float, str, str]:
-    """Worker: reproduce one figure; returns (name, wall time, error line, traceback)."""
+def _run_one(name: str, out: str, quick: bool, threads: int, resume: bool = True
+             ) -> tuple[str, float, str, str]:
+    """Worker: reproduce one figure (`resume`: from the run records of an unfinished attempt);
+    returns (name, wall time, error line, traceback)."""
     start = time.perf_counter()
     try:
         if threads:
@@ -152,10 +155,9 @@ def _run_one(name: str, out: str, quick: bool, threads: int) -> tuple[str, float
             torch.set_num_threads(threads)
         from fastattn.experiments.registry import reproduce
 
-        stale = Path(out) / name
-        if stale.is_dir():          # run records of an earlier, unfinished or replaced attempt
-            shutil.rmtree(stale)
-        reproduce(name, out, quick=quick)
+        # an unfinished attempt's run records are reused where they are the same runs
+        # (`registry.run_specs`); --overwrite trains every run again
+        reproduce(name, out, quick=quick, resume=resume)
         return name, time.perf_counter() - start, "", ""
     except Exception as exc:
         line = " ".join(f"{type(exc).__name__}: {exc}".split())
@@ -194,13 +196,13 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     try:
         if workers <= 1:
             for name in todo:
-                record(*_run_one(name, str(out), quick, 0))
+                record(*_run_one(name, str(out), quick, 0, not overwrite))
         else:
             threads = max(1, (os.cpu_count() or 1) // workers)
             # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
             try:
-                names_of = {pool.submit(_run_one, name, str(out), quick, threads): name
+                names_of = {pool.submit(_run_one, name, str(out), quick, threads, not overwrite): name
                             for name in todo}
                 pending = set(names_of)
                 while pending:

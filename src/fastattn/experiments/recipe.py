@@ -12,14 +12,27 @@ from fastattn.models import BaseModelConfig
 from fastattn.tasks.base import Task
 from fastattn.training import TrainConfig, Trajectory
 
+#: the trainers a `RunSpec` goes to (`RunSpec.kind`), all behind `fastattn.training.train_many`
+KINDS = ("flow", "batched", "sampled", "tokens")
+
 
 @dataclass(frozen=True)
 class RunSpec:
     """One training run of a figure: `task` is any task of the `Task` protocol (linear regression,
-    autoregressive, induction, token tasks); `label` is unique within the figure; `group` is free-form
-    (a panel, a seed, a rank) for the recipe's own use. `init`, if given, is a flat parameter
-    vector `[P]` loaded after the model is built (a hand-made initialisation, e.g. the balanced,
-    aligned one a derivation assumes); otherwise the model config's seeded init is used."""
+    autoregressive, induction, token tasks); `label` is unique within the figure (its run record
+    is `DIR/NAME/<label>`); `group` is free-form (a panel, a seed, a rank) for the recipe's own
+    use. `init`, if given, is a flat parameter vector `[P]` loaded after the model is built (a
+    hand-made initialisation, e.g. the balanced, aligned one a derivation assumes); otherwise the
+    model config's seeded init is used.
+
+    `objective`, for an exact run (method "flow" or "gd") only: the `population.Objective` to
+    integrate instead of the pair's registered exact one, over the model's flat layout `[P]`
+    (e.g. He 2025's approximate loss L̃ of the reduced (ω, μ) model, which is no pair's exact
+    population loss). The run record's config carries it (`objective_config`), so a cached
+    record is reused only for the same objective.
+
+    The trainer follows from the spec (`kind`); no recipe calls a trainer itself.
+    """
 
     label: str
     task: Task
@@ -27,6 +40,40 @@ class RunSpec:
     train: TrainConfig
     group: dict[str, Any] = field(default_factory=dict)
     init: tuple[float, ...] | None = None
+    objective: Any = None
+
+    def __post_init__(self) -> None:
+        if self.objective is not None and self.train.method not in ("flow", "gd"):
+            raise ValueError(f"run {self.label!r}: objective is integrated by an exact run; "
+                             f"method={self.train.method!r} trains the task's sampled loss "
+                             "(use method='flow' or 'gd', or drop objective)")
+
+    @property
+    def kind(self) -> str:
+        """Which trainer runs it (one of `KINDS`): "flow" (exact population flow or GD of the
+        pair's objective, or of `objective`), "tokens" (a token transformer: its config has a
+        vocabulary), "batched" (Adam that the fused He step trains: `train_many` trains all such
+        runs of a figure that share their options together) or "sampled" (SGD/Adam/task-SGD by
+        torch)."""
+        if self.train.method in ("flow", "gd"):
+            return "flow"
+        if hasattr(self.model, "vocab"):
+            return "tokens"
+        from fastattn.models import build_model
+        from fastattn.training.fused import fast_stream_reasons
+
+        if self.train.sampler in ("auto", "fast") and not fast_stream_reasons(
+                build_model(self.model), self.task, self.train):
+            return "batched"
+        return "sampled"
+
+
+def objective_config(objective: Any) -> dict[str, Any]:
+    """The plain-data identity of an `objective` override: its class and public attributes."""
+    from fastattn.training.records import to_jsonable
+
+    fields = {k: v for k, v in vars(objective).items() if not k.startswith("_")}
+    return {"kind": type(objective).__qualname__, **to_jsonable(fields)}
 
 
 @dataclass
@@ -44,7 +91,8 @@ class Recipe:
     with theory (a JSON-able dict); `plot(runs, summary)` returns a matplotlib Figure.
 
     A `summarize` that declares a keyword `quick` is given the --quick flag (`summarize(runs,
-    quick=...)`): a recipe that computes without runs (exact flows, Monte Carlo) sizes itself there.
+    quick=...)`): a recipe that computes without runs (closed forms, Monte Carlo of fixed
+    predictors; no training or flow) sizes itself there.
     """
 
     caption: str

@@ -4,19 +4,32 @@ and how it draws.
 Each paper's package (`fastattn/experiments/<paper>/`, listed in `PAPERS`) names its figures in a
 `FIGURES` tuple of `Figure` entries; a figure's module is imported only when that figure is
 reproduced. A recipe's `runs(quick, **options)` lists `RunSpec`s (task, model config, trainer
-config); `reproduce` trains them, hands the trajectories to `summarize` (measured vs predicted
-numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` (last, atomically) and one run
-record per run under `DIR/NAME/`. Recipes write no files; some (exact flows of other families,
-Monte Carlo, token transformers) still compute inside `summarize` and list no runs. The unit that
-`fastattn reproduce --all` caches and resumes is the figure (`experiments/batch.py`): a finished
-figure is its JSON.
+config; their `kind` says which trainer: exact flow, fused batched Adam, sampled, tokens);
+`reproduce` trains them (`run_specs` → `fastattn.training.train_many`), hands the finished runs to
+`summarize` (measured vs predicted numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json`
+(last, atomically) and one run record per run under `DIR/NAME/`. Recipes write no files and train
+nothing themselves: every training or flow a figure shows is one of its runs.
+
+Caching: a finished figure is its JSON (`experiments/batch.py` skips it); inside a figure, each run
+record is written as its training ends and reused by the next `reproduce` when it is the same run
+(same task, model, resolved train config, init and objective), so an interrupted figure resumes
+from its finished runs.
+
+Figures that list no runs compute no training or flow: closed forms and Monte Carlo of fixed
+predictors, sized in `summarize` by --quick. He 2025: E5 (Monte-Carlo risks of fixed estimators
+and of the two-head model at fixed (ω, μ)), E6 (dGD(η*) vs ridge: Monte Carlo and limits), E7
+(the landscape of fixed (ω, μ) pairs, semi-analytic and Monte Carlo), E9 (norms of softmax weights
+of random prompts), E14 (a fixed ±γ pair vs debiased GD); Sander 2024: Fig. 1 (orbits of sampled
+contexts), Fig. 2 (a trigonometric identity), Fig. 4 (least-squares AR(1) fits of text).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -24,10 +37,13 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis import find_plateaus_and_drops
-from fastattn.experiments.recipe import Figure, Run, RunSpec, summarize
+from fastattn.experiments.recipe import Figure, Run, RunSpec, objective_config, summarize
 from fastattn.models import build_model
-from fastattn.training import Trajectory, train_many
+from fastattn.models.base import ICLModel
+from fastattn.training import RecordError, Trajectory, flow, run_config, train_many
 from fastattn.training.records import atomic_write, environment, to_jsonable
+from fastattn.training.threads import torch_threads
+from fastattn.training.trainer import dispatch
 
 #: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
 #: (a tuple of `Figure`) names its figures without importing their modules
@@ -56,25 +72,105 @@ def get(name: str) -> Figure:
     return FIGURES[name]
 
 
-def run_specs(specs: list[RunSpec]) -> list[Run]:
+def _build(spec: RunSpec) -> ICLModel:
+    model = build_model(spec.model)
+    if spec.init is not None:
+        model.load_flat(np.asarray(spec.init, dtype=np.float64))
+    return model
+
+
+def _identity(spec: RunSpec, model: ICLModel) -> dict[str, Any]:
+    """The config a finished run of `spec` records (`Trajectory.config`), as plain JSON data: the
+    trainer's {"task", "model", "train"} (the train config as the trainer resolves it), plus the
+    hash of a hand-made `init` and the `objective` override when the spec has them. Two specs
+    with equal identities compute the same run."""
+    cfg = dataclasses.replace(spec.train, progress=False)
+    if spec.objective is None:
+        cfg = dispatch(model, spec.task, cfg)[0]
+    out = run_config(spec.task, model, cfg)
+    if spec.init is not None:
+        out["init_sha256"] = hashlib.sha256(np.asarray(spec.init, dtype=np.float64).tobytes()
+                                            ).hexdigest()
+    if spec.objective is not None:
+        out["objective"] = objective_config(spec.objective)
+    return json.loads(json.dumps(to_jsonable(out)))
+
+
+def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path
+            ) -> Trajectory | None:
+    """The finished record at `path` of this very run (same identity, not interrupted), or None."""
+    if not path.with_name(path.name + ".json").exists():
+        return None
+    try:
+        traj = Trajectory.load(path)
+    except (RecordError, OSError, KeyError, ValueError):
+        return None               # half-written by another version, or foreign: train again
+    if traj.status == "interrupted" or traj.config != identity:
+        return None
+    model.load_flat(traj.final_params)
+    return traj
+
+
+def _train(specs: list[RunSpec], models: list[ICLModel]) -> list[Trajectory]:
+    """Train runs whose kinds may share one call: `train_many` (which batches the runs the fused
+    He step can take together), or the exact flow of a spec's `objective` override."""
+    if specs[0].objective is None:
+        return train_many(models, [s.task for s in specs],
+                          [dataclasses.replace(s.train, progress=False) for s in specs])
+    (spec,), (model,) = specs, models
+    cfg = dataclasses.replace(spec.train, progress=False)
+    objective = spec.objective
+    if objective.size() != model.flat_size():
+        raise ValueError(f"run {spec.label!r}: its objective has {objective.size()} parameters, "
+                         f"the model {spec.model.kind!r} {model.flat_size()}: give an objective "
+                         "over the model's flat layout")
+    with torch_threads(cfg.threads or 1):
+        (traj,), _ = flow.population_runs([model], [spec.task], cfg, objs=[objective])
+    traj.config = run_config(spec.task, model, cfg)
+    traj.meta = environment()
+    traj.backend = {"engine": f"exact flow of the figure's objective ({type(objective).__name__})"}
+    return [traj]
+
+
+def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[Run]:
+    """Train `specs` through `fastattn.training.train_many` and return the finished runs in order.
+
+    `records`: a folder of run records (`reproduce`'s `DIR/NAME`): a run whose record
+    `records/<label>` exists with the same identity (task, model, resolved train config, init,
+    objective; not interrupted) is loaded instead of trained, and every run trained is written
+    there as soon as its call ends, so a figure interrupted mid-way resumes from its finished
+    runs. Runs of kind "batched" are trained in one call (the fused step batches those that
+    share their options); the others one at a time.
+    """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be unique within a figure; got {labels}")
-    models = []
-    for spec in specs:
-        model = build_model(spec.model)
-        if spec.init is not None:
-            model.load_flat(np.asarray(spec.init, dtype=np.float64))
-        models.append(model)
-    # runs the fused He step can train together are batched (each bit-identical to its train())
-    trajs = train_many(models, [s.task for s in specs],
-                       [dataclasses.replace(s.train, progress=False) for s in specs])
-    return [Run(*run) for run in zip(specs, trajs, models, strict=True)]
+    folder = Path(records) if records is not None else None
+    models = [_build(s) for s in specs]
+    identities = [_identity(s, m) for s, m in zip(specs, models, strict=True)]
+    trajs: list[Trajectory | None] = [None] * len(specs)
+    if folder is not None:
+        trajs = [_cached(s, m, i, folder / s.label)
+                 for s, m, i in zip(specs, models, identities, strict=True)]
+    todo = [k for k, t in enumerate(trajs) if t is None]
+    batched = [k for k in todo if specs[k].kind == "batched"]
+    calls = [batched if k in batched else [k] for k in todo if k not in batched[1:]]
+    for call in calls:
+        for k, traj in zip(call, _train([specs[k] for k in call], [models[k] for k in call]),
+                           strict=True):
+            traj.config = identities[k]
+            trajs[k] = traj
+            if folder is not None:
+                traj.save(folder / specs[k].label)
+    return [Run(s, t, m) for s, t, m in zip(specs, trajs, models, strict=True)]
 
 
-def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -> dict[str, Any]:
+def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = True,
+              **options: Any) -> dict[str, Any]:
     """Run figure `name`, write `out/NAME.png`, `out/NAME.json` and `out/NAME/<run>.{json,npz}`.
 
+    `resume`: reuse the run records already in `out/NAME/` that are the same runs (`run_specs`),
+    and delete those of runs the figure no longer lists; False: train every run again.
     Returns the JSON document (also written to disk).
     """
     from fastattn import plots  # matplotlib: only when a figure is drawn, not for --list
@@ -88,17 +184,26 @@ def reproduce(name: str, out: str | Path, quick: bool = False, **options: Any) -
             raise ValueError(f"{name}: option {key} must be one of {allowed}; got {value!r}")
     recipe = figure.load()
     start = time.perf_counter()
-    runs = run_specs(recipe.runs(quick, **options))
-    summary = summarize(recipe, runs, quick)
     out = Path(out)
+    specs = recipe.runs(quick, **options)
+    folder = out / name
+    if folder.is_dir():
+        if not resume:
+            shutil.rmtree(folder)
+        else:                       # records of runs this figure no longer lists
+            keep = {f"{s.label}{suffix}" for s in specs for suffix in (".json", ".npz")}
+            for path in folder.iterdir():
+                if path.is_file() and path.name not in keep:
+                    path.unlink()
+    runs = run_specs(specs, folder)
+    summary = summarize(recipe, runs, quick)
     records = {}
     for run in runs:
-        path = run.traj.save(out / name / run.spec.label)
         records[run.spec.label] = {
-            "record": str(path.relative_to(out)), "group": run.spec.group,
-            "status": run.traj.status, "final_loss": run.traj.final_loss,
-            "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
-            "config": run.traj.config}
+            "record": f"{name}/{run.spec.label}.json", "kind": run.spec.kind,
+            "group": run.spec.group, "status": run.traj.status,
+            "final_loss": run.traj.final_loss, "n_evals": run.traj.n_evals,
+            "wall_time": run.traj.wall_time, "config": run.traj.config}
     fig = recipe.plot(runs, summary)
     plots.suptitle(fig, figure.title, recipe.caption)
     png = plots.save(fig, out / f"{name}.png")

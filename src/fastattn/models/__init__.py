@@ -16,6 +16,8 @@ from fastattn.models.autoregressive import (
     ARPEOnlyConfig,
     ARTransformer,
     ARTransformerConfig,
+    Eq6,
+    Eq6Config,
     NonAugmented,
     NonAugmentedConfig,
 )
@@ -79,7 +81,7 @@ __all__ = [  # noqa: RUF022 (grouped by paper, sorted within a group)
     # autoregressive sequences (Sander et al. 2024)
     "ARAugmented", "ARAugmentedConfig", "ARAugmentedLayers", "ARAugmentedLayersConfig", "ARDiag",
     "ARDiagConfig", "ARPEOnly", "ARPEOnlyConfig", "ARTransformer", "ARTransformerConfig",
-    "NonAugmented", "NonAugmentedConfig",
+    "Eq6", "Eq6Config", "NonAugmented", "NonAugmentedConfig",
     # Wishart task sets (Mainali & Teixeira 2025)
     "LinearTransformer", "LinearTransformerConfig",
     # induction heads (Musat et al. 2025; the disentangled model takes a token matrix)

@@ -24,6 +24,9 @@ Families (config → model, kind):
 - `ARTransformerConfig` → `ARTransformer` ("aug_transformer", spec §3.7, Figs. 9–10): AUG-L with
   softmax attention (by default) and a ReLU MLP of hidden width m = heads after each attention
   block (dims (d, m, L)).
+- `Eq6Config` → `Eq6` ("eq6", App. B, Fig. 9): model (6) with full A^h, B^h `[H, d, d]` and P, its
+  scores linear or softmaxed over the keys each query reads, optionally followed by a residual
+  ReLU MLP (dims (d, H, T_max); its flat order is its own: the MLP's width is no dim).
 
 The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
 `fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
@@ -444,3 +447,71 @@ class ARTransformer(ARAugmentedLayers):
         x = super()._block(x, layer, causal)
         h = torch.relu(x @ self.W1[layer].T + self.b1[layer]) @ self.W2[layer].T + self.b2[layer]
         return x + nn.functional.layer_norm(h, (x.shape[-1],), self.ln2_w[layer], self.ln2_b[layer])
+
+
+@dataclass(frozen=True)
+class Eq6Config(_PositionalConfig):
+    """Model (6) of App. B (Fig. 9): dim d, heads H, context T_max; `softmax`: softmax the scores
+    over the keys each query reads (else linear attention); `mlp_width`: hidden width of the
+    residual ReLU MLP after the attention (0: none). Initialisation (the authors' Fig. 3 init):
+    A, B, P ~ init_scale · N(0, 1) per entry; the MLP as nn.Linear, U(±1/√fan_in)."""
+
+    kind = "eq6"
+    softmax: bool = False
+    mlp_width: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.softmax, bool):
+            raise ValueError(f"softmax must be True or False; got {self.softmax!r}")
+        if isinstance(self.mlp_width, bool) or not isinstance(self.mlp_width, int) \
+                or self.mlp_width < 0:
+            raise ValueError(f"mlp_width must be a non-negative integer (0: no MLP); got "
+                             f"{self.mlp_width!r}")
+
+
+@register_model
+class Eq6(ICLModel):
+    """ŝ = Σ_h Σ_{t≤T} P_{T−1,t} σ(e_tᵀ A^h e_{T−1}) B^h e_t (σ the identity, or the softmax over
+    t ≤ T), then ŝ ← ŝ + W₂ ReLU(W₁ ŝ + b₁) + b₂ with an MLP. Parameters: A, B `[H, d, d]`,
+    P `[T_max, T_max]`, W1 `[m, d]`, b1 `[m]`, W2 `[d, m]`, b2 `[d]` (m = mlp_width; all four
+    empty without an MLP). Real tokens."""
+
+    config_class = Eq6Config
+    PARAM_ORDER = ("A", "B", "P", "W1", "b1", "W2", "b2")
+
+    def _init_parameters(self, g: torch.Generator) -> None:
+        c = self.config
+
+        def normal(*shape: int) -> nn.Parameter:
+            t = c.init_scale * torch.randn(*shape, generator=g, dtype=torch.float64)
+            return nn.Parameter(t.to(c.torch_dtype))
+
+        def uniform(fan_in: int, *shape: int) -> nn.Parameter:
+            t = (torch.rand(*shape, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
+            return nn.Parameter(t.to(c.torch_dtype))
+
+        d, h, m = c.dim, c.heads, c.mlp_width
+        self.A, self.B, self.P = normal(h, d, d), normal(h, d, d), normal(c.context, c.context)
+        self.W1, self.b1 = uniform(d, m, d), uniform(d, m)
+        self.W2, self.b2 = uniform(max(m, 1), d, m), uniform(max(m, 1), d if m else 0)
+        self.register_buffer("mask", lookahead_mask(c.context))
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(d, H, T_max)."""
+        return self.config.dim, self.config.heads, self.config.context
+
+    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real tokens `[N, T_max, d]`."""
+        if tokens.is_complex():
+            raise ValueError("eq6 reads real tokens; use representation='real'")
+        scores = torch.einsum("nte,hef,nqf->nhqt", tokens, self.A, tokens[:, :-1])
+        if self.config.softmax:
+            scores = torch.softmax(scores.masked_fill(~self.mask, -math.inf), dim=-1)
+        out = torch.einsum("nhqt,hfe,nte->nqf", scores * (self.P[:-1] * self.mask), self.B, tokens)
+        if self.config.mlp_width:
+            out = out + torch.relu(out @ self.W1.T + self.b1) @ self.W2.T + self.b2
+        return out
+
+    forward = predict

@@ -130,15 +130,17 @@ def flow_options(cfg: TrainConfig, plan: RecordPlan, **limits: Any) -> populatio
 def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig, *,
                     n_records: int | None = None, max_evals: int | None = None,
                     max_seconds: float | None = None, max_recorded_floats: int | None = None,
-                    progress: bool = False
+                    progress: bool = False, objs: Sequence[Any] | None = None
                     ) -> tuple[list[Trajectory], population.IntegrationResult]:
     """Integrate K runs (`models[k]` on `tasks[k]`, one config, one flat size P) in one call;
-    `progress`: show a progress line on stderr (time reached, loss, evaluations).
+    `progress`: show a progress line on stderr (time reached, loss, evaluations). `objs`: the K
+    objectives to integrate instead of the pairs' exact ones (`objectives`), over the models' flat
+    layouts (e.g. an approximate loss that is no pair's population loss).
 
     Each model is left holding its final state. Returns the K trajectories (wall_time is the
     call's share; config and meta are the caller's) and the integration result (counts per run).
     """
-    objs = objectives(models, tasks, cfg.method)
+    objs = list(objs) if objs is not None else objectives(models, tasks, cfg.method)
     p0 = np.stack([m.to_flat() for m in models])
     plan = RecordPlan.of(cfg, n_records, p0.size, max_recorded_floats)
     t_end = cfg.t_end if cfg.method == "flow" else 2 * cfg.lr * cfg.steps

@@ -1,8 +1,10 @@
 """E8: the two-stage dynamics of gradient flow on the approximate loss L̃ (spec §3.4, §5.2, §6 E8),
-integrated by the shared C++ integrators (`ApproxLossObjective`, RK45). Time t = step × lr of the
-repo's GD on L̃/2 (lr 0.01; its 10⁶ steps are t = 10⁴). Two heads from ω₀ = μ₀ = (10⁻³, −10⁻³)
-(σ² = 0.1) and four heads from ω₀, μ₀ ~ N(0, 0.1²) (σ² = 0.01). Stage I: ⟨μ, 1⟩ → 0 and sign
-matching; Stage II: |ω_h| → γ, μ₊ tracks μ_γ(γ) (drawn over the flow) while γ drifts down."""
+integrated by the shared C++ integrators (`ApproxLossObjective`, RK45) as runs of kind "flow":
+the reduced (ω, μ) model (`KernelRegressors`, scalar ω) with L̃ as the spec's objective override.
+Time t = step × lr of the repo's GD on L̃/2 (lr 0.01; its 10⁶ steps are t = 10⁴). Two heads
+from ω₀ = μ₀ = (10⁻³, −10⁻³) (σ² = 0.1) and four heads from ω₀, μ₀ ~ N(0, 0.1²) (σ² = 0.01).
+Stage I: ⟨μ, 1⟩ → 0 and sign matching; Stage II: |ω_h| → γ, μ₊ tracks μ_γ(γ) (drawn over the
+flow) while γ drifts down."""
 
 from __future__ import annotations
 
@@ -11,18 +13,15 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.patterns import DUMMY_TAU
-from fastattn.experiments.he2025.settings import L_TRAIN, D
-from fastattn.experiments.recipe import Recipe, Run
-from fastattn.population import integrate
+from fastattn.experiments.he2025.settings import L_TRAIN, D, task
+from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.models import KernelRegressorsConfig
 from fastattn.population.kernel_regressors import ApproxLossObjective
 from fastattn.theory import he2025 as th
+from fastattn.training import TrainConfig
 
 #: (label, heads, σ², ω₀ and μ₀) of the repo's two runs (spec §3.4)
 CASES = (("H2", 2, 0.1, None), ("H4", 4, 0.01, 0))
-
-
-def runs(quick: bool = False) -> list:
-    return []
 
 
 def _init(heads: int, seed: int | None) -> np.ndarray:
@@ -31,26 +30,33 @@ def _init(heads: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).normal(0, 0.1, 2 * heads)
 
 
-def summarize(_runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    t_end = 100.0 if quick else 1e4
-    times = np.concatenate([[0.0], np.logspace(-2, np.log10(t_end), 60)])
-    out: dict[str, Any] = {"t_end": t_end, "cases": {}}
-    for label, heads, s2, seed in CASES:
-        res = integrate(ApproxLossObjective(heads, D, L_TRAIN, s2), _init(heads, seed),
-                        method="rk45", t_end=t_end, record_times=tuple(times), record_params=True,
-                        rtol=1e-8, atol=1e-10)
-        w, m = res.params[:, :heads], res.params[:, heads:]
+def runs(quick: bool = False) -> list[RunSpec]:
+    """The two flows to t = 100 (quick) or 10⁴, recorded at 60 log-spaced times."""
+    cfg = TrainConfig(method="flow", t_end=100.0 if quick else 1e4, integrator="rk45", rtol=1e-8,
+                      atol=1e-10, n_records=60, n_snapshots=60)
+    return [RunSpec(label, task(sigma2=s2), KernelRegressorsConfig(D, heads), cfg,
+                    group={"heads": heads, "sigma2": s2}, init=tuple(_init(heads, seed)),
+                    objective=ApproxLossObjective(heads, D, L_TRAIN, s2))
+            for label, heads, s2, seed in CASES]
+
+
+def summarize(runs: list[Run]) -> dict[str, Any]:
+    out: dict[str, Any] = {"t_end": runs[0].spec.train.t_end, "cases": {}}
+    for run in runs:
+        heads, s2, traj = run.spec.group["heads"], run.spec.group["sigma2"], run.traj
+        w, m = traj.params[:, :heads], traj.params[:, heads:]
         live = np.abs(m) >= DUMMY_TAU * np.abs(m).max(-1, keepdims=True)
         gamma = np.nanmean(np.where(live, np.abs(w), np.nan), -1)
         mu_plus = np.where(w > 0, m, 0).sum(-1)
-        out["cases"][label] = {
-            "heads": heads, "sigma2": s2, "time": res.times, "omega": w, "mu": m,
-            "loss": res.loss, "sum_mu": m.sum(-1), "gamma": gamma, "mu_plus": mu_plus,
+        out["cases"][run.spec.label] = {
+            "heads": heads, "sigma2": s2, "time": traj.snapshot_time, "omega": w, "mu": m,
+            "loss": np.interp(traj.snapshot_time, traj.time, traj.loss), "sum_mu": m.sum(-1),
+            "gamma": gamma, "mu_plus": mu_plus,
             "mu_gamma_of_gamma": th.mu_gamma(gamma, D, L_TRAIN, s2),
             "eta_eff": (m * w).sum(-1), "eta_star": th.eta_star(D, L_TRAIN, s2),
             "final_sign_match": bool(np.all((w[-1] * m[-1] > 0) | ~live[-1])),
             "final_mu_plus_over_mu_gamma": float(mu_plus[-1] / th.mu_gamma(gamma[-1], D, L_TRAIN, s2)),
-            "n_evals": int(res.n_evals), "wall_time": res.wall_time}
+            "n_evals": traj.n_evals, "wall_time": traj.wall_time}
     return out
 
 

@@ -4,8 +4,8 @@ sizes do not fit (docs/he2025.md quotes such runs):
     python -m fastattn.experiments.he2025.shortened NAME STEPS LR OUT_DIR
 
 Writes OUT_DIR/NAME-STEPS.png and OUT_DIR/NAME-STEPS.json (the recipe's summary). Only recipes
-whose runs go through `train()` (E3, E10, E11, E12, E13) are shortened; the others train nothing
-or call `train_batched` themselves.
+with sampled runs (E2, E3, E10, E11, E12, E13) are shortened; E8's runs are flows (no steps) and
+the others train nothing.
 """
 
 from __future__ import annotations

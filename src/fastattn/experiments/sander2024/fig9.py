@@ -2,8 +2,8 @@
 context matrix setup of section 5": model (6) with its positional matrix P on commuting unitary
 contexts, d = 1 (one complex coordinate: 2×2 rotations in the real representation, so that a
 softmax of real scores is defined), T_max = 10, MLP hidden width 32 (spec §3.7). The paper states
-only these; here (`Eq6Attention`, H = 2 real heads, the real form of one complex head: the
-complex score ⟨e_t|e_{T−1}⟩ has a real and an imaginary part):
+only these; here (the family `eq6`, `fastattn.models.autoregressive.Eq6`, H = 2 real heads, the
+real form of one complex head: the complex score ⟨e_t|e_{T−1}⟩ has a real and an imaginary part):
 
     linear:  ŝ = Σ_h Σ_{t≤T} P_{T−1,t} (e_tᵀ A^h e_{T−1}) B^h e_t                      (Eq. 6)
     softmax: ŝ = Σ_h Σ_{t≤T} P_{T−1,t} softmax_{t≤T}(e_tᵀ A^h e_{T−1}) B^h e_t
@@ -13,21 +13,20 @@ on e_t = s_t, s_1 = 1_d/√d (‖s_1‖ = 1: ℓ(0) = T_max − 1 = 9 for the ze
 A, B, P ~ 0.1·N(0, 1) (the authors' Fig. 3 init), MLP nn.Linear's U(±1/√fan_in); Adam lr 5e-3 on
 fresh batches; the "epoch" axis is Adam steps. Linear attention has an exact zero-loss solution
 here (Prop. 3 in real form: heads (I, I) and (J, J), P = e_T); the paper's outcome: linear
-attention reaches ≈ 0, softmax plateaus.
+attention reaches ≈ 0, softmax plateaus. The four runs are `RunSpec`s of kind "sampled"
+(`reproduce` trains them with `train()`, recording the loss at every step).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.autoregressive import lookahead_mask
+from fastattn.models import Eq6Config
 from fastattn.tasks import AutoRegressive
+from fastattn.training import TrainConfig
 
 TMAX, HEADS, MLP_WIDTH, LR, INIT_SCALE = 10, 2, 32, 5e-3, 0.1
 STEPS, BATCH = 2000, 128
@@ -39,75 +38,42 @@ def task() -> AutoRegressive:
     return AutoRegressive(dim=2, context=TMAX, context_dist="unitary", representation="real", s1="unit")
 
 
-class Eq6Attention(nn.Module):
-    """Model (6) with full real A^h, B^h `[H, d, d]` and P `[T_max, T_max]`, its scores linear or
-    softmaxed over the keys each query reads, optionally followed by a residual MLP (module
-    docstring)."""
-
-    def __init__(self, dim: int, heads: int, tmax: int, *, softmax: bool, mlp_width: int = 0,
-                 seed: int = 0) -> None:
-        super().__init__()
-        g = torch.Generator().manual_seed(seed)
-
-        def normal(*shape: int) -> nn.Parameter:
-            return nn.Parameter(INIT_SCALE * torch.randn(*shape, generator=g, dtype=torch.float64))
-
-        def uniform(fan_in: int, *shape: int) -> nn.Parameter:
-            return nn.Parameter((torch.rand(*shape, generator=g, dtype=torch.float64) * 2 - 1)
-                                / math.sqrt(fan_in))
-
-        self.A, self.B, self.P = normal(heads, dim, dim), normal(heads, dim, dim), normal(tmax, tmax)
-        self.softmax, self.mlp_width = softmax, mlp_width
-        self.register_buffer("mask", lookahead_mask(tmax))
-        if mlp_width:
-            self.W1, self.b1 = uniform(dim, mlp_width, dim), uniform(dim, mlp_width)
-            self.W2, self.b2 = uniform(mlp_width, dim, mlp_width), uniform(mlp_width, dim)
-
-    def predict(self, tokens: torch.Tensor) -> torch.Tensor:
-        """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from tokens `[N, T_max, d]`."""
-        scores = torch.einsum("nte,hef,nqf->nhqt", tokens, self.A, tokens[:, :-1])
-        if self.softmax:
-            scores = torch.softmax(scores.masked_fill(~self.mask, -math.inf), dim=-1)
-        weights = scores * (self.P[:-1] * self.mask)
-        out = torch.einsum("nhqt,hfe,nte->nqf", weights, self.B, tokens)
-        if self.mlp_width:
-            out = out + torch.relu(out @ self.W1.T + self.b1) @ self.W2.T + self.b2
-        return out
-
-
-def train(softmax: bool, mlp: bool, steps: int, batch: int) -> list[float]:
-    """The per-step training loss of one configuration (Adam on batch k of the task's stream)."""
-    model = Eq6Attention(task().dim, HEADS, TMAX, softmax=softmax, mlp_width=MLP_WIDTH if mlp else 0)
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
-    losses = []
-    for step in range(steps):
-        loss = task().loss(model, task().sample(batch, step))
-        losses.append(loss.item())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return losses
-
-
-def runs(quick: bool) -> list[RunSpec]:
-    return []
+def model_config(softmax: bool, mlp: bool) -> Eq6Config:
+    return Eq6Config(task().dim, HEADS, context=TMAX, softmax=softmax,
+                     mlp_width=MLP_WIDTH if mlp else 0, init_scale=INIT_SCALE)
 
 
 def label(softmax: bool, mlp: bool) -> str:
     return ("SM" if softmax else "no SM") + (", MLP" if mlp else ", no MLP")
 
 
-def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
+def runs(quick: bool) -> list[RunSpec]:
+    """The four configurations, Adam on batch k of the task's stream at step k; the loss is
+    recorded at every step (10 × steps log-spaced records cover every integer step)."""
     steps, batch = (QUICK_STEPS, QUICK_BATCH) if quick else (STEPS, BATCH)
-    torch.set_num_threads(1)
-    out: dict[str, Any] = {"zero_predictor_loss": task().zero_loss(), "steps": steps, "batch": batch,
-                           "heads": HEADS, "curves": {}}
-    for softmax, mlp in CONFIGS:
-        losses = train(softmax, mlp, steps, batch)
-        tail = losses[-max(1, steps // 10):]
+    cfg = TrainConfig(method="adam", lr=LR, steps=steps, batch_size=batch, n_records=10 * steps,
+                      n_snapshots=2)
+    return [RunSpec(("softmax" if softmax else "linear") + ("_mlp" if mlp else ""), task(),
+                    model_config(softmax, mlp), cfg, group={"softmax": softmax, "mlp": mlp})
+            for softmax, mlp in CONFIGS]
+
+
+def summarize(runs: list[Run]) -> dict[str, Any]:
+    cfg = runs[0].spec.train
+    out: dict[str, Any] = {"zero_predictor_loss": task().zero_loss(), "steps": cfg.steps,
+                           "batch": cfg.batch_size, "heads": HEADS, "curves": {}}
+    for run in runs:
+        softmax, mlp = run.spec.group["softmax"], run.spec.group["mlp"]
+        # the loss of batch k before step k, k = 0..steps−1 (the record's last point is the
+        # final state's)
+        losses = run.traj.loss[run.traj.step < cfg.steps]
+        if len(losses) != cfg.steps:
+            raise ValueError(f"run {run.spec.label}: {len(losses)} of {cfg.steps} steps recorded")
+        tail = losses[-max(1, cfg.steps // 10):]
         out[label(softmax, mlp)] = {"final_train_loss_tail_mean": float(np.mean(tail)),
-                                    "min_train_loss": float(np.min(losses)), "softmax": softmax, "mlp": mlp}
-        out["curves"][label(softmax, mlp)] = losses
+                                    "min_train_loss": float(np.min(losses)), "softmax": softmax,
+                                    "mlp": mlp}
+        out["curves"][label(softmax, mlp)] = losses.tolist()
     return out
 
 

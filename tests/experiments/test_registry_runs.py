@@ -1,0 +1,143 @@
+"""Declarative recipes (issue 24 item 5): every training or flow of a figure is a `RunSpec` that
+`reproduce` trains, and `reproduce` resumes a figure from the run records it finished."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fastattn.experiments import registry
+from fastattn.experiments.recipe import RunSpec
+from fastattn.models import KernelRegressorsConfig
+from fastattn.population.kernel_regressors import ApproxLossObjective
+from fastattn.training import TrainConfig, Trajectory
+
+#: He's and Sander's figures that compute no training or flow (closed forms, Monte Carlo of fixed
+#: predictors; the registry's docstring says why each)
+NO_TRAINING = {"he2025-e5", "he2025-e6", "he2025-e7", "he2025-e9", "he2025-e14",
+               "sander2024-fig1", "sander2024-fig2", "sander2024-fig4"}
+#: the trainer kind of each run of the figures made declarative here
+KIND = {"he2025-e2": "batched", "he2025-e8": "flow", "sander2024-fig9": "sampled"}
+
+
+@pytest.mark.parametrize("name", sorted(NO_TRAINING | set(KIND)))
+def test_only_closed_form_figures_list_no_runs(name):
+    recipe = registry.get(name).load()
+    for quick in (True, False):
+        specs = recipe.runs(quick)
+        if name in NO_TRAINING:
+            assert specs == []
+        else:
+            assert specs and {s.kind for s in specs} == {KIND[name]}, (name, quick)
+
+
+def test_registry_docstring_names_every_figure_without_runs():
+    doc = " ".join(registry.__doc__.split())
+    for name in NO_TRAINING:
+        paper, fig = name.split("-")
+        assert (f"{fig.upper()} (" if paper == "he2025" else f"Fig. {fig[3:]} (") in doc, name
+
+
+def _small_fig9(steps: int = 12) -> list[RunSpec]:
+    from fastattn.experiments.sander2024 import fig9
+
+    return [dataclasses.replace(s, train=dataclasses.replace(s.train, steps=steps,
+                                                             n_records=10 * steps))
+            for s in fig9.runs(quick=True)]
+
+
+def test_an_interrupted_figure_resumes_from_its_finished_runs(tmp_path, monkeypatch):
+    """Interrupt after two of four runs; the rerun trains only the other two, and every run has
+    the numbers of an uninterrupted reproduction."""
+    specs = _small_fig9()
+    whole = registry.run_specs(specs, tmp_path / "whole")
+    real, calls = registry._train, []
+
+    def interrupt_third(specs_, models):
+        calls.append([s.label for s in specs_])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(specs_, models)
+
+    monkeypatch.setattr(registry, "_train", interrupt_third)
+    with pytest.raises(KeyboardInterrupt):
+        registry.run_specs(specs, tmp_path / "cut")
+    assert sorted(p.name for p in (tmp_path / "cut").glob("*.json")) == [
+        f"{s.label}.json" for s in specs[:2]]
+    calls.clear()
+    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append([x.label for x in s])
+                        or real(s, m))
+    resumed = registry.run_specs(specs, tmp_path / "cut")
+    assert calls == [[specs[2].label], [specs[3].label]]
+    for a, b in zip(whole, resumed, strict=True):
+        np.testing.assert_array_equal(a.traj.loss, b.traj.loss)
+        np.testing.assert_array_equal(a.model.to_flat(), b.model.to_flat())
+        assert a.traj.config == b.traj.config
+    calls.clear()
+    registry.run_specs(specs, tmp_path / "cut")              # all finished: nothing trains
+    assert calls == []
+
+
+def test_a_record_is_reused_only_for_the_same_run(tmp_path, monkeypatch):
+    specs = _small_fig9()[:1]
+    registry.run_specs(specs, tmp_path)
+    calls = []
+    real = registry._train
+    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    other_lr = [dataclasses.replace(specs[0], train=dataclasses.replace(specs[0].train, lr=1e-3))]
+    other_seed = [dataclasses.replace(specs[0], model=dataclasses.replace(specs[0].model,
+                                                                          init_seed=5))]
+    for changed in (other_lr, other_seed, specs):            # each replaces the record before
+        registry.run_specs(changed, tmp_path)
+    assert len(calls) == 3
+    registry.run_specs(specs, tmp_path)
+    assert len(calls) == 3
+    # an interrupted run's record is trained again
+    path = tmp_path / specs[0].label
+    traj = Trajectory.load(path)
+    traj.status = "interrupted"
+    traj.save(path)
+    registry.run_specs(specs, tmp_path)
+    assert len(calls) == 4
+
+
+def test_objective_override_is_part_of_the_run_and_only_for_exact_runs(tmp_path):
+    cfg = TrainConfig(method="flow", t_end=1.0, integrator="rk45")
+    from fastattn.experiments.he2025.settings import task
+
+    def spec(sigma2: float) -> RunSpec:
+        return RunSpec("H2", task(sigma2=0.1), KernelRegressorsConfig(5, 2), cfg,
+                       init=(1e-3, -1e-3, 1e-3, -1e-3),
+                       objective=ApproxLossObjective(2, 5, 40, sigma2))
+
+    (a,) = registry.run_specs([spec(0.1)], tmp_path)
+    assert a.traj.config["objective"] == {"kind": "ApproxLossObjective", "heads": 2, "d": 5,
+                                          "L": 40.0, "sigma2": 0.1}
+    assert a.traj.final_loss == pytest.approx(
+        ApproxLossObjective(2, 5, 40, 0.1).loss_grad(a.traj.final_params)[0])
+    (b,) = registry.run_specs([spec(0.01)], tmp_path)      # another objective: integrated anew
+    assert b.traj.config["objective"]["sigma2"] == 0.01 and b.traj.final_loss != a.traj.final_loss
+    with pytest.raises(ValueError, match="objective is integrated by an exact run"):
+        RunSpec("x", task(), KernelRegressorsConfig(5, 2),
+                TrainConfig(method="adam", lr=1e-3, steps=2), objective=ApproxLossObjective(2, 5, 40, 0.1))
+    with pytest.raises(ValueError, match="its objective has 6 parameters"):
+        registry.run_specs([dataclasses.replace(spec(0.1), objective=ApproxLossObjective(3, 5, 40, 0.1))])
+
+
+def test_reproduce_drops_records_of_runs_no_longer_listed_and_overwrite_retrains(tmp_path,
+                                                                                 monkeypatch):
+    from fastattn.experiments.he2025 import e8
+
+    name = "he2025-e8"
+    registry.reproduce(name, tmp_path, quick=True)
+    (tmp_path / name / "old_run.json").write_text("{}")
+    calls = []
+    real = registry._train
+    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    doc = registry.reproduce(name, tmp_path, quick=True)
+    assert calls == [] and not (tmp_path / name / "old_run.json").exists()
+    assert {r["kind"] for r in doc["runs"].values()} == {"flow"}
+    registry.reproduce(name, tmp_path, quick=True, resume=False)
+    assert calls == [label for label, *_ in e8.CASES]
