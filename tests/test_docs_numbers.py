@@ -46,9 +46,10 @@ def _musat_quick(fig: str, fig_label: str) -> str:
 
 
 def _sander_fig9_quick() -> str:
+    from fastattn.experiments import registry
     from fastattn.experiments.sander2024 import fig9
 
-    s = fig9.summarize([], quick=True)
+    s = fig9.summarize(registry.run_specs(fig9.runs(quick=True)))
 
     def q(name):
         return f"{s[name]['final_train_loss_tail_mean']:.1e}".replace("e-0", "e-")

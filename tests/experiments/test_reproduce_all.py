@@ -61,6 +61,26 @@ def test_an_interrupted_figure_is_recomputed_and_its_stale_records_removed(quick
     assert (out / f"{FAST[1]}.json").exists()
 
 
+def test_an_interrupted_figure_resumes_from_its_finished_runs(quick_two, tmp_path, monkeypatch):
+    """The figure in flight had finished its runs (their records exist) but not its JSON: the next
+    batch trains none of them again and gives the same summary; --overwrite trains them again."""
+    import shutil
+
+    out = tmp_path / "o"
+    shutil.copytree(quick_two / FAST[1], out / FAST[1])
+    (out / batch.MANIFEST).write_text(json.dumps({"mode": "quick"}))
+    trained = []
+    real = registry._train
+    monkeypatch.setattr(registry, "_train", lambda s, m: trained.append(s) or real(s, m))
+    result = batch.run_all(FAST[1:], out, quick=True)
+    assert [o.status for o in result.outcomes] == ["done"] and trained == []
+    old, new = (json.loads((d / f"{FAST[1]}.json").read_text())["summary"]
+                for d in (quick_two, out))
+    assert new == old
+    batch.run_all(FAST[1:], out, quick=True, overwrite=True)
+    assert trained
+
+
 def test_a_failing_figure_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
     real = registry.reproduce
 
