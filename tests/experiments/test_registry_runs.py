@@ -80,6 +80,30 @@ def test_an_interrupted_figure_resumes_from_its_finished_runs(tmp_path, monkeypa
     assert calls == []
 
 
+def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_path,
+                                                                            monkeypatch):
+    """The trainers return a Ctrl-C'd run with status "interrupted": `run_specs` keeps the finished
+    records and raises instead of handing a half-trained run to `summarize`."""
+    specs = _small_fig9()
+    real, calls = registry._train, []
+
+    def ctrl_c_in_second(specs_, models):
+        calls.append(specs_[0].label)
+        trajs = real(specs_, models)
+        if len(calls) == 2:
+            trajs[0].status = "interrupted"
+        return trajs
+
+    monkeypatch.setattr(registry, "_train", ctrl_c_in_second)
+    with pytest.raises(KeyboardInterrupt, match=specs[1].label):
+        registry.run_specs(specs, tmp_path)
+    calls.clear()
+    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    runs = registry.run_specs(specs, tmp_path)
+    assert calls == [s.label for s in specs[1:]]
+    assert {r.traj.status for r in runs} == {"steps"}
+
+
 def test_a_record_is_reused_only_for_the_same_run(tmp_path, monkeypatch):
     specs = _small_fig9()[:1]
     registry.run_specs(specs, tmp_path)
@@ -150,4 +174,13 @@ def test_reproduce_drops_records_of_runs_no_longer_listed_and_overwrite_retrains
     assert calls == [] and not (tmp_path / name / "old_run.json").exists()
     assert {r["kind"] for r in doc["runs"].values()} == {"flow"}
     registry.reproduce(name, tmp_path, quick=True, resume=False)
+    assert calls == [label for label, *_ in e8.CASES]
+    # the CLI: a figure without its JSON resumes; --overwrite trains every run again
+    from fastattn.cli import main
+
+    (tmp_path / f"{name}.json").unlink()
+    calls.clear()
+    assert main(["reproduce", name, "--quick", "--out", str(tmp_path)]) == 0
+    assert calls == []
+    assert main(["reproduce", name, "--quick", "--out", str(tmp_path), "--overwrite"]) == 0
     assert calls == [label for label, *_ in e8.CASES]

@@ -140,7 +140,8 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[R
     objective; not interrupted) is loaded instead of trained, and every run trained is written
     there as soon as its call ends, so a figure interrupted mid-way resumes from its finished
     runs. Runs of kind "batched" are trained in one call (the fused step batches those that
-    share their options); the others one at a time.
+    share their options); the others one at a time. A run that comes back interrupted (Ctrl-C)
+    raises KeyboardInterrupt once its call's records are written.
     """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
@@ -162,6 +163,11 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[R
             trajs[k] = traj
             if folder is not None:
                 traj.save(folder / specs[k].label)
+        # the trainers end a run on Ctrl-C with status "interrupted" (its record kept); the
+        # figure stops there rather than summarising a half-trained run
+        cut = [specs[k].label for k in call if trajs[k].status == "interrupted"]
+        if cut:
+            raise KeyboardInterrupt(f"interrupted during run {', '.join(cut)}")
     return [Run(s, t, m) for s, t, m in zip(specs, trajs, models, strict=True)]
 
 
