@@ -50,22 +50,27 @@ class RunSpec:
 
     @property
     def kind(self) -> str:
-        """Which trainer runs it (one of `KINDS`): "flow" (exact population flow or GD of the
-        pair's objective, or of `objective`), "tokens" (a token transformer: its config has a
-        vocabulary), "batched" (Adam that the fused He step trains: `train_many` trains all such
-        runs of a figure that share their options together) or "sampled" (SGD/Adam/task-SGD by
-        torch)."""
-        if self.train.method in ("flow", "gd"):
-            return "flow"
-        if hasattr(self.model, "vocab"):
-            return "tokens"
-        from fastattn.models import build_model
-        from fastattn.training.fused import fast_stream_reasons
+        """Which trainer runs it (one of `KINDS`; `trainer_kind`)."""
+        return trainer_kind(self)
 
-        if self.train.sampler in ("auto", "fast") and not fast_stream_reasons(
-                build_model(self.model), self.task, self.train):
-            return "batched"
+
+def trainer_kind(spec: RunSpec, model: Any = None) -> str:
+    """The trainer of `spec` (one of `KINDS`): "flow" (exact population flow or GD of the pair's
+    objective, or of `spec.objective`), "tokens" (a token transformer: its config has a
+    vocabulary), "batched" (Adam that the fused He step trains: `train_many` trains all such runs
+    of a figure that share their options together) or "sampled" (SGD/Adam/task-SGD by torch).
+    `model`: the spec's built model, if at hand (else one is built to ask the fused step)."""
+    if spec.train.method in ("flow", "gd"):
+        return "flow"
+    if hasattr(spec.model, "vocab"):
+        return "tokens"
+    if spec.train.method != "adam" or spec.train.sampler not in ("auto", "fast"):
         return "sampled"
+    from fastattn.models import build_model
+    from fastattn.training.fused import fast_stream_reasons
+
+    model = model if model is not None else build_model(spec.model)
+    return "sampled" if fast_stream_reasons(model, spec.task, spec.train) else "batched"
 
 
 def objective_config(objective: Any) -> dict[str, Any]:

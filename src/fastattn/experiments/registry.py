@@ -37,7 +37,14 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis import find_plateaus_and_drops
-from fastattn.experiments.recipe import Figure, Run, RunSpec, objective_config, summarize
+from fastattn.experiments.recipe import (
+    Figure,
+    Run,
+    RunSpec,
+    objective_config,
+    summarize,
+    trainer_kind,
+)
 from fastattn.models import build_model
 from fastattn.models.base import ICLModel
 from fastattn.training import RecordError, Trajectory, flow, run_config, train_many
@@ -85,7 +92,7 @@ def _identity(spec: RunSpec, model: ICLModel) -> dict[str, Any]:
     hash of a hand-made `init` and the `objective` override when the spec has them. Two specs
     with equal identities compute the same run."""
     cfg = dataclasses.replace(spec.train, progress=False)
-    if spec.objective is None:
+    if cfg.method in ("sgd", "adam"):          # the sampler it resolves to (exact runs: as given)
         cfg = dispatch(model, spec.task, cfg)[0]
     out = run_config(spec.task, model, cfg)
     if spec.init is not None:
@@ -154,7 +161,7 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[R
         trajs = [_cached(s, m, i, folder / s.label)
                  for s, m, i in zip(specs, models, identities, strict=True)]
     todo = [k for k, t in enumerate(trajs) if t is None]
-    batched = [k for k in todo if specs[k].kind == "batched"]
+    batched = [k for k in todo if trainer_kind(specs[k], models[k]) == "batched"]
     calls = [batched if k in batched else [k] for k in todo if k not in batched[1:]]
     for call in calls:
         for k, traj in zip(call, _train([specs[k] for k in call], [models[k] for k in call]),
@@ -206,7 +213,7 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     records = {}
     for run in runs:
         records[run.spec.label] = {
-            "record": f"{name}/{run.spec.label}.json", "kind": run.spec.kind,
+            "record": f"{name}/{run.spec.label}.json", "kind": trainer_kind(run.spec, run.model),
             "group": run.spec.group, "status": run.traj.status,
             "final_loss": run.traj.final_loss, "n_evals": run.traj.n_evals,
             "wall_time": run.traj.wall_time, "config": run.traj.config}
