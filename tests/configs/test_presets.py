@@ -63,6 +63,22 @@ def test_sander2024_fig5_and_fig7_defaults():
     assert (cfg.lr, cfg.steps) == (1e-2, 200 * 2**14 // 1024)
 
 
+def test_sander2024_fig9_default_is_model_6_on_unitary_contexts():
+    """spec §3.7 / App. B: model (6) with P on the unitary setup of §5, d = 1 complex (its real form
+    d = 2, H = 2 real heads), T_max = 10; Fig. 3's init 0.1; Adam lr 5e-3 (recipe sander2024-fig9)."""
+    r, task, model, cfg = cli_run("--task", "autoregressive", "--model", "eq6")
+    assert r.preset.name == "sander2024"
+    assert (task.dim, task.context, task.context_dist, task.representation, task.s1) == \
+        (2, 10, "unitary", "real", "unit")
+    c = model.config
+    assert (c.kind, c.heads, c.context, c.init_scale, c.softmax, c.mlp_width) == \
+        ("eq6", 2, 10, 0.1, False, 0)
+    assert (cfg.method, cfg.lr, cfg.steps, cfg.batch_size) == ("adam", 5e-3, 2000, 128)
+    _, _, model, _ = cli_run("--task", "autoregressive", "--model", "eq6", "--softmax", "true",
+                             "--mlp-width", "32")
+    assert (model.config.softmax, model.config.mlp_width) == (True, 32)
+
+
 def test_mainali2025_default_is_c0():
     """spec mainali2025 §9.0 C0: d = 4, s = (2, 1, 0.5, 0.25), N = 32, P = 64, η = 0.01, B = 64,
     aligned init p2 = q1 = 0.01·I; 200-300 epochs."""

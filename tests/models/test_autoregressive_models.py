@@ -266,3 +266,24 @@ def test_app_b_flags_are_checked():
         ARAugmentedLayers(2, 1, 1, softmax="yes")
     with pytest.raises(ValueError, match="layers"):
         ARTransformer(2, 4, 0)
+
+
+def test_eq6_layout_init_and_errors():
+    """`eq6` (App. B, Fig. 9): A, B `[H, d, d]`, P `[T_max, T_max]` and the MLP's four blocks, empty
+    without an MLP; A, B, P ~ init_scale·N(0, 1) from the seed; bad fields and complex tokens are
+    refused naming the fix."""
+    from fastattn.models import Eq6, Eq6Config
+
+    plain, mlp = Eq6(2, 3, context=5), Eq6(2, 3, context=5, mlp_width=4, init_scale=0.1)
+    assert plain.flat_size() == 2 * 3 * 4 + 25
+    assert mlp.flat_size() == 2 * 3 * 4 + 25 + (4 * 2 + 4) + (2 * 4 + 2)
+    g = torch.Generator().manual_seed(0)
+    np.testing.assert_array_equal(mlp.A.detach().numpy(),
+                                  (0.1 * torch.randn(3, 2, 2, generator=g, dtype=torch.float64)).numpy())
+    np.testing.assert_array_equal(Eq6(2, 3, context=5).to_flat(), plain.to_flat())
+    with pytest.raises(ValueError, match="mlp_width must be a non-negative integer"):
+        Eq6Config(2, 3, mlp_width=-1)
+    with pytest.raises(ValueError, match="softmax must be True or False"):
+        Eq6Config(2, 3, softmax="yes")
+    with pytest.raises(ValueError, match="representation='real'"):
+        plain.predict(torch.zeros(1, 5, 2, dtype=torch.complex128))
