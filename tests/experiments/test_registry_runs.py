@@ -184,3 +184,16 @@ def test_reproduce_drops_records_of_runs_no_longer_listed_and_overwrite_retrains
     assert calls == []
     assert main(["reproduce", name, "--quick", "--out", str(tmp_path), "--overwrite"]) == 0
     assert calls == [label for label, *_ in e8.CASES]
+
+
+def test_an_objective_without_attributes_is_never_taken_for_another():
+    """A compiled objective keeps its parameters out of reach: its identity is a fresh token, so a
+    cached record of it is never reused for a different objective of the same class."""
+    from fastattn.experiments.recipe import objective_config
+
+    class Compiled:
+        __slots__ = ()
+
+    a, b = objective_config(Compiled()), objective_config(Compiled())
+    assert a["kind"] == b["kind"] == "test_an_objective_without_attributes_is_never_taken_for_another" \
+        ".<locals>.Compiled" and a != b

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastattn.models import BaseModelConfig
 from fastattn.tasks.base import Task
 from fastattn.training import TrainConfig, Trajectory
+
+if TYPE_CHECKING:
+    from fastattn.population.objectives import Objective
 
 #: the trainers a `RunSpec` goes to (`RunSpec.kind`), all behind `fastattn.training.train_many`
 KINDS = ("flow", "batched", "sampled", "tokens")
@@ -40,7 +44,7 @@ class RunSpec:
     train: TrainConfig
     group: dict[str, Any] = field(default_factory=dict)
     init: tuple[float, ...] | None = None
-    objective: Any = None
+    objective: Objective | None = None
 
     def __post_init__(self) -> None:
         if self.objective is not None and self.train.method not in ("flow", "gd"):
@@ -73,11 +77,17 @@ def trainer_kind(spec: RunSpec, model: Any = None) -> str:
     return "sampled" if fast_stream_reasons(model, spec.task, spec.train) else "batched"
 
 
-def objective_config(objective: Any) -> dict[str, Any]:
-    """The plain-data identity of an `objective` override: its class and public attributes."""
+def objective_config(objective: Objective) -> dict[str, Any]:
+    """The plain-data identity of an `objective` override: its class and public attributes (a
+    Python `Objective` subclass keeps its parameters there). An objective without attributes
+    (a compiled one) gets a fresh token instead: its runs are never taken for one another, and a
+    cached record of it is never reused."""
     from fastattn.training.records import to_jsonable
 
-    fields = {k: v for k, v in vars(objective).items() if not k.startswith("_")}
+    try:
+        fields = {k: v for k, v in vars(objective).items() if not k.startswith("_")}
+    except TypeError:
+        return {"kind": type(objective).__qualname__, "unknown_identity": uuid.uuid4().hex}
     return {"kind": type(objective).__qualname__, **to_jsonable(fields)}
 
 
