@@ -30,8 +30,9 @@ def main(argv: list[str]) -> None:
     recipe = figure.load()
     specs = [dataclasses.replace(s, train=dataclasses.replace(s.train, steps=steps, lr=lr))
              for s in recipe.runs(False)]
-    if not specs:
-        raise SystemExit(f"{name} lists no train() runs; run `fastattn reproduce {name}` instead")
+    if not specs or any(s.train.method not in ("sgd", "adam") for s in specs):
+        raise SystemExit(f"{name} lists no sampled runs (it trains nothing, or its runs are flows "
+                         f"without steps); run `fastattn reproduce {name}` instead")
     runs = registry.run_specs(specs)
     summary = summarize(recipe, runs, False)
     fig = recipe.plot(runs, summary)
