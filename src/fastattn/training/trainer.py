@@ -68,6 +68,9 @@ class TrainConfig:
             train the pair's population objective and take no loss.
         n_records: number of log-spaced points at which the loss is recorded.
         n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
+        record_every, snapshot_every: gd, sgd, adam: record the loss (snapshot the parameters)
+            at every k-th step instead, 0 and the last step included (1: every step, what a
+            figure that reads first crossings off the record needs).
         target_loss: stop once the training loss is at or below it.
         grad_tol: flow/gd: stop once the gradient norm is below it.
         events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
@@ -98,6 +101,8 @@ class TrainConfig:
     loss: str | None = None
     n_records: int = 400
     n_snapshots: int = 40
+    record_every: int | None = None
+    snapshot_every: int | None = None
     target_loss: float | None = None
     grad_tol: float | None = None
     test_size: int = 0
@@ -142,6 +147,12 @@ class TrainConfig:
                              "Eq. 23-24)")
         check.positive_int("n_records", self.n_records)
         check.positive_int("n_snapshots", self.n_snapshots)
+        for name in ("record_every", "snapshot_every"):
+            if getattr(self, name) is not None:
+                check.positive_int(name, getattr(self, name))
+                if self.method in ("flow", "task_sgd"):
+                    raise ValueError(f"{name} counts optimiser steps (gd, sgd, adam); method="
+                                     f"{self.method!r} records at n_records / n_snapshots")
         if self.test_size:
             check.positive_int("test_size", self.test_size)
         if self.threads is not None:
@@ -289,6 +300,8 @@ def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig
     if cfg.method == "task_sgd":
         return cfg, {"engine": "torch (task-centric SGD)"}
     reasons = fused.fast_stream_reasons(model, task, cfg)
+    if cfg.record_every or cfg.snapshot_every:
+        reasons = [*reasons, "record_every / snapshot_every (the fused step records log-spaced)"]
     if cfg.sampler == "fast" and reasons:
         raise ValueError("sampler='fast' (the fused He step) cannot train this run: "
                          + "; ".join(reasons) + ". Use sampler='tokens'")
@@ -354,8 +367,8 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                          f"task with sample_stats; {model.kind} on {task.kind} reads the tokens "
                          "themselves: use sampler='tokens'")
 
-    rec = set(flow.record_steps(cfg.steps, cfg.n_records).tolist())
-    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots).tolist())
+    rec = set(flow.record_steps(cfg.steps, cfg.n_records, cfg.record_every).tolist())
+    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots, cfg.snapshot_every).tolist())
     out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
     test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
 
