@@ -164,3 +164,28 @@ def test_sampled_training_of_a_model_whose_objective_refuses_its_state():
     population = traj.test_loss["population"]
     assert population[0] == pytest.approx(1.0) and np.isnan(population[-1])
     assert traj.status == "steps"
+
+
+def test_snapshot_params_false_keeps_the_series_and_the_final_state():
+    """A run that keeps only the model's snapshot series (the disentangled model's 19 pseudo-
+    parameters, projected) records the same series at the same steps as one that keeps every
+    snapshot's weights, and the same final weights."""
+    from fastattn.analysis.pseudo_params import project
+    from fastattn.models import DisentangledTransformer
+    from fastattn.tasks import InductionPairs
+
+    task = InductionPairs(6, 3, data="gaussian", query="uniform", reduction="mean")
+    cfg = TrainConfig(method="sgd", lr=1.0, steps=12, batch_size=16, snapshot_every=3)
+    full = train(DisentangledTransformer(dim=6, mask="inclusive"), task, cfg)
+    model = DisentangledTransformer(dim=6, mask="inclusive")
+    light = train(model, task, cfg, snapshot_params=False)
+    assert full.params.shape[0] == 5 and light.params.shape[0] == 1
+    np.testing.assert_array_equal(light.snapshot_time, full.snapshot_time)
+    np.testing.assert_array_equal(light.final_params, full.final_params)
+    assert light.series.keys() == full.series.keys() and len(light.series["alpha3"]) == 5
+    for name in light.series:
+        np.testing.assert_array_equal(light.series[name], full.series[name])
+    np.testing.assert_allclose([light.series[n][-1] for n in model.names], project(*model.weights()),
+                               rtol=1e-14, atol=1e-15)
+    with pytest.raises(ValueError, match="snapshot_series"):
+        train(SeparateKQ(3, 3), TASK, method="sgd", lr=0.1, steps=2, snapshot_params=False)

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.analysis.pseudo_params import project
 from fastattn.experiments.recipe import Run, RunSpec
 from fastattn.models import build_model
 from fastattn.models.disentangled import THREE_PARAM, DisentangledConfig
@@ -38,16 +37,18 @@ def first_steps(steps, theta: np.ndarray, names, loss, levels=(0.1, 0.5),
 
 def sgd_spec(label: str, D: int, N: int, lr: float, steps: int, batch: int, *, params: str = "full",
              data: str = "gaussian", query: str = "uniform", mask: str = "inclusive",
-             reduction: str = "mean", every: int = 5, data_seed: int = 0,
+             reduction: str = "mean", every: int = 5, keep_weights: bool = True, data_seed: int = 0,
              group: dict[str, Any] | None = None) -> RunSpec:
     """`steps` SGD steps (learning rate `lr`, fresh batches of `batch`; batch k a function of
     (data_seed, k)) of the disentangled transformer (`params`: "full", "gram19", "three_param"; zero
-    init) on `InductionPairs(D, N, ...)`: the loss at every step, the weights every `every` steps
-    (every step for the restricted models) and at the last."""
+    init) on `InductionPairs(D, N, ...)`: the loss at every step, the pseudo-parameters every
+    `every` steps (every step for the restricted models) and at the last, with the weights there
+    (`keep_weights`; else only the final weights)."""
     task = InductionPairs(D, N, data=data, query=query, reduction=reduction, data_seed=data_seed)
     model = DisentangledConfig(dim=D, mask=mask, params=params)
     train = TrainConfig(method="sgd", lr=lr, steps=steps, batch_size=batch, sampler="tokens",
-                        record_every=1, snapshot_every=every if params == "full" else 1, threads=1)
+                        record_every=1, snapshot_every=every if params == "full" else 1,
+                        snapshot_params=keep_weights, threads=1)
     return RunSpec(label, task, model, train, group or {})
 
 
@@ -63,16 +64,13 @@ def weights(run: Run, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def curves(run: Run) -> dict[str, Any]:
-    """{"steps": snapshot steps, "theta" `[S, P]` (the pseudo-parameters: projected for the full model,
-    the trained ones for the restricted), "names", "loss" `[steps + 1]`, "first_step",
-    "seconds_per_step"} of a finished `sgd_spec` run."""
-    model = build_model(run.spec.model)
-    if model.config.params == "full":
-        theta = np.stack([project(*model.load_flat(p).weights()) for p in run.traj.params])
-    else:
-        theta = np.asarray(run.traj.params, dtype=np.float64)
+    """{"steps": snapshot steps, "theta" `[S, P]` (the pseudo-parameters, the model's snapshot series:
+    projected for the full model, the trained ones for the restricted), "names", "loss"
+    `[steps + 1]`, "first_step", "seconds_per_step"} of a finished `sgd_spec` run."""
+    names = run.model.names
+    theta = np.stack([run.traj.series[name] for name in names], axis=1)
     steps = snapshot_steps(run).tolist()
     loss = np.asarray(run.traj.loss).tolist()
-    return {"steps": steps, "theta": theta, "names": model.names, "loss": loss,
-            "first_step": first_steps(steps, theta, model.names, loss),
+    return {"steps": steps, "theta": theta, "names": names, "loss": loss,
+            "first_step": first_steps(steps, theta, names, loss),
             "seconds_per_step": run.traj.wall_time / max(run.spec.train.steps, 1)}

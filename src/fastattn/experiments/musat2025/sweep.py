@@ -25,12 +25,6 @@ LOSS_DROP_OVER_T_ICL = 1.0 / math.erf(1.0 / math.sqrt(2.0))
 _KEYS = ("T_gamma", "T_beta", "T_alpha", "t_icl", "t_loss")
 
 
-#: parameters kept per sampled run: the full model's snapshots are 28D² floats each; past this
-#: budget (N = 16, D = 32: 4200 steps × 28 672 floats) they are taken every k-th step instead of
-#: every step, so the θ crossings are read at that resolution
-SNAPSHOT_FLOATS = 10**7
-
-
 def _sizes(quick: bool) -> tuple[list[int], list[int], list[int], float, int]:
     """(N of the 3-parameter flows, of the 19-parameter flows, of the sampled runs, lr_eff, batch)."""
     three_Ns = [4 * 2**k for k in range(11)]
@@ -43,16 +37,16 @@ def sampled_gd_spec(N: int, lr_eff: float, batch: int, *, dim: int | None = None
                     data_seed: int = 0) -> RunSpec:
     """GD of the full disentangled model (zero init, strict mask, sum reduction) on fresh random
     orthonormal batches with q = N: full-matrix learning rate lr_eff·D, so each step is lr_eff of
-    the paper's time; the loss at every step, the weights every step (within SNAPSHOT_FLOATS). Its
-    length is 1.3× the later of the 19-parameter flow's t_ICL and loss drop (that exact flow,
-    milliseconds at these N, sizes the run)."""
+    the paper's time; the loss and the pseudo-parameters at every step (of the weights only the
+    final: N = 16 runs 4200 steps of 28D² = 28 672 weights). Its length is 1.3× the later of the
+    19-parameter flow's t_ICL and loss drop (that exact flow, milliseconds at these N, sizes the
+    run)."""
     D = dim or 2 * N
     flow = emergence.gram19_emergence_times(N, loss_level=0.5)
     steps = math.ceil(1.3 * max(flow["t_icl"], flow["t_loss"]) / lr_eff) + 20
-    every = math.ceil(steps * 28 * D * D / SNAPSHOT_FLOATS)
     return sgd_spec(f"sampled_gd_N{N}", D, N, lr_eff * D, steps, batch, data="orthonormal",
-                    query="last", mask="strict", reduction="sum", every=every, data_seed=data_seed,
-                    group={"model": "disentangled", "N": N, "lr_eff": lr_eff})
+                    query="last", mask="strict", reduction="sum", every=1, keep_weights=False,
+                    data_seed=data_seed, group={"model": "disentangled", "N": N, "lr_eff": lr_eff})
 
 
 def sampled_gd_times(run: Run, flow: dict[str, float], window: int = 10) -> dict[str, Any]:
