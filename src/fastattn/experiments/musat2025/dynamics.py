@@ -27,7 +27,7 @@ _GREEK = {"alpha3": "α₃", "beta2": "β₂", "gamma3": "γ₃"}
 
 
 def _runs(D: int, N: int, B: int, steps: int) -> list[RunSpec]:
-    return [sgd_spec("full", D, N, 1.0, steps, B),
+    return [sgd_spec("full", D, N, 1.0, steps, B, keep_weights=False),
             sgd_spec("three_param", D, N, 1.0 / D, steps, B, params="three_param")]
 
 

@@ -41,7 +41,7 @@ def _size(quick: bool) -> tuple[int, int, int, int]:
 
 def runs(quick: bool) -> list[RunSpec]:
     D, N, B, steps = _size(quick)
-    return [sgd_spec("full", D, N, 1.0, steps, B),
+    return [sgd_spec("full", D, N, 1.0, steps, B, keep_weights=False),
             sgd_spec("three_param", D, N, 1.0 / D, steps, B, params="three_param")]
 
 
