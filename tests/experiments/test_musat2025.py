@@ -72,6 +72,21 @@ def test_flow_runs_give_the_restarted_event_integrations_times():
         emergence.emergence_steps_gd(16, fig6.LR, (0.5, 0.1, 0.1), loss_level=None)
 
 
+def test_a_flow_until_its_last_crossing_stops_there():
+    """`until`: the run ends at α₃'s crossing of ½ (terminal event) with the times of the full
+    record; a name that is no event is refused."""
+    (run,) = registry.run_specs([flows.flow_spec("u", "three_param", 8, "uniform",
+                                                 until="T_alpha>=0.5")])
+    assert run.traj.status == "event"
+    ref = emergence.emergence_times(8, "uniform")
+    got = flows.emergence(run, loss=False)
+    for key, value in ref.items():
+        assert got[key] == pytest.approx(value, rel=1e-6), key
+    assert run.traj.time[-1] * 0.5 == pytest.approx(ref["T_alpha"], rel=1e-6)
+    with pytest.raises(ValueError, match="until='T_alpha>=2'"):
+        flows.flow_spec("x", "three_param", 8, until="T_alpha>=2")
+
+
 def test_a_flow_that_stops_before_a_crossing_is_an_error():
     (run,) = registry.run_specs([flows.flow_spec("short", "three_param", 4, t_max=5.0)])
     with pytest.raises(ValueError, match=r"T_beta did not reach 0\.5"):

@@ -42,17 +42,22 @@ RECORDS = 20
 INTEGRATORS = {"three_param": ("rk45", 1e-10, 1e-14), "gram19": ("stabilized", 1e-7, 1e-12)}
 
 
-def _events(kind: str, loss_level: float | None) -> tuple[list[str], list[Any]]:
-    """The events' names ("T_beta>=0.1", "T_beta<0.1", "t_loss") and the events, in order."""
+def _events(kind: str, loss_level: float | None, until: str | None = None
+            ) -> tuple[list[str], list[Any]]:
+    """The events' names ("T_beta>=0.1", "T_beta<0.1", "t_loss") and the events, in order; the
+    event named `until` is terminal."""
     names, events = [], []
     for key, index in COORDINATES[kind].items():
         for level in LEVELS:
             for direction, sign in ((1, ">="), (-1, "<")):
                 names.append(f"{key}{sign}{level}")
-                events.append(CoordinateEvent(index, level, direction=direction))
+                events.append(CoordinateEvent(index, level, direction=direction,
+                                              terminal=names[-1] == until))
     if loss_level is not None:
         names.append("t_loss")
         events.append(LossEvent(float(loss_level), direction=-1))
+    if until is not None and until not in names:
+        raise ValueError(f"until={until!r} is not one of the events {names}")
     return names, events
 
 
@@ -62,17 +67,19 @@ def _task_model(kind: str, N: int, query: str, mask: str) -> tuple[InductionPair
 
 
 def flow_spec(label: str, kind: str, N: int, query: str = "last", mask: str = "strict",
-              t_max: float | None = None) -> RunSpec:
+              t_max: float | None = None, until: str | None = None) -> RunSpec:
     """The exact flow of `kind` ("three_param", "gram19") from zero, q = `query`, under `mask`,
-    locating every crossing of `LEVELS` and the loss drop; it gives up at paper time `t_max`
-    (default 20 N² + 100 N)."""
+    locating every crossing of `LEVELS` and the loss drop, to the loss `STOP_LOSS`; it gives up at
+    paper time `t_max` (default 20 N² + 100 N). `until` (e.g. "T_alpha>=0.5"): stop at that
+    crossing instead, without the loss drop, for a figure whose last crossing it is (a crossing
+    the run did not reach is an error of `emergence`)."""
     t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
-    names, events = _events(kind, LOSS_LEVEL)
+    names, events = _events(kind, None if until else LOSS_LEVEL, until)
     method, rtol, atol = INTEGRATORS[kind]
     task, model = _task_model(kind, N, query, mask)
     train = TrainConfig(method="flow", t_end=t_max / PAPER_TIME_PER_CORE_TIME, integrator=method,
-                        rtol=rtol, atol=atol, target_loss=STOP_LOSS, events=tuple(events),
-                        n_records=RECORDS, n_snapshots=RECORDS)
+                        rtol=rtol, atol=atol, target_loss=None if until else STOP_LOSS,
+                        events=tuple(events), n_records=RECORDS, n_snapshots=RECORDS)
     return RunSpec(label, task, model, train, {"model": kind, "N": N, "query": query, "mask": mask,
                                                "events": names})
 

@@ -17,7 +17,8 @@ def _sizes(quick: bool) -> list[int]:
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return [flows.flow_spec(f"{query}_N{N}", "three_param", N, query)
+    # α₃ crosses last at both query positions (an earlier stop would be an error of `emergence`)
+    return [flows.flow_spec(f"{query}_N{N}", "three_param", N, query, until="T_alpha>=0.5")
             for N in _sizes(quick) for query in ("uniform", "last")]
 
 
