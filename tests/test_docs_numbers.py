@@ -29,9 +29,11 @@ def _musat_gd_lr100() -> str:
 
 
 def _musat_quick(fig: str, fig_label: str) -> str:
+    from fastattn.experiments import registry
     from fastattn.experiments.musat2025 import dynamics
 
-    s = getattr(dynamics, fig).summarize([], quick=True)
+    recipe = getattr(dynamics, fig)
+    s = recipe.summarize(registry.run_specs(recipe.runs(True)), quick=True)
     order = ("gamma3>=0.1", "beta2>=0.1", "alpha3>=0.1", "loss<=0.5", "gamma3>=0.5", "beta2>=0.5",
              "alpha3>=0.5", "loss<=0.2")
     st = s["settings"]

@@ -103,6 +103,8 @@ def test_run_record_round_trip_rebuilds_the_run(tmp_path):
         ({"method": "flow", "t_end": 1.0, "integrator": "euler2"}, "integrator"),
         ({"method": "newton"}, "method"),
         ({"method": "gd", "lr": 0.1, "steps": 3, "loss": "next_token"}, "next_token"),
+        ({"method": "flow", "t_end": 1.0, "record_every": 2}, "record_every"),
+        ({"method": "sgd", "lr": 0.1, "steps": 3, "snapshot_every": 0}, "snapshot_every"),
     ],
 )
 def test_bad_train_config_raises(kwargs, needle):
@@ -126,3 +128,64 @@ def test_stats_sampler_trains_linear_models_without_token_tensors():
     assert traj.test_loss["population"][-1] < 0.9 * traj.test_loss["population"][0]
     with pytest.raises(ValueError, match=r"sampler='stats' needs a linear model.*softmax_merged"):
         train(SoftmaxMergedKQ(3, 2), TASK, method="sgd", lr=0.1, steps=2, sampler="stats")
+
+
+def test_record_every_and_snapshot_every_record_at_fixed_step_intervals():
+    """The loss at every step and the parameters every 5th (plus the last): the records are those of
+    the plain torch loop at exactly those steps; the fused He step (log-spaced only) is not used."""
+    lr, steps = 0.05, 23
+    a = SeparateKQ(3, 3, init_scale=0.5, init_seed=2)
+    b = SeparateKQ(3, 3, init_scale=0.5, init_seed=2)
+    traj = train(a, TASK, method="sgd", lr=lr, steps=steps, batch_size=32, record_every=1,
+                 snapshot_every=5)
+    np.testing.assert_array_equal(traj.step, np.arange(steps + 1))
+    np.testing.assert_allclose(traj.loss, _manual_sgd(b, TASK, lr, steps, 32), rtol=1e-12)
+    np.testing.assert_allclose(traj.snapshot_time / (2 * lr), [0, 5, 10, 15, 20, 23])
+    assert traj.backend["engine"] == "torch"
+
+
+def test_gd_records_every_kth_step():
+    traj = train(SeparateKQ(3, 3, init_scale=0.5, init_seed=2), TASK, method="gd", lr=0.05,
+                 steps=12, record_every=4, snapshot_every=6)
+    np.testing.assert_array_equal(traj.step, [0, 4, 8, 12])
+    np.testing.assert_allclose(traj.snapshot_time / 0.1, [0, 6, 12])
+
+
+def test_sampled_training_of_a_model_whose_objective_refuses_its_state():
+    """The full disentangled model on orthonormal, sum-reduced data has an exact objective on Theorem
+    1's subspace only: SGD leaves it, and the recorded population loss is NaN there instead of the
+    run failing; from zero (on the subspace) it is the exact loss, 1."""
+    from fastattn.models import DisentangledTransformer
+    from fastattn.tasks import InductionPairs
+
+    task = InductionPairs(8, 4, data="orthonormal", query="last", reduction="sum")
+    traj = train(DisentangledTransformer(dim=8), task, method="sgd", lr=0.8, steps=4, batch_size=8,
+                 record_every=1)
+    population = traj.test_loss["population"]
+    assert population[0] == pytest.approx(1.0) and np.isnan(population[-1])
+    assert traj.status == "steps"
+
+
+def test_snapshot_params_false_keeps_the_series_and_the_final_state():
+    """A run that keeps only the model's snapshot series (the disentangled model's 19 pseudo-
+    parameters, projected) records the same series at the same steps as one that keeps every
+    snapshot's weights, and the same final weights."""
+    from fastattn.analysis.pseudo_params import project
+    from fastattn.models import DisentangledTransformer
+    from fastattn.tasks import InductionPairs
+
+    task = InductionPairs(6, 3, data="gaussian", query="uniform", reduction="mean")
+    cfg = TrainConfig(method="sgd", lr=1.0, steps=12, batch_size=16, snapshot_every=3)
+    full = train(DisentangledTransformer(dim=6, mask="inclusive"), task, cfg)
+    model = DisentangledTransformer(dim=6, mask="inclusive")
+    light = train(model, task, cfg, snapshot_params=False)
+    assert full.params.shape[0] == 5 and light.params.shape[0] == 1
+    np.testing.assert_array_equal(light.snapshot_time, full.snapshot_time)
+    np.testing.assert_array_equal(light.final_params, full.final_params)
+    assert light.series.keys() == full.series.keys() and len(light.series["alpha3"]) == 5
+    for name in light.series:
+        np.testing.assert_array_equal(light.series[name], full.series[name])
+    np.testing.assert_allclose([light.series[n][-1] for n in model.names], project(*model.weights()),
+                               rtol=1e-14, atol=1e-15)
+    with pytest.raises(ValueError, match="snapshot_series"):
+        train(SeparateKQ(3, 3), TASK, method="sgd", lr=0.1, steps=2, snapshot_params=False)

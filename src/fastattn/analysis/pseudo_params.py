@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fastattn.models.disentangled import BASIS, NAMES, half_swap, pseudo_weights, weight_shapes
+from fastattn.models.disentangled import (
+    NAMES,
+    basis_products,
+    pseudo_weights,
+    weight_shapes,
+)
 
 #: β3..β6 read the query's positional code, which is zero: their gradient vanishes for every data
 #: distribution and mask (spec §5.4); with orthonormal data and the strict mask α2 is dead as well.
@@ -33,13 +38,7 @@ def project(W1, W2, W3, *, unit: bool = False) -> np.ndarray:
     """θ `[19]` (order `NAMES`) of (W1 `[2D, 2D]`, W2 `[4D, 4D]`, W3 `[8D, D]`): ⟨W, B_k⟩/D, or
     ⟨W, B_k⟩/√D with unit=True."""
     D = int(W3.shape[1])
-    Ws = _weights(W1, W2, W3, D)
-    M = half_swap(D).numpy()
-    theta = np.empty(len(BASIS))
-    for k, b in enumerate(BASIS):
-        block = Ws[b.matrix][b.row * D:(b.row + 1) * D, b.col * D:(b.col + 1) * D]
-        theta[k] = np.trace(block) if b.pattern == "I" else np.sum(block * M)
-    return theta / (np.sqrt(D) if unit else D)
+    return basis_products(_weights(W1, W2, W3, D), D) / (np.sqrt(D) if unit else D)
 
 
 def embed(theta, D: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -113,6 +114,17 @@ def pseudo_weights(theta: torch.Tensor, D: int, names: tuple[str, ...] = NAMES
                  for m in blocks)
 
 
+def basis_products(Ws, D: int) -> np.ndarray:
+    """⟨W, B_k⟩ `[19]` (order `NAMES`) of numpy (W1 `[2D, 2D]`, W2 `[4D, 4D]`, W3 `[8D, D]`): the
+    trace of B_k's block (pattern I) or its sum against M; θ_k is this over D."""
+    M = half_swap(D).numpy()
+    out = np.empty(len(BASIS))
+    for k, b in enumerate(BASIS):
+        block = Ws[b.matrix][b.row * D:(b.row + 1) * D, b.col * D:(b.col + 1) * D]
+        out[k] = np.trace(block) if b.pattern == "I" else np.sum(block * M)
+    return out
+
+
 @dataclass(frozen=True)
 class DisentangledConfig:
     """dim: D (even). mask: "strict" | "inclusive". params: "full" (W1, W2, W3: 28D² weights),
@@ -195,6 +207,19 @@ class DisentangledTransformer(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return disentangled_forward(X, *self.weights(), self.config.mask)
+
+    def snapshot_series(self, params: np.ndarray) -> dict[str, np.ndarray]:
+        """The pseudo-parameters `[S]` of flat snapshots `[S, P]`, by name (`names`): θ_k =
+        ⟨W, B_k⟩/D of the full model's weights, the trained θ of a restricted model."""
+        params = np.asarray(params, dtype=np.float64)
+        if self.config.params != "full":
+            return {name: params[:, k].copy() for k, name in enumerate(self.names)}
+        D = self.config.dim
+        sizes = np.cumsum([r * c * D * D for r, c in _SHAPES])[:-1]
+        theta = np.stack([basis_products([w.reshape(shape) for w, shape in
+                                          zip(np.split(flat, sizes), weight_shapes(D), strict=True)], D)
+                          for flat in params]).reshape(len(params), len(NAMES)) / D
+        return {name: theta[:, k] for k, name in enumerate(NAMES)}
 
 
 for _kind in ("disentangled", "gram19", "three_param"):     # one class; the kind sets config.params

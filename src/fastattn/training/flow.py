@@ -41,12 +41,20 @@ def objectives(models: Sequence[ICLModel], tasks: Sequence[Task], method: str) -
 
 
 def population_loss(task: Task, model: ICLModel) -> Callable[[np.ndarray], float] | None:
-    """params `[P]` → the exact population loss of the pair, or None without a closed form."""
+    """params `[P]` → the exact population loss of the pair, or None without a closed form; NaN
+    at a state where the objective has none (it refuses it: the full disentangled model off
+    Theorem 1's subspace, where sampled training takes it)."""
     try:
         objective = population.objective_for(task, model)
     except ValueError:
         return None
-    return lambda params: float(objective.loss_grad(params)[0])
+
+    def loss(params: np.ndarray) -> float:
+        try:
+            return float(objective.loss_grad(params)[0])
+        except ValueError:
+            return float("nan")
+    return loss
 
 
 def log_grid(stop: float, n: int, start: float | None = None) -> np.ndarray:
@@ -55,9 +63,11 @@ def log_grid(stop: float, n: int, start: float | None = None) -> np.ndarray:
     return np.unique(np.concatenate([[0.0], np.geomspace(first, stop, n)]))
 
 
-def record_steps(steps: int, n: int) -> np.ndarray:
-    """About n step indices in [0, steps], log-spaced, always including 0 and `steps`."""
-    return np.unique(np.concatenate([[0, steps], np.geomspace(1, steps, n).round()])).astype(int)
+def record_steps(steps: int, n: int, every: int | None = None) -> np.ndarray:
+    """About n step indices in [0, steps], log-spaced (`every`: every `every`-th step instead),
+    always including 0 and `steps`."""
+    grid = np.arange(0, steps, every) if every else np.geomspace(1, steps, n).round()
+    return np.unique(np.concatenate([[0, steps], grid])).astype(int)
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,8 @@ class RecordPlan:
         recorded only while n_params × (record times) stays within `max_recorded_floats`."""
         n = n_records or cfg.n_records
         if cfg.method == "gd":
-            times = 2 * cfg.lr * record_steps(cfg.steps, n)
-            snaps = 2 * cfg.lr * record_steps(cfg.steps, cfg.n_snapshots)
+            times = 2 * cfg.lr * record_steps(cfg.steps, n, cfg.record_every)
+            snaps = 2 * cfg.lr * record_steps(cfg.steps, cfg.n_snapshots, cfg.snapshot_every)
         else:
             times, snaps = log_grid(cfg.t_end, n), log_grid(cfg.t_end, cfg.n_snapshots)
         keep = max_recorded_floats is None or \

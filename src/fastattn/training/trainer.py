@@ -68,6 +68,13 @@ class TrainConfig:
             train the pair's population objective and take no loss.
         n_records: number of log-spaced points at which the loss is recorded.
         n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
+        record_every, snapshot_every: gd, sgd, adam: record the loss (snapshot the parameters)
+            at every k-th step instead, 0 and the last step included (1: every step, what a
+            figure that reads first crossings off the record needs).
+        snapshot_params: sgd/adam: False keeps at each snapshot only the model's
+            `snapshot_series` (the trajectory's `series`, `[S]` at `snapshot_time`) and, of the
+            parameters, the final state (`params` `[1, P]`): long runs of large models snapshotted
+            often (a full disentangled transformer every step) without S × P floats.
         target_loss: stop once the training loss is at or below it.
         grad_tol: flow/gd: stop once the gradient norm is below it.
         events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
@@ -98,6 +105,9 @@ class TrainConfig:
     loss: str | None = None
     n_records: int = 400
     n_snapshots: int = 40
+    record_every: int | None = None
+    snapshot_every: int | None = None
+    snapshot_params: bool = True
     target_loss: float | None = None
     grad_tol: float | None = None
     test_size: int = 0
@@ -142,6 +152,15 @@ class TrainConfig:
                              "Eq. 23-24)")
         check.positive_int("n_records", self.n_records)
         check.positive_int("n_snapshots", self.n_snapshots)
+        for name in ("record_every", "snapshot_every"):
+            if getattr(self, name) is not None:
+                check.positive_int(name, getattr(self, name))
+                if self.method in ("flow", "task_sgd"):
+                    raise ValueError(f"{name} counts optimiser steps (gd, sgd, adam); method="
+                                     f"{self.method!r} records at n_records / n_snapshots")
+        if not self.snapshot_params and self.method not in ("sgd", "adam"):
+            raise ValueError(f"snapshot_params=False is for sampled runs (sgd, adam); method="
+                             f"{self.method!r} keeps its snapshots")
         if self.test_size:
             check.positive_int("test_size", self.test_size)
         if self.threads is not None:
@@ -183,6 +202,9 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     if cfg.test_size and cfg.eval_seed == task.data_seed:
         raise ValueError(f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: "
                          "test sets must be independent of the training data")
+    if not cfg.snapshot_params and not hasattr(model, "snapshot_series"):
+        raise ValueError(f"snapshot_params=False keeps the model's snapshot_series, which "
+                         f"{type(model).__name__} does not define; keep the parameters")
     _check_finite(model)
     cfg, backend = dispatch(model, task, cfg)
     start = time.perf_counter()
@@ -202,7 +224,7 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
             traj = _train_sampled(model, task, cfg, checkpoint)
     backend["threads"] = threads
     traj.wall_time = time.perf_counter() - start
-    if hasattr(model, "snapshot_series"):
+    if hasattr(model, "snapshot_series") and cfg.snapshot_params:
         traj.series = model.snapshot_series(traj.params)
     traj.config = run_config(task, model, cfg)
     traj.meta = environment()
@@ -289,6 +311,9 @@ def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig
     if cfg.method == "task_sgd":
         return cfg, {"engine": "torch (task-centric SGD)"}
     reasons = fused.fast_stream_reasons(model, task, cfg)
+    if cfg.record_every or cfg.snapshot_every or not cfg.snapshot_params:
+        reasons = [*reasons, "record_every / snapshot_every / snapshot_params (the fused step "
+                             "snapshots the parameters, log-spaced)"]
     if cfg.sampler == "fast" and reasons:
         raise ValueError("sampler='fast' (the fused He step) cannot train this run: "
                          + "; ".join(reasons) + ". Use sampler='tokens'")
@@ -354,9 +379,14 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                          f"task with sample_stats; {model.kind} on {task.kind} reads the tokens "
                          "themselves: use sampler='tokens'")
 
-    rec = set(flow.record_steps(cfg.steps, cfg.n_records).tolist())
-    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots).tolist())
+    rec = set(flow.record_steps(cfg.steps, cfg.n_records, cfg.record_every).tolist())
+    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots, cfg.snapshot_every).tolist())
     out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
+
+    def snapshot(k: int) -> None:
+        out["snap_step"].append(k)
+        flat = model.to_flat()
+        out["params"].append(flat if cfg.snapshot_params else model.snapshot_series(flat[None]))
     test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
 
     def draw(k: int) -> Any:
@@ -409,8 +439,7 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             if k in rec:
                 record(k, value)
             if k in snap:
-                out["snap_step"].append(k)
-                out["params"].append(model.to_flat())
+                snapshot(k)
             if cfg.target_loss is not None and value <= cfg.target_loss:
                 status = "target_loss"
                 break
@@ -438,14 +467,17 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             n_evals += 1
         record(*evaluated)
     if not out["snap_step"] or out["snap_step"][-1] != done:
-        out["snap_step"].append(done)
-        out["params"].append(model.to_flat())
+        snapshot(done)
+    series = {}
+    if not cfg.snapshot_params:
+        series = {k: np.concatenate([s[k] for s in out["params"]]) for k in out["params"][0]}
+        out["params"] = [model.to_flat()]
     steps = np.asarray(out["step"], dtype=int)
     return Trajectory(time=2 * cfg.lr * steps, step=steps, loss=np.asarray(out["loss"]),
                       test_loss={k: np.asarray(v) for k, v in test_out.items()},
                       snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
                       params=np.stack(out["params"]), status=status, n_evals=n_evals,
-                      diverged_at=diverged_step)
+                      series=series, diverged_at=diverged_step)
 
 
 #: a sampled run has diverged once its training loss exceeds this multiple of its initial loss

@@ -26,7 +26,8 @@ class Trajectory:
         test_loss: name → `[T]` losses at the same points, e.g. "population" (exact, when the model
             has a closed form), "in_context", "in_weight".
         snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
-            (layout of docs/conventions.md).
+            (layout of docs/conventions.md); `[1, P]`, the final state, for a sampled run with
+            `snapshot_params=False`, whose snapshots are its `series`.
         status: why the run stopped: "t_end", "steps", "target_loss", "converged", "event",
             "diverged", "interrupted", "max_evals", "max_seconds". The last loss record and the
             last snapshot are the state the run stopped in, whatever stopped it.

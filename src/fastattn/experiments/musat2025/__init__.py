@@ -1,10 +1,15 @@
-"""Figure recipes of Musat et al. 2025, induction-head emergence (spec §6.1, §7.7, §11). Nothing is
-trained through `fastattn reproduce`'s run specs: the flows are the theory module's exact
-integrations and Fig. 4's sampled SGD runs the torch model directly, so every recipe has no runs and
-computes in `summarize` (which takes `quick`). Measured numbers and decisions: docs/musat2025.md.
+"""Figure recipes of Musat et al. 2025, induction-head emergence (spec §6.1, §7.7, §11). Every figure
+lists what it trains as run specs, which `fastattn reproduce` trains, records and resumes: the exact
+3- and 19-parameter flows and GD with their emergence crossings as events (`flows`), the sampled SGD
+of the disentangled transformer (`sgd`) and the standard transformer's AdamW (`standard`);
+`summarize` reads the finished runs beside the closed forms. Measured numbers and decisions:
+docs/musat2025.md.
 """
 
 from fastattn.experiments.recipe import Figure
+
+#: figures that train nothing (closed forms or Monte Carlo only) and so list no runs: none
+NO_RUNS: frozenset[str] = frozenset()
 
 FIGURES = (
     Figure("musat2025-fig6", "Musat et al. 2025, Fig. 6: emergence times of the 3-parameter flow vs N, "

@@ -16,36 +16,35 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from fastattn.analysis.pseudo_params import subspace_report
-from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.musat2025.sgd import curves, sgd_spec
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.disentangled import NAMES, THREE_PARAM, DisentangledTransformer
-from fastattn.tasks import InductionPairs
+from fastattn.models.disentangled import NAMES, THREE_PARAM
 
 _COLORS = {"alpha3": "tab:red", "beta2": "tab:blue", "gamma3": "tab:green"}
 _GREEK = {"alpha3": "α₃", "beta2": "β₂", "gamma3": "γ₃"}
 
 
-def _summarize(D: int, N: int, B: int, steps: int) -> dict[str, Any]:
-    torch.set_num_threads(1)
-    task = InductionPairs(D, N, data="gaussian", query="uniform", reduction="mean", data_seed=0)
-    models = {"full": (DisentangledTransformer(dim=D, mask="inclusive"), 1.0),
-              "three_param": (DisentangledTransformer(dim=D, mask="inclusive", params="three_param"),
-                              1.0 / D)}
+def _runs(D: int, N: int, B: int, steps: int) -> list[RunSpec]:
+    return [sgd_spec("full", D, N, 1.0, steps, B, keep_weights=False),
+            sgd_spec("three_param", D, N, 1.0 / D, steps, B, params="three_param")]
+
+
+def _summarize(runs: list[Run], D: int, N: int, B: int, steps: int) -> dict[str, Any]:
     out = {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
                         "data": "gaussian", "query": "uniform", "mask": "inclusive", "reduction": "mean",
                         "data_seed": 0}, "runs": {}, "curves": {}}
-    for name, (model, lr) in models.items():
-        r = sgd_run(model, task, lr, steps, B)
+    by = {r.spec.label: r for r in runs}
+    for name in ("full", "three_param"):
+        r = curves(by[name])
         tail = r["loss"][-max(1, steps // 10):]
         out["runs"][name] = {"first_step": r["first_step"], "final_loss": r["loss"][-1],
                              "mean_loss_last_tenth": float(np.mean(tail)),
                              "final_theta": dict(zip(r["names"], r["theta"][-1].tolist(), strict=True)),
                              "seconds_per_step": r["seconds_per_step"]}
         out["curves"][name] = {k: r[k] for k in ("steps", "names", "theta", "loss")}
-    rep = subspace_report(*(w.detach() for w in models["full"][0].weights()))
+    rep = subspace_report(*(w.detach() for w in by["full"].model.weights()))
     final = rep["theta"]
     out["runs"]["full"]["rho"] = dict(zip(("W1", "W2", "W3"), rep["rho"], strict=True))
     out["runs"]["full"]["largest_final"] = [[NAMES[k], float(final[k])]
@@ -91,10 +90,10 @@ def _plot(runs: list[Run], summary: dict[str, Any]):
 def _recipe(full: tuple[int, int, int, int], small: tuple[int, int, int, int], what: str) -> Recipe:
     """A figure at `full` = (D, N, batch, steps), and at `small` under --quick."""
     def runs(quick: bool) -> list[RunSpec]:
-        return []
+        return _runs(*(small if quick else full))
 
     def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-        return _summarize(*(small if quick else full))
+        return _summarize(runs, *(small if quick else full))
 
     (D, N, B, steps), (qD, qN, qB, qsteps) = full, small
     caption = (f"{what} D = {D}, N = {N}, B = {B}, {steps} steps (--quick: D = {qD}, N = {qN}, B = {qB}, "

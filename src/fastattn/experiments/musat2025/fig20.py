@@ -14,12 +14,13 @@ from fastattn.experiments.recipe import Recipe, Run, RunSpec
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    return [standard.spec(standard.setting("small", quick))]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     s = standard.setting("small", quick)
-    _, traj = standard.run(s)
+    (run,) = runs
+    traj = run.traj
     base = s.task().baselines()
     loss, test = np.asarray(traj.loss), np.asarray(traj.test_loss["query"])
     return {"settings": standard.settings_json(s), "baselines": base,

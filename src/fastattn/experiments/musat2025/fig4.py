@@ -1,6 +1,7 @@
 """Figs. 4/5 (App. C/D, spec §11.5): sampled SGD of the full disentangled transformer and of its
-3-parameter restriction on Gaussian data, the full model's distance from the 19-dimensional subspace,
-and the time per step against the literal torch model (every layer on every row)."""
+3-parameter restriction on Gaussian data (two runs), the full model's distance from the 19-dimensional
+subspace, and the time per step against the literal torch model (every layer on every row: five SGD
+steps timed in `summarize`, a measurement of that model, not a run of the figure)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ import numpy as np
 import torch
 
 from fastattn.analysis.pseudo_params import subspace_report
-from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.musat2025.sgd import curves, sgd_spec
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.disentangled import NAMES, THREE_PARAM, DisentangledTransformer
+from fastattn.models.disentangled import NAMES, THREE_PARAM
 from fastattn.models.reference import disentangled_transformer
-from fastattn.tasks import InductionPairs
 
 
 def _time_reference(task, model, batch: int, repeats: int = 5) -> float:
@@ -34,20 +34,27 @@ def _time_reference(task, model, batch: int, repeats: int = 5) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
+def _size(quick: bool) -> tuple[int, int, int, int]:
+    """(D, N, batch, steps)."""
+    return (16, 4, 256, 80) if quick else (16, 4, 512, 400)
+
+
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    D, N, B, steps = _size(quick)
+    return [sgd_spec("full", D, N, 1.0, steps, B, keep_weights=False),
+            sgd_spec("three_param", D, N, 1.0 / D, steps, B, params="three_param")]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     """The numbers, and under "curves" each run's recorded steps, pseudo-parameters [steps, P] and
     losses (what `plot` draws)."""
-    D, N, B, steps = (16, 4, 256, 80) if quick else (16, 4, 512, 400)
-    torch.set_num_threads(1)
-    task = InductionPairs(D, N, data="gaussian", query="uniform", reduction="mean", data_seed=0)
-    full = DisentangledTransformer(dim=D, mask="inclusive")
-    three = DisentangledTransformer(dim=D, mask="inclusive", params="three_param")
-    sgd = {"full": sgd_run(full, task, 1.0, steps, B), "three_param": sgd_run(three, task, 1.0 / D, steps, B)}
+    D, N, B, steps = _size(quick)
+    by = {r.spec.label: r for r in runs}
+    sgd = {name: curves(run) for name, run in by.items()}
+    full = by["full"].model
     report = subspace_report(full.W1.detach(), full.W2.detach(), full.W3.detach())
+    torch.set_num_threads(1)
+    task = by["full"].spec.task
     return {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
                          "data": "gaussian", "mask": "inclusive", "reduction": "mean"},
             "runs": {k: {"first_step": v["first_step"], "final_loss": v["loss"][-1],

@@ -6,28 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastattn.experiments.musat2025 import flows
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.population import emergence
 from fastattn.theory import musat2025 as th
 
 KEYS = ("T_gamma", "T_beta", "T_alpha")
 
 
+LR = 100 / 256
+
+
+def _sizes(quick: bool) -> tuple[list[int], list[int]]:
+    """(N of the flows, N of the GD runs)."""
+    return ([4 * 2**k for k in range(8 if quick else 11)],
+            [4, 8, 16, 32] if quick else [4, 8, 16, 32, 64, 96, 128])
+
+
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    Ns, gd_Ns = _sizes(quick)
+    return ([flows.flow_spec(f"flow_N{N}", "three_param", N) for N in Ns]
+            + [flows.gd_spec(f"gd_N{N}", N, LR) for N in gd_Ns])
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    Ns = [4 * 2**k for k in range(8 if quick else 11)]
+    Ns, gd_Ns = _sizes(quick)
     flow, fig6_thr = [], []
     for N in Ns:
-        flow.append(emergence.emergence_times(N, loss_level=0.5))
-        fig6_thr.append(emergence.emergence_times(N, thresholds=(0.5, 0.1, 0.1)))
-    gd_Ns = [4, 8, 16, 32] if quick else [4, 8, 16, 32, 64, 96, 128]
-    lr = 100 / 256
-    gd = [{"half": emergence.emergence_steps_gd(N, lr),
-           "fig6": emergence.emergence_steps_gd(N, lr, (0.5, 0.1, 0.1), loss_level=None)}
-          for N in gd_Ns]
+        run = flows.by_group(runs, N=N, model="three_param", lr=None)
+        flow.append(flows.emergence(run))
+        fig6_thr.append(flows.emergence(run, (0.5, 0.1, 0.1), loss=False))
+    gd = []
+    for N in gd_Ns:
+        run = flows.by_group(runs, N=N, lr=LR)
+        gd.append({"half": flows.emergence_steps(run),
+                   "fig6": flows.emergence_steps(run, (0.5, 0.1, 0.1), loss=False)})
     asym = [th.asymptotic_times(N) for N in Ns]
     return {
         "N": Ns, "flow_half": flow, "flow_fig6_thresholds": fig6_thr, "asymptote": asym,
@@ -35,7 +47,7 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
         "t_loss_over_t_icl": [r["t_loss"] / r["t_icl"] for r in flow],
         "asymptote_rel_error": [abs(r["t_icl"] - a["t_icl"]) / r["t_icl"]
                                 for r, a in zip(flow, asym, strict=True)],
-        "gd": {"lr_eff": lr, "N": gd_Ns, "steps": gd},
+        "gd": {"lr_eff": LR, "N": gd_Ns, "steps": gd},
     }
 
 

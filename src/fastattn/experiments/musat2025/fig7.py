@@ -56,12 +56,13 @@ def structure(mats: dict[str, np.ndarray], N_T: int, N_P: int) -> dict[str, Any]
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    return [standard.spec(standard.setting("small", quick))]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     s = standard.setting("small", quick)
-    model, traj = standard.run(s)
+    (run,) = runs
+    model, traj = run.model, run.traj
     mats = interpretable_weights(model.circuit_weights())
     test = s.task().test_sets(1024, seed=7)["query"]         # a third seed: neither data nor records
     return {"settings": standard.settings_json(s), "final_loss": float(traj.loss[-1]),

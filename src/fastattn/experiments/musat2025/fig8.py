@@ -13,12 +13,13 @@ from fastattn.experiments.recipe import Recipe, Run, RunSpec
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    return [standard.spec(standard.setting("large", quick))]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     s = standard.setting("large", quick)
-    _, traj = standard.run(s)
+    (run,) = runs
+    traj = run.traj
     m = standard.measures_over_training(s, traj)
     return {"settings": standard.settings_json(s), "baselines": s.task().baselines(),
             "emergence": standard.emergence(s, traj, m),

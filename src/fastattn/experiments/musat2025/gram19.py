@@ -7,27 +7,31 @@ from typing import Any
 
 import numpy as np
 
+from fastattn.experiments.musat2025 import flows
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.population import emergence
+
+
+def _cases(quick: bool) -> list[tuple[str, str, int]]:
+    """(query, mask, N) of each row."""
+    return [(query, mask, N) for query in ("last", "uniform") for mask in ("strict", "inclusive")
+            for N in ([4, 8] if quick else [4, 8, 16])]
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    return [flows.flow_spec(f"{kind}_{query}_{mask}_N{N}", kind, N, query, mask)
+            for query, mask, N in _cases(quick) for kind in ("three_param", "gram19")]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    Ns = [4, 8] if quick else [4, 8, 16]
     rows = []
-    for query in ("last", "uniform"):
-        for mask in ("strict", "inclusive"):
-            for N in Ns:
-                row = {"query": query, "mask": mask, "N": N}
-                for name, fn in (("three_param", emergence.emergence_times),
-                                 ("gram19", emergence.gram19_emergence_times)):
-                    r = fn(N, query, mask=mask, loss_level=0.5)
-                    r01 = fn(N, query, (0.5, 0.1, 0.1), mask=mask)
-                    row[name] = {**r, "T_beta_0.1": r01["T_beta"], "T_alpha_0.1": r01["T_alpha"]}
-                rows.append(row)
+    for query, mask, N in _cases(quick):
+        row = {"query": query, "mask": mask, "N": N}
+        for name, kind in (("three_param", "three_param"), ("gram19", "gram19")):
+            run = flows.by_group(runs, model=kind, N=N, query=query, mask=mask)
+            r = flows.emergence(run)
+            r01 = flows.emergence(run, (0.5, 0.1, 0.1), loss=False)
+            row[name] = {**r, "T_beta_0.1": r01["T_beta"], "T_alpha_0.1": r01["T_alpha"]}
+        rows.append(row)
     return {"rows": rows}
 
 

@@ -1,18 +1,21 @@
 """Online SGD of the disentangled transformer (full or restricted to pseudo-parameters), shared by the
-sampled-training figures of Musat et al. 2025 (Figs. 3, 4, 5, 9–19; spec §11.5): the loss at every
-step, the pseudo-parameters every `every` steps (every step for the restricted models), the first
-steps at which α₃, β₂, γ₃ and the loss cross their levels, and copies of (W1, W2, W3) at given steps."""
+sampled-training figures of Musat et al. 2025 (Figs. 3, 4, 5, 9–19 and the sweep; spec §11.5): the
+run's `RunSpec` (`fastattn.train`'s "sgd" on fresh batches, the loss recorded at every step, the
+weights every `every` steps, every step for the restricted models) and what the figures read off the
+finished run: the pseudo-parameters at the snapshots, the first steps at which α₃, β₂, γ₃ and the
+loss cross their levels, and the weights (W1, W2, W3) at a snapshot."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
-import torch
 
-from fastattn.analysis.pseudo_params import project
-from fastattn.models.disentangled import THREE_PARAM
+from fastattn.experiments.recipe import Run, RunSpec
+from fastattn.models import build_model
+from fastattn.models.disentangled import THREE_PARAM, DisentangledConfig
+from fastattn.tasks import InductionPairs
+from fastattn.training import TrainConfig
 
 
 def first_steps(steps, theta: np.ndarray, names, loss, levels=(0.1, 0.5),
@@ -32,32 +35,42 @@ def first_steps(steps, theta: np.ndarray, names, loss, levels=(0.1, 0.5),
     return out
 
 
-def sgd_run(model, task, lr: float, steps: int, batch: int, *, every: int = 5,
-            snapshots: tuple[int, ...] = ()) -> dict[str, Any]:
-    """`steps` SGD steps of `model` (a `DisentangledTransformer`) on fresh batches of `task`
-    (`InductionPairs`, batch k a function of (data_seed, k)). Returns {"steps": recorded steps,
-    "theta" `[records, P]`, "names", "loss" `[steps + 1]`, "first_step", "seconds_per_step",
-    "snapshots": {step: (W1, W2, W3) as numpy arrays}}."""
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    full = model.config.params == "full"
-    every = every if full else 1
-    recorded, theta, loss, shots = [], [], [], {}
-    t0 = time.perf_counter()
-    for step in range(steps + 1):
-        b = task.sample(batch, step)
-        value = task.loss(model, b)
-        loss.append(value.item())
-        if step % every == 0 or step == steps:
-            recorded.append(step)
-            theta.append(project(*model.weights()) if full else model.theta.detach().numpy().copy())
-        if step in snapshots:
-            shots[step] = tuple(w.detach().numpy().copy() for w in model.weights())
-        if step < steps:
-            opt.zero_grad()
-            value.backward()
-            opt.step()
-    wall = time.perf_counter() - t0
-    traj = np.array(theta)
-    return {"steps": recorded, "theta": traj, "names": model.names, "loss": loss,
-            "first_step": first_steps(recorded, traj, model.names, loss),
-            "seconds_per_step": wall / max(steps, 1), "snapshots": shots}
+def sgd_spec(label: str, D: int, N: int, lr: float, steps: int, batch: int, *, params: str = "full",
+             data: str = "gaussian", query: str = "uniform", mask: str = "inclusive",
+             reduction: str = "mean", every: int = 5, keep_weights: bool = True, data_seed: int = 0,
+             group: dict[str, Any] | None = None) -> RunSpec:
+    """`steps` SGD steps (learning rate `lr`, fresh batches of `batch`; batch k a function of
+    (data_seed, k)) of the disentangled transformer (`params`: "full", "gram19", "three_param"; zero
+    init) on `InductionPairs(D, N, ...)`: the loss at every step, the pseudo-parameters every
+    `every` steps (every step for the restricted models) and at the last, with the weights there
+    (`keep_weights`; else only the final weights)."""
+    task = InductionPairs(D, N, data=data, query=query, reduction=reduction, data_seed=data_seed)
+    model = DisentangledConfig(dim=D, mask=mask, params=params)
+    train = TrainConfig(method="sgd", lr=lr, steps=steps, batch_size=batch, sampler="tokens",
+                        record_every=1, snapshot_every=every if params == "full" else 1,
+                        snapshot_params=keep_weights, threads=1)
+    return RunSpec(label, task, model, train, group or {})
+
+
+def snapshot_steps(run: Run) -> np.ndarray:
+    """`[S]` the optimiser steps of the run's parameter snapshots."""
+    return np.round(run.traj.snapshot_time / (2 * run.spec.train.lr)).astype(int)
+
+
+def weights(run: Run, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(W1, W2, W3) of snapshot `index` as numpy arrays."""
+    model = build_model(run.spec.model).load_flat(run.traj.params[index])
+    return tuple(w.detach().numpy().copy() for w in model.weights())
+
+
+def curves(run: Run) -> dict[str, Any]:
+    """{"steps": snapshot steps, "theta" `[S, P]` (the pseudo-parameters, the model's snapshot series:
+    projected for the full model, the trained ones for the restricted), "names", "loss"
+    `[steps + 1]`, "first_step", "seconds_per_step"} of a finished `sgd_spec` run."""
+    names = run.model.names
+    theta = np.stack([run.traj.series[name] for name in names], axis=1)
+    steps = snapshot_steps(run).tolist()
+    loss = np.asarray(run.traj.loss).tolist()
+    return {"steps": steps, "theta": theta, "names": names, "loss": loss,
+            "first_step": first_steps(steps, theta, names, loss),
+            "seconds_per_step": run.traj.wall_time / max(run.spec.train.steps, 1)}

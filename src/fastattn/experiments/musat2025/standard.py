@@ -1,6 +1,7 @@
 """The standard attention-only transformer runs of Musat et al. 2025 §4 / App. E (spec §9.3), shared
-by Figs. 7, 8 and 20: the two configurations at CPU size, training through `fastattn.training.train`
-(AdamW), and the progress measures over the recorded parameter snapshots.
+by Figs. 7, 8 and 20: the two configurations at CPU size, each figure's run (`spec`: AdamW through
+`fastattn.train`, trained by `fastattn reproduce`), and the progress measures over the recorded
+parameter snapshots.
 
 The paper's widths (D = 2048 and 4096) and batches (512 and 4096) are GPU sizes; here D, the batch
 and (large configuration) the learning rate and step count are scaled down and recorded in every
@@ -17,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.induction_circuit import progress_measures
+from fastattn.experiments.recipe import RunSpec
 from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
 from fastattn.tasks import InductionTokens
-from fastattn.training import Trajectory, train
+from fastattn.training import TrainConfig, Trajectory
 
 MEASURES = ("gamma3", "beta2", "alpha3")
 #: held-out sequences the loss is also recorded on at every step
@@ -69,14 +71,15 @@ def setting(name: str, quick: bool) -> Setting:
     return SETTINGS[name, quick]
 
 
-def run(s: Setting, seed: int = 0) -> tuple[StandardTransformer, Trajectory]:
-    """Train `s` from init seed `seed` (data seed `seed`, test seed `seed + 1`); returns the trained
-    model and its trajectory (loss at every step, held-out loss on TEST_SIZE sequences, snapshots)."""
-    model, task = s.model(seed), s.task(seed)
-    traj = train(model, task, method="adam", lr=s.lr, weight_decay=s.weight_decay, steps=s.steps,
-                 batch_size=s.batch, n_records=s.steps + 1, n_snapshots=s.snapshots,
-                 test_size=TEST_SIZE, eval_seed=seed + 1, progress=False)
-    return model, traj
+def spec(s: Setting, seed: int = 0) -> RunSpec:
+    """The run of `s` from init seed `seed` (data seed `seed`, test seed `seed + 1`): AdamW, the loss
+    at every step, the held-out loss on TEST_SIZE sequences, `s.snapshots` log-spaced snapshots."""
+    task = s.task(seed)
+    model = StandardConfig(s.vocab, s.vocab, s.d_model, init_seed=seed)
+    train = TrainConfig(method="adam", lr=s.lr, weight_decay=s.weight_decay, steps=s.steps,
+                        batch_size=s.batch, n_records=s.steps + 1, n_snapshots=s.snapshots,
+                        test_size=TEST_SIZE, eval_seed=seed + 1)
+    return RunSpec(s.name, task, model, train, {"setting": s.name, "seed": seed})
 
 
 def measures_over_training(s: Setting, traj: Trajectory) -> dict[str, np.ndarray]:

@@ -9,18 +9,15 @@ at ≈ 1.46 t_ICL, tending to 1/erf(1/√2) = 1.4648."""
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
-import torch
 
 from fastattn.analysis.pseudo_params import subspace_report
-from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.musat2025 import flows
+from fastattn.experiments.musat2025.sgd import curves, sgd_spec
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.disentangled import DisentangledTransformer
 from fastattn.population import emergence
-from fastattn.tasks import InductionPairs
 from fastattn.theory import musat2025 as th
 
 #: t(loss ≤ ½)/t_ICL as N → ∞ (spec §7.6): √(2π) N² / (√(2π) erf(1/√2) N²)
@@ -28,26 +25,36 @@ LOSS_DROP_OVER_T_ICL = 1.0 / math.erf(1.0 / math.sqrt(2.0))
 _KEYS = ("T_gamma", "T_beta", "T_alpha", "t_icl", "t_loss")
 
 
-def _timed(fn, *args, **kw) -> dict[str, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kw)
-    return {**out, "seconds": time.perf_counter() - t0}
+def _sizes(quick: bool) -> tuple[list[int], list[int], list[int], float, int]:
+    """(N of the 3-parameter flows, of the 19-parameter flows, of the sampled runs, lr_eff, batch)."""
+    three_Ns = [4 * 2**k for k in range(11)]
+    if quick:
+        return three_Ns, [4, 8, 16], [4], 0.1, 32
+    return three_Ns, [4, 8, 16, 32, 64, 128, 256, 512, 1024], [4, 8, 16], 0.1, 64
 
 
-def sampled_gd_times(N: int, lr_eff: float, batch: int, *, dim: int | None = None, data_seed: int = 0,
-                     window: int = 10) -> dict[str, Any]:
-    """Emergence and loss-drop times of the full disentangled model (zero init, strict mask, sum
-    reduction) trained by GD on fresh random orthonormal batches with q = N: full-matrix learning rate
-    lr_eff·D, so each step is lr_eff of the paper's time; pseudo-parameters projected every step, the
-    loss crossing read off the mean batch loss of the last `window` steps. Runs to 1.3× the later of the
-    19-parameter flow's t_ICL and loss drop."""
+def sampled_gd_spec(N: int, lr_eff: float, batch: int, *, dim: int | None = None,
+                    data_seed: int = 0) -> RunSpec:
+    """GD of the full disentangled model (zero init, strict mask, sum reduction) on fresh random
+    orthonormal batches with q = N: full-matrix learning rate lr_eff·D, so each step is lr_eff of
+    the paper's time; the loss and the pseudo-parameters at every step (of the weights only the
+    final: N = 16 runs 4200 steps of 28D² = 28 672 weights). Its length is 1.3× the later of the
+    19-parameter flow's t_ICL and loss drop (that exact flow, milliseconds at these N, sizes the
+    run)."""
     D = dim or 2 * N
-    torch.set_num_threads(1)
-    task = InductionPairs(D, N, data="orthonormal", query="last", reduction="sum", data_seed=data_seed)
-    model = DisentangledTransformer(dim=D, mask="strict")
     flow = emergence.gram19_emergence_times(N, loss_level=0.5)
     steps = math.ceil(1.3 * max(flow["t_icl"], flow["t_loss"]) / lr_eff) + 20
-    r = sgd_run(model, task, lr_eff * D, steps, batch, every=1)
+    return sgd_spec(f"sampled_gd_N{N}", D, N, lr_eff * D, steps, batch, data="orthonormal",
+                    query="last", mask="strict", reduction="sum", every=1, keep_weights=False,
+                    data_seed=data_seed, group={"model": "disentangled", "N": N, "lr_eff": lr_eff})
+
+
+def sampled_gd_times(run: Run, flow: dict[str, float], window: int = 10) -> dict[str, Any]:
+    """Emergence and loss-drop times (paper time) of a finished `sampled_gd_spec` run: the first
+    snapshots at which α₃, β₂, γ₃ (projected) reach ½, and the loss crossing read off the mean batch
+    loss of the last `window` steps; `flow` is the 19-parameter flow's times it is set against."""
+    lr_eff = run.spec.group["lr_eff"]
+    r = curves(run)
     f = r["first_step"]
     # a single batch's loss is noisy near ½ (D = 2N is small): the mean of the last `window` steps
     smooth = np.convolve(r["loss"], np.ones(window) / window, mode="valid")
@@ -57,23 +64,32 @@ def sampled_gd_times(N: int, lr_eff: float, batch: int, *, dim: int | None = Non
     out = {k: (None if v is None else v * lr_eff) for k, v in hits.items()}
     three = [out[k] for k in ("T_gamma", "T_beta", "T_alpha")]
     out["t_icl"] = None if None in three else max(three)
-    rep = subspace_report(*(w.detach() for w in model.weights()))
-    return {**out, "D": D, "batch": batch, "lr_eff": lr_eff, "steps": steps, "loss_window": window,
-            "rho_final": rep["rho"],
+    rep = subspace_report(*(w.detach() for w in run.model.weights()))
+    steps = run.spec.train.steps
+    return {**out, "D": run.spec.model.dim, "batch": run.spec.train.batch_size, "lr_eff": lr_eff,
+            "steps": steps, "loss_window": window, "rho_final": rep["rho"],
             "seconds": r["seconds_per_step"] * steps, "gram19_flow": flow}
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    three_Ns, gram_Ns, gd_Ns, lr_eff, batch = _sizes(quick)
+    return ([flows.flow_spec(f"three_param_N{N}", "three_param", N) for N in three_Ns]
+            + [flows.flow_spec(f"gram19_N{N}", "gram19", N) for N in gram_Ns]
+            + [sampled_gd_spec(N, lr_eff, batch) for N in gd_Ns])
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    three_Ns = [4 * 2**k for k in range(11)]
-    gram_Ns = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128, 256, 512, 1024]
-    gd_Ns, lr_eff, batch = ([4], 0.1, 32) if quick else ([4, 8, 16], 0.1, 64)
-    three = [_timed(emergence.emergence_times, N, loss_level=0.5) for N in three_Ns]
-    gram = [_timed(emergence.gram19_emergence_times, N, loss_level=0.5) for N in gram_Ns]
-    gd = [sampled_gd_times(N, lr_eff, batch) for N in gd_Ns]
+    three_Ns, gram_Ns, gd_Ns, lr_eff, batch = _sizes(quick)
+
+    def times(kind: str, N: int) -> dict[str, float]:
+        run = flows.by_group(runs, model=kind, N=N)
+        return {**flows.emergence(run), "seconds": run.traj.wall_time}
+
+    three = [times("three_param", N) for N in three_Ns]
+    gram = [times("gram19", N) for N in gram_Ns]
+    gd = [sampled_gd_times(flows.by_group(runs, model="disentangled", N=N),
+                           {k: v for k, v in times("gram19", N).items() if k != "seconds"})
+          for N in gd_Ns]
     asym = [th.asymptotic_times(N) for N in three_Ns]
     return {
         "three_param": {"N": three_Ns, "times": three,

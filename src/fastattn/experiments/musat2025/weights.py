@@ -10,14 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from fastattn import plots
 from fastattn.analysis.pseudo_params import embed, subspace_report
-from fastattn.experiments.musat2025.sgd import sgd_run
+from fastattn.experiments.musat2025 import sgd
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.disentangled import NAMES, DisentangledTransformer
-from fastattn.tasks import InductionPairs
+from fastattn.models.disentangled import NAMES
 
 _MATRICES = ("W1", "W2", "W3ᵀ")
 
@@ -29,12 +27,10 @@ def _settings(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]
             "query": "uniform", "mask": "inclusive", "reduction": "mean", "data_seed": 0}
 
 
-def _train(s: dict[str, Any]) -> dict[str, Any]:
-    torch.set_num_threads(1)
-    task = InductionPairs(s["D"], s["N"], data=s["data"], query=s["query"], reduction=s["reduction"],
-                          data_seed=s["data_seed"])
-    model = DisentangledTransformer(dim=s["D"], mask=s["mask"])
-    return sgd_run(model, task, s["lr"], max(s["snapshots"]), s["batch"], snapshots=tuple(s["snapshots"]))
+def _spec(s: dict[str, Any]) -> RunSpec:
+    return sgd.sgd_spec("full", s["D"], s["N"], s["lr"], max(s["snapshots"]), s["batch"],
+                        data=s["data"], query=s["query"], mask=s["mask"], reduction=s["reduction"],
+                        data_seed=s["data_seed"])
 
 
 def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
@@ -48,11 +44,14 @@ def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
             "weights": {name: np.asarray(w) for name, w in zip(("W1", "W2", "W3"), weights, strict=True)}}
 
 
-def _summarize(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
+def _summarize(runs: list[Run], N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
     s = _settings(N, snapshots, quick)
-    r = _train(s)
+    (run,) = runs
+    r = sgd.curves(run)
+    at = {int(k): i for i, k in enumerate(sgd.snapshot_steps(run))}
     return {"settings": s, "first_step": r["first_step"], "seconds_per_step": r["seconds_per_step"],
-            "snapshots": {str(k): _snapshot_summary(w, r["loss"][k]) for k, w in r["snapshots"].items()}}
+            "snapshots": {str(k): _snapshot_summary(sgd.weights(run, at[k]), r["loss"][k])
+                          for k in s["snapshots"]}}
 
 
 def _draw(ax, w: np.ndarray, D: int, title: str) -> None:
@@ -85,13 +84,13 @@ def _largest(snap: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # Fig. 3
 def fig3_runs(quick: bool) -> list[RunSpec]:
-    return []
+    return [_spec(_settings(4, (400,), quick))]
 
 
 def fig3_summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     """The weights after 400 steps at N = 4 (Fig. 3 gives no N; App. C's first run), their
     pseudo-parameters θ, projection residuals and in-subspace fractions ρ."""
-    return _summarize(4, (400,), quick)
+    return _summarize(runs, 4, (400,), quick)
 
 
 def fig3_plot(runs: list[Run], summary: dict[str, Any]):
@@ -117,10 +116,10 @@ FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1, 400 steps (--quick: D = 8, B = 64
 # Figs. 9–17: one recipe per N
 def _snapshots_recipe(N: int, snapshots: tuple[int, ...]) -> Recipe:
     def runs(quick: bool) -> list[RunSpec]:
-        return []
+        return [_spec(_settings(N, snapshots, quick))]
 
     def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-        return _summarize(N, snapshots, quick)
+        return _summarize(runs, N, snapshots, quick)
 
     def plot(runs: list[Run], summary: dict[str, Any]):
         s = summary["settings"]
