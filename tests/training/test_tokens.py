@@ -110,10 +110,10 @@ def test_target_metric_stops_after_patience_records():
     assert len(traj.params) == 3
     with pytest.raises(ValueError, match="'acc' is not a metric of task 'repeated_tokens'"):
         train(_model(), TASK, dataclasses.replace(cfg, target_metric=("acc", 0.5)))
-    with pytest.raises(ValueError, match="target_metric=.* needs a task with held-out metrics"):
+    with pytest.raises(ValueError, match=r"target_metric=.* needs a task with held-out metrics"):
         train(build_model(config_from_dict({"kind": "separate", "dim": 2, "heads": 1})),
               LinearRegression(2, context=4), dataclasses.replace(cfg, test_size=4))
-    with pytest.raises(ValueError, match="target_metric .* needs method='sgd' or 'adam' and test_size"):
+    with pytest.raises(ValueError, match=r"target_metric .* needs method='sgd' or 'adam' and test_size"):
         dataclasses.replace(cfg, test_size=0)
     with pytest.raises(ValueError, match="warmup is for sampled training"):
         TrainConfig(method="flow", t_end=1.0, warmup=3)

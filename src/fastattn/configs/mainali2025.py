@@ -88,7 +88,8 @@ class SplitSize:
     part: str
 
     def __call__(self, task_values: Mapping[str, Any]) -> int:
-        p, n_train = int(task_values["p"]), round(float(task_values["train_frac"]) * int(task_values["p"]) ** 2)
+        p = int(task_values["p"])
+        n_train = round(float(task_values["train_frac"]) * p**2)     # ModularAddition.n_train
         return n_train if self.part == "train" else p * p - n_train
 
     def __str__(self) -> str:

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastattn import _validate as check
 from fastattn.models.base import register_family
 from fastattn.models.transformer import Transformer, TransformerConfig
 
