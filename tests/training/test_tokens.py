@@ -14,7 +14,7 @@ from fastattn.models import build_model, config_from_dict
 from fastattn.models.transformer import Transformer
 from fastattn.tasks import LinearRegression
 from fastattn.tasks.tokens import ModularAddition, RepeatedTokens
-from fastattn.training import TrainConfig, Trajectory, rebuild_run, train
+from fastattn.training import Checkpointing, TrainConfig, Trajectory, rebuild_run, train
 
 TASK = RepeatedTokens(vocab=8, length=8)
 CFG = TrainConfig(method="adam", lr=3e-2, steps=12, weight_decay=0.5, betas=(0.9, 0.95), warmup=4,
@@ -131,3 +131,28 @@ def test_the_record_round_trips_and_rebuilds_the_run(tmp_path):
     assert task == TASK and model.config == _model().config
     assert cfg == dataclasses.replace(CFG, sampler="tokens")         # the resolved sampler
     assert again.backend["engine"] == "torch" and "fallback" in again.backend
+
+
+def test_a_token_run_resumed_inside_its_warm_up_is_bit_identical(tmp_path, monkeypatch):
+    """The checkpoint holds the warm-up schedule and the metrics: a run cut at step 2 of a 4-step
+    warm-up continues to the numbers of the uncut run."""
+    cfg = dataclasses.replace(CFG, target_metric=("icl_score", 5.0))         # never met
+    full = train(_model(), TASK, cfg)
+    real, interrupted = RepeatedTokens.sample, []
+
+    def sample(self, batch_size, step=0, **k):
+        if step == 2 and not interrupted:
+            interrupted.append(step)
+            raise KeyboardInterrupt
+        return real(self, batch_size, step, **k)
+
+    monkeypatch.setattr(RepeatedTokens, "sample", sample)
+    path = tmp_path / "run.ckpt"
+    cut = train(_model(), TASK, cfg, checkpoint=Checkpointing(path, every=0))
+    assert cut.status == "interrupted" and path.exists()
+    monkeypatch.undo()
+    resumed = train(_model(), TASK, cfg, checkpoint=Checkpointing(path, resume=True))
+    np.testing.assert_array_equal(resumed.params, full.params)
+    for name, values in full.metrics.items():
+        np.testing.assert_array_equal(resumed.metrics[name], values, err_msg=name)
+    assert resumed.status == full.status == "steps"
