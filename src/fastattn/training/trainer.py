@@ -140,8 +140,7 @@ class TrainConfig:
         if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
             raise ValueError(f"betas must be two numbers in [0, 1); got {self.betas!r}")
         object.__setattr__(self, "betas", betas)
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"warmup must be a non-negative integer (steps); got {self.warmup!r}")
+        object.__setattr__(self, "warmup", check.nonnegative_int("warmup", self.warmup))
         if self.warmup and self.method not in ("sgd", "adam"):
             raise ValueError(f"warmup is for sampled training (sgd, adam); method={self.method!r} "
                              "takes none")
@@ -154,8 +153,7 @@ class TrainConfig:
             if self.method not in ("sgd", "adam") or not self.test_size:
                 raise ValueError("target_metric is checked on the held-out metrics of sampled "
                                  "training: it needs method='sgd' or 'adam' and test_size > 0")
-        if not isinstance(self.patience, int) or self.patience < 0:
-            raise ValueError(f"patience must be a non-negative integer (records); got {self.patience!r}")
+        object.__setattr__(self, "patience", check.nonnegative_int("patience", self.patience))
         check.positive_int("batch_size", self.batch_size)
         if self.dataset_size is not None:
             check.positive_int("dataset_size", self.dataset_size)
