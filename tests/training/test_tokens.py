@@ -131,6 +131,14 @@ def test_the_record_round_trips_and_rebuilds_the_run(tmp_path):
     assert task == TASK and model.config == _model().config
     assert cfg == dataclasses.replace(CFG, sampler="tokens")         # the resolved sampler
     assert again.backend["engine"] == "torch" and "fallback" in again.backend
+    # a float32 model's snapshots are stored as float32, losslessly, and read back as float64
+    small = dataclasses.replace(CFG, steps=3)
+    traj32 = train(Transformer(vocab=8, n_ctx=8, d_model=8, n_heads=2), TASK, small)
+    path = traj32.save(tmp_path / "run32")
+    assert np.load(path.with_suffix(".npz"))["params"].dtype == np.float32
+    back = Trajectory.load(path)
+    assert back.params.dtype == np.float64 and np.array_equal(back.params, traj32.params)
+    assert np.load(traj.save(tmp_path / "run64").with_suffix(".npz"))["params"].dtype == np.float64
 
 
 def test_a_token_run_resumed_inside_its_warm_up_is_bit_identical(tmp_path, monkeypatch):

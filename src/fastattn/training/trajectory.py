@@ -75,8 +75,13 @@ class Trajectory:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write `path.json` + `path.npz` atomically; returns the JSON path."""
+        # a float32 model's snapshots hold float32 values: stored as float32 (half the record of
+        # a token transformer's snapshots), read back as float64, the same numbers
+        params = self.params.astype(np.float32)
+        if not np.array_equal(params, self.params):
+            params = self.params
         arrays = {"time": self.time, "step": self.step, "loss": self.loss,
-                  "snapshot_time": self.snapshot_time, "params": self.params}
+                  "snapshot_time": self.snapshot_time, "params": params}
         arrays |= {f"test_loss/{k}": v for k, v in self.test_loss.items()}
         arrays |= {f"series/{k}": v for k, v in self.series.items()}
         arrays |= {f"metrics/{k}": v for k, v in self.metrics.items()}
@@ -109,7 +114,8 @@ class Trajectory:
                   zip(*(arrays.get(f"events/{k}", ()) for k in ("event", "t", "params")),
                       strict=True)]
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
-                   snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
+                   snapshot_time=arrays["snapshot_time"],
+                   params=arrays["params"].astype(np.float64), events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
                    wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"],
                    series=series, backend=meta.get("backend", {}),
