@@ -15,9 +15,8 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
 from fastattn.experiments.mainali2025 import grokking
+from fastattn.experiments.registry import run_specs
 from fastattn.training.records import atomic_write, to_jsonable
 
 
@@ -27,13 +26,12 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--epochs", type=int, default=20_000)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    s = grokking.setup(quick=False)
-    train = dataclasses.replace(s.train, lr=args.lr, steps=args.epochs, n_records=160,
-                                stop=("test_acc", 0.99), patience=8)
+    (spec,) = grokking.runs(quick=False)
+    train = dataclasses.replace(spec.train, lr=args.lr, steps=args.epochs, n_records=160,
+                                n_snapshots=160, target_metric=("test_acc", 0.99), patience=8)
     start = time.perf_counter()
-    run = grokking.train_grokking(dataclasses.replace(s, train=train))
-    summary = grokking.summarize_run(run) | {"wall_s": time.perf_counter() - start}
+    runs = run_specs([dataclasses.replace(spec, train=train)])
+    summary = grokking.summarize(runs) | {"wall_s": time.perf_counter() - start}
     text = json.dumps(to_jsonable(summary), indent=1)
     atomic_write(Path(args.out), lambda f: f.write(text), "w")
     print({k: summary[k] for k in ("status", "epochs", "train_acc_0.99_epoch", "test_acc_0.99_epoch")})

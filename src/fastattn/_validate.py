@@ -13,6 +13,12 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def nonnegative_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+    return int(value)
+
+
 def nonnegative_float(name: str, value: object) -> float:
     v = float(value)  # type: ignore[arg-type]
     if not math.isfinite(v) or v < 0:

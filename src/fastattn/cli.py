@@ -209,6 +209,8 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
              if exact is not None and len(exact) else f"final loss={traj.final_loss:.6g}")
     print(f"{config.method}: status={traj.status}, {final}, "
           f"evaluations={traj.n_evals}, wall time={traj.wall_time:.3g} s (preset {resolved.preset.name})")
+    if traj.metrics:                    # a token task's held-out measures (test accuracy, ICL score)
+        print("held-out: " + ", ".join(f"{k}={float(v[-1]):.4g}" for k, v in traj.metrics.items()))
     print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
     if traj.status == "diverged":
         print(f"fastattn train: {name} diverged at {where} (the record keeps the last state "

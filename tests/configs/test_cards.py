@@ -48,8 +48,9 @@ def test_a_task_card_s_presets_set_only_its_options(kind):
 def test_every_pair_builds_its_preset(task, model):
     t, m, _cfg = build_default(task, model)
     assert (t.kind, m.kind) == (task, model)
+    token_tasks = ("induction_tokens", "modular_addition", "repeated_tokens")   # dim: the vocabulary
     assert {o.name for o in options_for(task, model)} >= {"task", "model", "method", "dim"} - \
-        ({"dim"} if task == "induction_tokens" else set())
+        ({"dim"} if task in token_tasks else set())
 
 
 def test_every_task_runs_with_its_defaults(tmp_path, capsys):

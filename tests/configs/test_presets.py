@@ -96,6 +96,34 @@ def test_mainali2025_default_is_c0():
     assert flow.t_end == pytest.approx(2 * 0.01 * 64 * 250)        # t = 2ηP · epochs
 
 
+def test_mainali2025_token_transformer_defaults_are_spec_9_8():
+    """spec mainali2025 §9.8, grokking (Nanda et al. 2023): "(a + b) mod p with p = 113 ... vocab
+    114. Train on 30% of the 113² = 12,769 pairs"; "1 layer, d_model 128, 4 heads × d_head 32, MLP
+    512 with ReLU, no LayerNorm, learned positional embeddings, untied unembedding"; "full-batch
+    AdamW, lr 1e-3, wd 1.0, β = (0.9, 0.98), about 40k epochs (short linear warmup)"."""
+    r, task, model, cfg = cli_run("--task", "modular_addition", "--model", "transformer")
+    assert r.preset.name == "mainali2025" and (task.kind, model.kind) == ("modular_addition", "transformer")
+    assert (task.p, task.train_frac, task.vocab, task.n_train) == (113, 0.3, 114, round(0.3 * 12_769))
+    c = model.config
+    assert (c.vocab, c.vocab_out, c.n_ctx) == (114, 113, 3)
+    assert (c.n_layers, c.d_model, c.n_heads, c.d_head, c.d_mlp) == (1, 128, 4, 32, 512)
+    assert (c.layer_norm, c.pos_embed) == (False, "learned")
+    assert (cfg.method, cfg.lr, cfg.weight_decay, cfg.betas) == ("adam", 1e-3, 1.0, (0.9, 0.98))
+    assert cfg.steps == 40_000 and 0 < cfg.warmup <= 100
+    assert cfg.batch_size == task.n_train                                    # full batch
+    assert cfg.test_size == 12_769 - task.n_train and cfg.n_snapshots == cfg.n_records
+    # the split follows --p and --train-frac
+    _, task, _, cfg = cli_run("--task", "modular_addition", "--model", "transformer", "--p", "31")
+    assert (cfg.batch_size, cfg.test_size) == (round(0.3 * 961), 961 - round(0.3 * 961))
+    # attention-only models (§9.8): "LayerNorm, ... no MLPs"; "AdamW β = (0.9, 0.99), wd 0.05"
+    r, task, model, cfg = cli_run("--task", "repeated_tokens", "--model", "transformer")
+    assert r.preset.name == "mainali2025" and task.kind == "repeated_tokens"
+    assert (model.config.d_mlp, model.config.layer_norm, model.config.n_layers) == (0, True, 2)
+    assert (model.config.vocab, model.config.n_ctx) == (task.vocab, task.length)
+    assert (cfg.method, cfg.weight_decay, cfg.betas) == ("adam", 0.05, (0.9, 0.99))
+    assert cfg.test_size > 0 and cfg.n_snapshots == cfg.n_records
+
+
 def test_musat2025_defaults():
     """spec musat2025 §11: orthonormal inputs, zero init, strict mask, q = N (Theorem 2); App. C/D
     (§11.5): Gaussian data, mean-reduced loss, inclusive mask, λ = 1, zero init."""

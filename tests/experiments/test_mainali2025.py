@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 
 from fastattn.experiments.mainali2025 import attn_only, grokking
+from fastattn.experiments.registry import run_specs
 
 
 def test_quick_grokking_groks_and_measures_converge():
-    summary = grokking.summarize([], quick=True)
-    assert summary["status"] == "stop"                           # test accuracy reached 0.99
+    (spec,) = grokking.runs(True)
+    assert spec.task.kind == "modular_addition" and spec.model.kind == "transformer"
+    summary = grokking.summarize(run_specs([spec]))
+    assert summary["status"] == "target_metric"                  # test accuracy reached 0.99
     train, test = summary["train_acc_0.99_epoch"], summary["test_acc_0.99_epoch"]
     assert train is not None and test is not None and test >= 3 * train, (train, test)
     lo, hi = summary["test_loss_drop_window"]
@@ -26,7 +29,9 @@ def test_quick_grokking_groks_and_measures_converge():
 
 
 def test_quick_attention_only_records_icl():
-    summary = attn_only.summarize([], quick=True)
+    specs = attn_only.runs(True)
+    assert [s.label for s in specs] == ["1L", "2L"]
+    summary = attn_only.summarize(run_specs(specs))
     assert set(summary) == {"1L", "2L"}
     for name, s in summary.items():
         icl = np.asarray(s["_series"]["icl_score"])

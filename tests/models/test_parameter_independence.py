@@ -28,9 +28,11 @@ _TASKS = {
     "induction_tokens": [lambda: TASKS["induction_tokens"](vocab=8, block=8, pairs=2)],
     "wishart_tasks": [lambda: TASKS["wishart_tasks"](D, context=5, tasks=3)],
     "multitask_regression": [lambda: TASKS["multitask_regression"](6, context=5)],
+    "modular_addition": [lambda: TASKS["modular_addition"](p=7)],
+    "repeated_tokens": [lambda: TASKS["repeated_tokens"](vocab=8, length=8)],
 }
 
-#: model classes outside `MODELS` (token in, logits out; the disentangled model) and their configs
+#: model classes built from their fields (token in, logits out; the disentangled model)
 _OTHER = {DisentangledTransformer: dict(dim=D, init_scale=0.1),
           StandardTransformer: dict(vocab=8, block=8, d_model=8),
           Transformer: dict(vocab=8, n_ctx=8, d_model=8, n_heads=2)}
@@ -49,8 +51,7 @@ def _candidates(cls):
 
 
 def _loss(model):
-    """A random batch's loss: the first task whose `loss` accepts the model, else (the token
-    transformer of no registered task) the mean square of its logits on random tokens."""
+    """A random batch's loss: the first task whose `loss` accepts the model."""
     for makers in _TASKS.values():
         for make in makers:
             task = make()
@@ -58,9 +59,6 @@ def _loss(model):
                 return task.loss(model, task.sample(3, step=1))
             except (RuntimeError, ValueError, TypeError, AttributeError, IndexError):
                 continue
-    if isinstance(model, Transformer):
-        tokens = torch.randint(0, model.config.vocab, (3, model.config.n_ctx))
-        return model(tokens).double().square().mean()
     return None
 
 

@@ -125,12 +125,12 @@ def test_every_registered_kind_builds_its_own_class():
                            "kernel_regressors", "multioutput_softmax", "multilayer_softmax",
                            "diag", "pe_only", "aug", "aug_layers", "aug_transformer", "non_aug", "eq6",
                            "linear_transformer", "disentangled", "gram19", "three_param",
-                           "standard_transformer"}
+                           "standard_transformer", "transformer"}
     from fastattn.configs.build import build_default
 
     for kind, family in MODELS.items():
-        if kind in ("disentangled", "gram19", "three_param", "standard_transformer"):
-            m = build_default(model_card(kind).tasks[0], kind)[1]       # Musat's: no heads
+        if kind in ("disentangled", "gram19", "three_param", "standard_transformer", "transformer"):
+            m = build_default(model_card(kind).tasks[0], kind)[1]       # no heads: from the card
         else:
             m = family.model(family.config(3, 1 if kind == "linear_transformer" else 2))
         assert m.kind == kind and get_model(kind) == family and type(m) is family.model

@@ -58,9 +58,11 @@ def test_the_check_rejects_qr_without_the_sign_fix():
 
 
 def test_every_task_family_is_checked():
-    """A new task family that draws random rotations needs its Haar check here."""
+    """A new task family that draws random rotations needs its Haar check here (the token tasks
+    draw none)."""
     assert set(TASKS) == {"linear_regression", "autoregressive", "induction", "induction_tokens",
-                          "wishart_tasks", "multitask_regression"}
+                          "wishart_tasks", "multitask_regression", "modular_addition",
+                          "repeated_tokens"}
 
 
 def test_rotated_eigenbases_are_haar():

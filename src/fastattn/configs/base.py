@@ -47,10 +47,19 @@ def int_or_fresh(text: str) -> int | str:
     return text if text == "fresh" else int(text)
 
 
+def metric_target(text: str) -> tuple[str, float]:
+    """"test_acc:0.99" → ("test_acc", 0.99)."""
+    name, _, value = text.partition(":")
+    if not name or not value:
+        raise ValueError("NAME:VALUE")
+    return name, float(value)
+
+
 #: how each parser's expected input is named in an error ("--dim must be an integer; got 'abc'")
 EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "true or false",
                                 context_value: "an integer, a list 8,16 or a range 1..31",
-                                floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'"}
+                                floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'",
+                metric_target: "a metric and a value, NAME:VALUE (e.g. test_acc:0.99)"}
 
 
 # ------------------------------------------------------------------------------ declarations

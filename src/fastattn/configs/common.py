@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastattn.configs.base import Field, boolean
+from fastattn.configs.base import Field, boolean, floats, metric_target
 
 #: the `BaseModelConfig` fields (dim comes from the task)
 HEADS = Field("heads", int, "number of heads H")
@@ -28,6 +28,8 @@ TRAIN: tuple[Field, ...] = (
     Field("steps", int, "gd/sgd/adam: number of steps"),
     Field("batch_size", int, "sgd/adam: online batch size", 1024),
     Field("weight_decay", float, "adam: decoupled weight decay (AdamW)", 0.0),
+    Field("betas", floats, "adam: β1,β2", (0.9, 0.999)),
+    Field("warmup", int, "sgd/adam: linear learning-rate warm-up steps (0: none)", 0),
     Field("dataset_size", int, "sgd/adam: train full-batch on this many fixed sequences"),
     Field("whiten", boolean, "whiten the fixed data set's tasks (code)", False),
     Field("sampler", str, "sgd/adam online: auto (fast where the fused He step fits, else tokens) | "
@@ -41,6 +43,9 @@ TRAIN: tuple[Field, ...] = (
     Field("grad_tol", float, "flow/gd: stop below this gradient norm"),
     Field("test_size", int, "sgd/adam: held-out test-set size", 0),
     Field("eval_seed", int, "seed of the test sets", 1),
+    Field("target_metric", metric_target, "sgd/adam: stop once a held-out metric of the task "
+          "(token tasks: e.g. test_acc, icl_score) reaches a value, NAME:VALUE"),
+    Field("patience", int, "loss records taken after --target-metric is met", 0),
     Field("threads", int, "torch and fused-step threads (default: 1 for exact flows, the fused step "
           "and small batches, else the machine share; docs/performance.md)"),
 )

@@ -63,8 +63,8 @@ from fastattn.models.softmax_attention import (
     SoftmaxSeparateKQ,
 )
 
-# token transformers are not ICLModel families (tokens in, logits out: the Mainali and Musat
-# applications); Musat et al.'s standard transformer is a configuration of the generic one
+# token transformers (tokens in, logits out: the Mainali and Musat applications) are registered
+# families outside ICLModel; Musat et al.'s standard transformer is a configuration of the generic one
 from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
 from fastattn.models.transformer import Transformer, TransformerConfig
 

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastattn import _validate as check
 from fastattn.models.base import register_family
 from fastattn.models.transformer import Transformer, TransformerConfig
 
@@ -157,21 +156,15 @@ class StandardTransformer(nn.Module):
     # ------------------------------------------------ the flat float64 layout the trainers record
     def to_flat(self) -> np.ndarray:
         """Every parameter, in `named_parameters` order, as one float64 vector `[P]`."""
-        return torch.nn.utils.parameters_to_vector(self.parameters()).detach().double().cpu().numpy()
+        return self.net.to_flat()
 
     def load_flat(self, flat: np.ndarray) -> StandardTransformer:
         """Set the parameters from `to_flat`'s vector; returns self."""
-        flat = np.asarray(flat, dtype=np.float64)
-        if flat.shape != (self.flat_size(),):
-            raise ValueError(f"flat parameters must have shape [{self.flat_size()}]; got {flat.shape}")
-        check.finite_vector("flat", flat, self.flat_size())
-        vec = torch.from_numpy(flat).to(self.config.torch_dtype)
-        with torch.no_grad():
-            torch.nn.utils.vector_to_parameters(vec, self.parameters())
+        self.net.load_flat(flat)
         return self
 
     def flat_size(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+        return self.net.flat_size()
 
 
 register_family(StandardConfig.kind, StandardTransformer, StandardConfig)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fastattn import _validate as check
+from fastattn.models.base import register_family
 
 POS_EMBEDS = ("learned", "none")
 DTYPES = ("float32", "float64")
@@ -52,8 +53,12 @@ class TransformerConfig:
         init_std: every weight matrix ~ N(0, init_std²) (None: 1/√fan_in, each matrix's input
             width); biases and layer-norm shifts 0, layer-norm gains 1.
         init_seed: seed of the initialisation. dtype: "float32" or "float64".
+
+    Registered in `MODELS` as "transformer"; it pairs with the token tasks (`fastattn.tasks.tokens`),
+    whose card gives vocab, vocab_out and n_ctx from the task.
     """
 
+    kind: ClassVar[str] = "transformer"
     vocab: int
     n_ctx: int
     d_model: int = 128
@@ -94,6 +99,15 @@ class TransformerConfig:
     @property
     def attention_only(self) -> bool:
         return self.d_mlp == 0
+
+    @property
+    def dim(self) -> int:
+        """The input vocabulary (the trainers match it with the task's `dim`)."""
+        return self.vocab
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
 
 
 class LayerNorm(nn.Module):
@@ -238,6 +252,30 @@ class Transformer(nn.Module):
         for i, block in enumerate(self.blocks):
             x = block(x, last_only and i == len(self.blocks) - 1)
         return self.ln_final(x) @ self.unembed.W_U
+
+    @property
+    def kind(self) -> str:
+        return self.config.kind
+
+    # ------------------------------------------------ the flat float64 layout the trainers record
+    def to_flat(self) -> np.ndarray:
+        """Every parameter, in `named_parameters` order, as one float64 vector `[P]`."""
+        return torch.nn.utils.parameters_to_vector(self.parameters()).detach().double().cpu().numpy()
+
+    def load_flat(self, flat: np.ndarray) -> Transformer:
+        """Set the parameters from `to_flat`'s vector; returns self."""
+        flat = np.asarray(flat, dtype=np.float64)
+        check.finite_vector("flat", flat, self.flat_size())
+        vec = torch.from_numpy(flat).to(self.config.torch_dtype)
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(vec, self.parameters())
+        return self
+
+    def flat_size(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+register_family(TransformerConfig.kind, Transformer, TransformerConfig)
 
 
 def _weights(model: torch.nn.Module | Mapping[str, Any], name: str) -> np.ndarray:

@@ -11,6 +11,7 @@ from fastattn.tasks.induction import InductionBatch, InductionPairs
 from fastattn.tasks.induction_tokens import InductionTokens, TokenBatch
 from fastattn.tasks.linear_regression import Batch, LinearRegression, Stats, split_tokens
 from fastattn.tasks.spectra import spectrum
+from fastattn.tasks.tokens import LabelledTokens, ModularAddition, PeriodicTokens, RepeatedTokens
 from fastattn.tasks.wishart_tasks import VectorBatch, WishartTasks
 
 __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "Stats", "Task",
@@ -18,6 +19,7 @@ __all__ = ["TASKS", "ARBatch", "AutoRegressive", "Batch", "LinearRegression", "S
            "split_tokens"]
 __all__ += ["InductionBatch", "InductionPairs"]
 __all__ += ["InductionTokens", "TokenBatch"]
+__all__ += ["LabelledTokens", "ModularAddition", "PeriodicTokens", "RepeatedTokens"]
 from fastattn.tasks.multitask_regression import MultiTaskBatch, MultiTaskRegression  # noqa: E402
 
 __all__ += ["MultiTaskBatch", "MultiTaskRegression"]

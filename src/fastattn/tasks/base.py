@@ -3,8 +3,10 @@
 A task is a frozen dataclass whose fields say everything about the distribution, seeds included,
 so that `{"kind": task.kind, **asdict(task)}` rebuilds it (`build_task`). Its sampled batches are
 pure functions of (data_seed, step); `loss(model, batch)` is the model's loss on a batch, the
-quantity sampled training differentiates. A task family joins the registry with `@register_task`;
-the CLI, sweeps and figure recipes find it by its `kind`.
+quantity sampled training differentiates. A task may add `metrics(model, test_sets)` → {name:
+float}, held-out measures that sampled training records instead of one loss per test set (the
+token tasks: accuracies, the ICL score; `Trajectory.metrics`). A task family joins the registry
+with `@register_task`; the CLI, sweeps and figure recipes find it by its `kind`.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ class TrainConfig:
         rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
         lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
         weight_decay: adam: decoupled weight decay λ (AdamW: θ ← θ − ηλθ before the Adam step;
-            0, the default, is Adam).
+            0, the default, is Adam). betas: adam: (β₁, β₂).
+        warmup: sgd/adam: linear learning-rate warm-up, η·min(1, (k + 1)/warmup) at step k (0: none).
         batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
             sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
             that data set's task vectors as the Zhang et al. code does.
@@ -79,8 +80,13 @@ class TrainConfig:
         grad_tol: flow/gd: stop once the gradient norm is below it.
         events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
             one stops the run, status "event"); the trajectory's `events` holds the crossings.
-        test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size.
+        test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size
+            (`task.test_sets`); a task with `metrics` (the token tasks) records its held-out
+            measures there instead of one loss per set (the trajectory's `metrics`).
         eval_seed: seed of the test sets; must differ from the task's data_seed.
+        target_metric: sgd/adam: (name, value): stop once the held-out metric `name` (the task's
+            `metrics`; needs test_size) is at or above `value` at a loss record, `patience` loss
+            records later (status "target_metric").
         progress: show a progress bar (default: when attached to a terminal).
         threads: threads of the run: torch's intra-op threads, and the fused He step's (default:
             1 for the exact objectives, the fused step and sampled batches of fewer than 2²⁰
@@ -98,6 +104,8 @@ class TrainConfig:
     lr: float | None = None
     steps: int | None = None
     weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup: int = 0
     batch_size: int = 1024
     dataset_size: int | None = None
     whiten: bool = False
@@ -112,6 +120,8 @@ class TrainConfig:
     grad_tol: float | None = None
     test_size: int = 0
     eval_seed: int = 1
+    target_metric: tuple[str, float] | None = None
+    patience: int = 0
     progress: bool | None = None
     threads: int | None = None
     events: tuple[population.CoordinateEvent | population.LossEvent, ...] = ()
@@ -136,6 +146,24 @@ class TrainConfig:
             check.positive_int("steps", self.steps)
         if check.nonnegative_float("weight_decay", self.weight_decay) and self.method != "adam":
             raise ValueError(f"weight_decay is for method='adam' (AdamW); method={self.method!r} takes none")
+        betas = tuple(float(b) for b in self.betas)
+        if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
+            raise ValueError(f"betas must be two numbers in [0, 1); got {self.betas!r}")
+        object.__setattr__(self, "betas", betas)
+        object.__setattr__(self, "warmup", check.nonnegative_int("warmup", self.warmup))
+        if self.warmup and self.method not in ("sgd", "adam"):
+            raise ValueError(f"warmup is for sampled training (sgd, adam); method={self.method!r} "
+                             "takes none")
+        if self.target_metric is not None:
+            if len(self.target_metric) != 2 or not isinstance(self.target_metric[0], str):
+                raise ValueError("target_metric must be (metric name, value), e.g. ('test_acc', "
+                                 f"0.99); got {self.target_metric!r}")
+            object.__setattr__(self, "target_metric",
+                               (self.target_metric[0], float(self.target_metric[1])))
+            if self.method not in ("sgd", "adam") or not self.test_size:
+                raise ValueError("target_metric is checked on the held-out metrics of sampled "
+                                 "training: it needs method='sgd' or 'adam' and test_size > 0")
+        object.__setattr__(self, "patience", check.nonnegative_int("patience", self.patience))
         check.positive_int("batch_size", self.batch_size)
         if self.dataset_size is not None:
             check.positive_int("dataset_size", self.dataset_size)
@@ -310,7 +338,7 @@ def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig
         return cfg, backend
     if cfg.method == "task_sgd":
         return cfg, {"engine": "torch (task-centric SGD)"}
-    reasons = fused.fast_stream_reasons(model, task, cfg)
+    reasons = fused.fast_stream_reasons(model, task, cfg) + _torch_only(cfg)
     if cfg.record_every or cfg.snapshot_every or not cfg.snapshot_params:
         reasons = [*reasons, "record_every / snapshot_every / snapshot_params (the fused step "
                              "snapshots the parameters, log-spaced)"]
@@ -325,6 +353,14 @@ def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig
         backend["fallback"] = "not the fused He step: " + "; ".join(reasons)
         cfg = dataclasses.replace(cfg, sampler="tokens")
     return cfg, backend
+
+
+def _torch_only(cfg: TrainConfig) -> list[str]:
+    """The options only the torch trainer has (reasons the fused step cannot take the run)."""
+    defaults = TrainConfig(method="adam", lr=1.0, steps=1)
+    return [f"{name} (the fused step is plain Adam, checked only by the torch trainer)"
+            for name in ("betas", "warmup", "target_metric")
+            if getattr(cfg, name) != getattr(defaults, name)]
 
 
 def _checkpoint_identity(task: Task, model: ICLModel, cfg: TrainConfig) -> dict[str, Any]:
@@ -365,9 +401,13 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
     if cfg.method == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
     elif cfg.weight_decay:
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                betas=cfg.betas)
     else:
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas)
+    warmup = cfg.warmup
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warmup)) \
+        if warmup else None
     data = None
     if cfg.dataset_size is not None:
         data = task.fixed_dataset(cfg.dataset_size, task.data_seed, dtype=dtype, whiten=cfg.whiten)
@@ -379,15 +419,22 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                          f"task with sample_stats; {model.kind} on {task.kind} reads the tokens "
                          "themselves: use sampler='tokens'")
 
+    # a task with `metrics` (the token tasks) measures its test sets itself
+    measure = getattr(task, "metrics", None) if tests else None
+    if cfg.target_metric is not None and measure is None:
+        raise ValueError(f"target_metric={cfg.target_metric!r} needs a task with held-out metrics "
+                         f"(`metrics`, e.g. the token tasks); task {task.kind!r} has only test "
+                         "losses: use target_loss")
     rec = set(flow.record_steps(cfg.steps, cfg.n_records, cfg.record_every).tolist())
     snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots, cfg.snapshot_every).tolist())
-    out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": []}
+    out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": [], "metrics": {}}
 
     def snapshot(k: int) -> None:
         out["snap_step"].append(k)
         flat = model.to_flat()
         out["params"].append(flat if cfg.snapshot_params else model.snapshot_series(flat[None]))
-    test_out: dict[str, list] = {k: [] for k in tests} | ({"population": []} if exact else {})
+    test_out: dict[str, list] = ({} if measure else {k: [] for k in tests}) | \
+        ({"population": []} if exact else {})
 
     def draw(k: int) -> Any:
         if cfg.sampler == "stats":
@@ -398,12 +445,17 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
         out["step"].append(k)
         out["loss"].append(value)
         with torch.no_grad():
-            for name, test in tests.items():
-                test_out[name].append(float(task.loss(model, test, loss_name)))
+            if measure is not None:
+                for name, v in measure(model, tests).items():
+                    out["metrics"].setdefault(name, []).append(v)
+            else:
+                for name, test in tests.items():
+                    test_out[name].append(float(task.loss(model, test, loss_name)))
         if exact:
             test_out["population"].append(exact(model.to_flat()))
 
     status, n_evals, diverged_step = "steps", 0, None
+    stop_after: int | None = None       # target_metric met: stop once this many records are taken
     done = 0                   # optimiser steps taken: the model holds the state after `done` steps
     evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
     loss0 = math.nan
@@ -414,16 +466,20 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        done, n_evals, loss0, out, test_out, previous = (
-            state[k] for k in ("step", "n_evals", "loss0", "out", "test_out", "previous"))
+        done, n_evals, loss0, out, test_out, previous, stop_after = (
+            state[k] for k in ("step", "n_evals", "loss0", "out", "test_out", "previous",
+                               "stop_after"))
+        if sched is not None:
+            sched.load_state_dict(state["scheduler"])
     progress = tqdm(total=cfg.steps, initial=done, disable=not _show_progress(cfg), unit="step",
                     desc=f"{cfg.method} {model.kind}")
     try:
         for k in range(done, cfg.steps + 1):
             if ckpt.due():           # between steps: the state after k steps, records before k
                 ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                           "scheduler": sched.state_dict() if sched else None,
                            "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
-                           "test_out": test_out})
+                           "test_out": test_out, "stop_after": stop_after})
             loss = task.loss(model, draw(k), loss_name)
             n_evals += 1
             value = loss.item()
@@ -443,12 +499,24 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             if cfg.target_loss is not None and value <= cfg.target_loss:
                 status = "target_loss"
                 break
+            if k in rec and cfg.target_metric is not None:
+                name, level = cfg.target_metric
+                if name not in out["metrics"]:
+                    raise ValueError(f"target_metric {name!r} is not a metric of task {task.kind!r}; "
+                                     f"it has {sorted(out['metrics'])}")
+                if stop_after is None and out["metrics"][name][-1] >= level:
+                    stop_after = len(out["step"]) + cfg.patience
+                if stop_after is not None and len(out["step"]) >= stop_after:
+                    status = "target_metric"
+                    break
             if k == cfg.steps:
                 break
             previous = [p.detach().clone() for p in model.parameters()]
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
             done = k + 1
             progress.update(1)
             if k % 100 == 0:
@@ -477,7 +545,8 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                       test_loss={k: np.asarray(v) for k, v in test_out.items()},
                       snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
                       params=np.stack(out["params"]), status=status, n_evals=n_evals,
-                      series=series, diverged_at=diverged_step)
+                      series=series, diverged_at=diverged_step,
+                      metrics={k: np.asarray(v) for k, v in out["metrics"].items()})
 
 
 #: a sampled run has diverged once its training loss exceeds this multiple of its initial loss

@@ -28,9 +28,9 @@ class Trajectory:
         snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
             (layout of docs/conventions.md); `[1, P]`, the final state, for a sampled run with
             `snapshot_params=False`, whose snapshots are its `series`.
-        status: why the run stopped: "t_end", "steps", "target_loss", "converged", "event",
-            "diverged", "interrupted", "max_evals", "max_seconds". The last loss record and the
-            last snapshot are the state the run stopped in, whatever stopped it.
+        status: why the run stopped: "t_end", "steps", "target_loss", "target_metric",
+            "converged", "event", "diverged", "interrupted", "max_evals", "max_seconds". The last
+            loss record and the last snapshot are the state the run stopped in, whatever stopped it.
         events: exact flows: the crossings of the config's events (`EventHit`: event index, time,
             parameters `[P]`), in time order.
         n_evals: gradient evaluations. wall_time: seconds.
@@ -40,6 +40,9 @@ class Trajectory:
             linear transformer's ‖p1‖_F, ‖q2‖_F, spec §6.7).
         diverged_at: a diverged run: the step (flow: the time) whose loss diverged; the record
             ends at the last state before it.
+        metrics: name → `[T]` held-out measures at the loss records, from a task with `metrics`
+            (the token tasks: e.g. "test_acc", "icl_score"; such a task's test losses are among
+            them, and `test_loss` then holds only "population" where the pair has one).
         backend: the engine that ran ("engine"), the data stream of a sampled run ("sampler"),
             why a faster engine did not apply ("fallback", when one did not) and how many runs
             one batched call trained ("runs_in_batch").
@@ -60,6 +63,7 @@ class Trajectory:
     series: dict[str, np.ndarray] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     diverged_at: float | None = None
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def final_loss(self) -> float:
@@ -72,10 +76,16 @@ class Trajectory:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write `path.json` + `path.npz` atomically; returns the JSON path."""
+        # a float32 model's snapshots hold float32 values: stored as float32 (half the record of
+        # a token transformer's snapshots), read back as float64, the same numbers
+        params = self.params.astype(np.float32)
+        if not np.array_equal(params, self.params):
+            params = self.params
         arrays = {"time": self.time, "step": self.step, "loss": self.loss,
-                  "snapshot_time": self.snapshot_time, "params": self.params}
+                  "snapshot_time": self.snapshot_time, "params": params}
         arrays |= {f"test_loss/{k}": v for k, v in self.test_loss.items()}
         arrays |= {f"series/{k}": v for k, v in self.series.items()}
+        arrays |= {f"metrics/{k}": v for k, v in self.metrics.items()}
         if self.events:
             arrays |= {"events/event": np.array([e.event for e in self.events]),
                        "events/t": np.array([e.t for e in self.events]),
@@ -100,15 +110,17 @@ class Trajectory:
             raise RecordError(f"{path}: the run record's arrays lack {', '.join(missing)}")
         tests = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("test_loss/")}
         series = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("series/")}
+        metrics = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("metrics/")}
         events = [EventHit(int(e), float(t), p) for e, t, p in
                   zip(*(arrays.get(f"events/{k}", ()) for k in ("event", "t", "params")),
                       strict=True)]
         return cls(time=arrays["time"], step=arrays["step"], loss=arrays["loss"], test_loss=tests,
-                   snapshot_time=arrays["snapshot_time"], params=arrays["params"], events=events,
+                   snapshot_time=arrays["snapshot_time"],
+                   params=arrays["params"].astype(np.float64), events=events,
                    status=meta["status"], n_evals=int(meta["n_evals"]),
                    wall_time=_number(meta["wall_time"]), config=meta["config"], meta=meta["meta"],
                    series=series, backend=meta.get("backend", {}),
-                   diverged_at=meta.get("diverged_at"))
+                   diverged_at=meta.get("diverged_at"), metrics=metrics)
 
 
 def _number(value: float | None) -> float:

@@ -4,13 +4,15 @@ matrices averaged over layers and heads, with their landmarks on a log-step axis
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
 
 from fastattn.analysis import spectral as sp
 from fastattn.analysis.heads import head_measures
-from fastattn.training.tokens import TokenRun
+from fastattn.experiments.recipe import Run
+from fastattn.models.transformer import ov_factors, qk_factors
 
 KMAX = 3       # marginalised effective rank: k = 0..KMAX leading modes dropped
 
@@ -35,14 +37,37 @@ def drop_window(t: np.ndarray, y: np.ndarray, log: bool = True) -> tuple[float, 
     return float(lo), float(hi)
 
 
-def head_summary(run: TokenRun, kind: str) -> dict[str, Any]:
+def record_steps(run: Run) -> np.ndarray:
+    """The steps `[R]` of a token-transformer run's records, float64: its loss records, which are
+    also its parameter snapshots (the recipes take n_snapshots = n_records)."""
+    traj = run.traj
+    if len(traj.params) != len(traj.step):
+        raise ValueError(f"run {run.spec.label!r} has {len(traj.params)} snapshots and "
+                         f"{len(traj.step)} records: the head measures need a snapshot at every "
+                         "record (n_snapshots = n_records)")
+    return traj.step.astype(np.float64)
+
+
+def head_matrices(run: Run, kind: str) -> np.ndarray:
+    """The per-head "qk" or "ov" matrices of a token-transformer run at its snapshots, float64
+    `[R, L, H, d, d]`: QK = W_Q W_Kᵀ, OV = W_V W_O (fastattn.models.transformer)."""
+    factors = {"qk": qk_factors, "ov": ov_factors}
+    if kind not in factors:
+        raise ValueError(f"kind must be 'qk' or 'ov'; got {kind!r}")
+    model = copy.deepcopy(run.model)
+    pairs = [factors[kind](model.load_flat(flat)) for flat in run.traj.params]
+    x, y = (np.stack([pair[i] for pair in pairs]) for i in (0, 1))
+    return x @ np.swapaxes(y, -1, -2)
+
+
+def head_summary(run: Run, kind: str) -> dict[str, Any]:
     """Spec §8 measures of the run's per-head `kind` ("qk" / "ov") matrices, each averaged over
     layers and heads: series `[R]` (mer_*: `[R, KMAX+1]`), the steps where the mean normalised
     SubDist first falls below 0.5 and 0.1, and, on the log-step axis, the steepest fall of the
     mean SubDist and effective rank (most negative d/d ln t), the dips / peaks of the mean
     effective rank and the first dip of each marginalised curve (Variant B, mode identity)."""
-    t = run.step.astype(np.float64)
-    m = head_measures(run.matrices(kind), t, KMAX)
+    t = record_steps(run)
+    m = head_measures(head_matrices(run, kind), t, KMAX)
     mean = {k: np.nanmean(v, axis=(1, 2)) for k, v in m.items()}
     keep = t > 0
     x = np.log(t[keep])

@@ -9,17 +9,17 @@ they cannot be downloaded here, so we train small attention-only models (LayerNo
 positions, causal, 4 heads) on periodic random tokens with a random period
 (`fastattn.tasks.tokens.RepeatedTokens`), where two or more layers form induction heads and one
 layer cannot. Full: vocabulary 64, length 24, d_model 64 (d_head 16), batch 32, AdamW lr 3e-3
-(β = (0.9, 0.99), wd 0.05), 1500 steps, 1–4 layers. Quick: vocabulary 32, length 16, d_model 32,
-lr 1e-2, 200 steps, 1–2 layers (a smoke test: induction heads are only starting to form).
+(β = (0.9, 0.99), wd 0.05, 10 warm-up steps), 1500 steps, 1–4 layers (the two-layer run is the
+CLI's default for `--task repeated_tokens --model transformer`). Quick: vocabulary 32, length 16,
+d_model 32, lr 1e-2, 200 steps, 1–2 layers (a smoke test: induction heads are only starting to
+form).
 
-Both figures train the same runs; `trained_runs(quick)` memoises them so that reproducing Fig. 5
-and Fig. 6 in one process trains once.
+Both figures list the same runs (`runs`, one per depth, trained by `fastattn.train`); `summarize`
+reads the held-out metrics and the parameter snapshots (one at every record) of the finished runs.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -27,53 +27,42 @@ import numpy as np
 from fastattn import plots
 from fastattn.experiments.mainali2025 import apps
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.transformer import Transformer, TransformerConfig
+from fastattn.models.transformer import TransformerConfig
 from fastattn.tasks.tokens import RepeatedTokens
-from fastattn.training.tokens import TokenRun, TokenTrainConfig, train_tokens
-
-
-def settings(quick: bool) -> tuple[RepeatedTokens, list[TransformerConfig], TokenTrainConfig, int]:
-    """(task, one model config per depth, trainer config, batch size)."""
-    vocab, length, d, lr, steps, batch, depths = (32, 16, 32, 1e-2, 200, 32, (1, 2)) if quick \
-        else (64, 24, 64, 3e-3, 1500, 32, (1, 2, 3, 4))
-    task = RepeatedTokens(vocab=vocab, length=length, eval_size=128 if quick else 256)
-    models = [TransformerConfig(vocab=vocab, n_ctx=length, d_model=d, n_layers=n, n_heads=4,
-                                layer_norm=True, init_seed=0) for n in depths]
-    train = TokenTrainConfig(steps=steps, lr=lr, weight_decay=0.05, betas=(0.9, 0.99), warmup=10,
-                             n_records=30 if quick else 60)
-    return task, models, train, batch
-
-
-@functools.lru_cache(maxsize=2)
-def trained_runs(quick: bool) -> tuple[TokenRun, ...]:
-    task, models, train, batch = settings(quick)
-    out = []
-    for cfg in models:
-        run = train_tokens(Transformer(cfg), task.loss, task.batches(batch), task.evaluator(), train)
-        run.config = {"task": asdict(task), "model": asdict(cfg), "train": asdict(train),
-                      "batch_size": batch}
-        out.append(run)
-    return tuple(out)
+from fastattn.training import TrainConfig
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return []
+    """One run per depth ("1L", "2L", ...): AdamW on fresh batches, the metrics and a parameter
+    snapshot at the same log-spaced records, one thread (the numbers do not depend on the machine's
+    load)."""
+    vocab, length, d, lr, steps, batch, depths = (32, 16, 32, 1e-2, 200, 32, (1, 2)) if quick \
+        else (64, 24, 64, 3e-3, 1500, 32, (1, 2, 3, 4))
+    records = 30 if quick else 60
+    task = RepeatedTokens(vocab=vocab, length=length)
+    train = TrainConfig(method="adam", lr=lr, steps=steps, weight_decay=0.05, betas=(0.9, 0.99),
+                        warmup=10, batch_size=batch, test_size=128 if quick else 256, eval_seed=1,
+                        n_records=records, n_snapshots=records, threads=1)
+    return [RunSpec(f"{n}L", task, TransformerConfig(vocab=vocab, n_ctx=length, d_model=d,
+                                                      n_layers=n, n_heads=4, layer_norm=True,
+                                                      init_seed=0),
+                    train, {"layers": n}) for n in depths]
 
 
-def summarize_runs(runs_: tuple[TokenRun, ...]) -> dict[str, Any]:
+def summarize(runs_: list[Run]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for run in runs_:
-        t = run.step.astype(np.float64)
-        layers = run.config["model"]["n_layers"]
-        icl = run.metrics["icl_score"]
+        t = apps.record_steps(run)
+        layers = run.spec.model.n_layers
+        icl = run.traj.metrics["icl_score"]
         window = apps.drop_window(t, icl) if layers >= 2 else None
         ov, qk = apps.head_summary(run, "ov"), apps.head_summary(run, "qk")
         subdist = 0.5 * (ov["series"]["subdist"] + qk["series"]["subdist"])
         er_ov = ov["series"]["effective_rank"]
         below = {lv: apps.first_crossing(t, subdist, lv, above=False) for lv in (0.5, 0.1)}
         out[f"{layers}L"] = {
-            "wall_time_s": run.wall_time, "config": run.config,
-            "final_loss": float(run.metrics["loss"][-1]),
+            "wall_time_s": run.traj.wall_time, "config": run.traj.config,
+            "final_loss": float(run.traj.metrics["loss"][-1]),
             "icl_score_initial_final": [float(icl[0]), float(icl[-1])],
             "icl_emergence_window": window,
             "subdist_below_0.5": below[0.5], "subdist_below_0.1": below[0.1],
@@ -87,10 +76,6 @@ def summarize_runs(runs_: tuple[TokenRun, ...]) -> dict[str, Any]:
                         "ov_mer_mode": ov["series"]["mer_mode"], "qk_mer_mode": qk["series"]["mer_mode"],
                         "ov_effective_rank": er_ov}}
     return out
-
-
-def summarize(runs_: list[Run], quick: bool = False) -> dict[str, Any]:
-    return summarize_runs(trained_runs(quick))
 
 
 def _shade(ax, window) -> None:

@@ -10,13 +10,13 @@ epochs, hours on the shared CPU), 1000 epochs (≈ 2.6× the epoch at which test
 0.99, so that M(∞) is well past grokking). Quick: p = 31 with a 60 % split (at 30 % a p this
 small does not grok within minutes), d_model 64, MLP 256, lr 2e-2, stopped 3 log-spaced records
 (≈ 1.5×) after test accuracy reaches 0.99 (so its SubDist reaches 0 soon after by
-construction). The recipe trains in `summarize` (token transformers are not `train()`
-families); the figure's JSON holds every curve.
+construction). The CLI's default for `--task modular_addition --model transformer` is the spec's
+setup itself (lr 1e-3, 40 000 epochs). `runs` lists the one run (trained by `fastattn.train`, a
+parameter snapshot at every record); the figure's JSON holds every curve.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -24,50 +24,36 @@ import numpy as np
 from fastattn import plots
 from fastattn.experiments.mainali2025 import apps
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.transformer import Transformer, TransformerConfig
+from fastattn.models.transformer import TransformerConfig
 from fastattn.tasks.tokens import ModularAddition
-from fastattn.training.tokens import TokenRun, TokenTrainConfig, train_tokens
+from fastattn.training import TrainConfig
 
 
-@dataclass(frozen=True)
-class GrokkingSetup:
-    task: ModularAddition
-    model: TransformerConfig
-    train: TokenTrainConfig
-
-
-def setup(quick: bool) -> GrokkingSetup:
+def runs(quick: bool) -> list[RunSpec]:
+    """The grokking run: full-batch AdamW (batch = the training split), the metrics on the whole
+    split and a parameter snapshot at the same log-spaced records, one thread."""
     p, frac, d, lr, steps, records = (31, 0.6, 64, 2e-2, 1000, 60) if quick else \
         (113, 0.3, 128, 1e-2, 1000, 100)
     task = ModularAddition(p=p, train_frac=frac, split_seed=0)
     model = TransformerConfig(vocab=p + 1, vocab_out=p, n_ctx=3, d_model=d, n_layers=1, n_heads=4,
                               d_mlp=4 * d, init_seed=0)
-    train = TokenTrainConfig(steps=steps, lr=lr, weight_decay=1.0, betas=(0.9, 0.98), warmup=10,
-                             n_records=records, stop=("test_acc", 0.99) if quick else None,
-                             patience=3)
-    return GrokkingSetup(task, model, train)
+    train = TrainConfig(method="adam", lr=lr, steps=steps, weight_decay=1.0, betas=(0.9, 0.98),
+                        warmup=10, batch_size=task.n_train, test_size=p * p - task.n_train,
+                        eval_seed=1, n_records=records, n_snapshots=records,
+                        target_metric=("test_acc", 0.99) if quick else None, patience=3, threads=1)
+    return [RunSpec("grokking", task, model, train)]
 
 
-def train_grokking(s: GrokkingSetup, log: Any = None) -> TokenRun:
-    model = Transformer(s.model)
-    run = train_tokens(model, s.task.loss, s.task.batches(), s.task.evaluator(), s.train, log)
-    run.config = {"task": asdict(s.task), "model": asdict(s.model), "train": asdict(s.train)}
-    return run
-
-
-def runs(quick: bool) -> list[RunSpec]:
-    return []
-
-
-def summarize_run(run: TokenRun) -> dict[str, Any]:
-    """Crossings, the test-loss drop window and the OV (and QK) measures' landmarks of a run."""
-    t = run.step.astype(np.float64)
-    m = run.metrics
+def summarize(runs_: list[Run]) -> dict[str, Any]:
+    """Crossings, the test-loss drop window and the OV (and QK) measures' landmarks of the run."""
+    (run,) = runs_
+    t = apps.record_steps(run)
+    m = run.traj.metrics
     window = apps.drop_window(t, m["test_loss"])
     ov, qk = apps.head_summary(run, "ov"), apps.head_summary(run, "qk")
     out: dict[str, Any] = {
-        "config": run.config, "status": run.status, "epochs": int(t[-1]),
-        "train_wall_time_s": run.wall_time,
+        "config": run.traj.config, "status": run.traj.status, "epochs": int(t[-1]),
+        "train_wall_time_s": run.traj.wall_time,
         "train_acc_0.99_epoch": apps.first_crossing(t, m["train_acc"], 0.99),
         "test_acc_0.99_epoch": apps.first_crossing(t, m["test_acc"], 0.99),
         "test_loss_drop_window": window,
@@ -79,10 +65,6 @@ def summarize_run(run: TokenRun) -> dict[str, Any]:
     out["_series"] = {"epoch": t, **m, **{f"ov_{k}": v for k, v in ov["series"].items()},
                       **{f"qk_{k}": v for k, v in qk["series"].items()}}
     return out
-
-
-def summarize(runs_: list[Run], quick: bool = False) -> dict[str, Any]:
-    return summarize_run(train_grokking(setup(quick)))
 
 
 def plot(runs_: list[Run], summary: dict[str, Any]):
