@@ -6,7 +6,7 @@ fastest fixed method measured in the same run.
 The flows (the objective's registered (task kind, model kind), its model and task, the stop):
 - linear_regression/separate: the golden flows fig3 (Zhang Fig. 3: D 4, H 5, t 2e4), rank4 (D 8,
   H 9, R 4, t 2e4) and d32 (D = H = 32, t 3e3) of tests/population/test_golden.py, and the
-  auto-vs-LSODA flow at D = 8, 32, 64 (t 1e7, 400 log-spaced records; bench/test_auto_vs_lsoda.py);
+  auto-vs-LSODA flow at D = 8 and 32 (t 1e7, 400 log-spaced records; bench/test_auto_vs_lsoda.py);
 - linear_regression/merged and cubic_mlp: D 8, H 9, λ_d ∝ 1/d rotated, N 31, init 1e-2, t 2e4;
 - wishart_tasks/linear_transformer (Mainali, reduced model): d 16, fresh tasks, N 32, t 1e6;
 - induction/three_param and gram19 (Musat): from zero through emergence at N = 256 (t_end: the
@@ -130,7 +130,6 @@ FLOWS: dict[str, Callable[[], Flow]] = {
     "d32": lambda: _separate_golden("d32"),
     "lsoda-d8": lambda: _lsoda(8),
     "lsoda-d32": lambda: _lsoda(32),
-    "lsoda-d64": lambda: _lsoda(64),
     "merged": lambda: _linear("merged", "merged"),
     "cubic_mlp": lambda: _linear("cubic_mlp", "cubic_mlp"),
     "wishart-d16": _wishart,
