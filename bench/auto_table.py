@@ -187,10 +187,10 @@ def table(names: list[str], repeat: int, max_seconds: float) -> list[dict]:
     for name in names:
         flow = FLOWS[name]()
         cells = {m: measure(flow, m, repeat, max_seconds) for m in (*FIXED, "auto") if _capable(flow, m)}
-        fixed = {m: c for m, c in cells.items() if m != "auto"}
-        best = min(fixed, key=lambda m: fixed[m].seconds)
+        finished = {m: c for m, c in cells.items() if m != "auto" and c.status != "max_seconds"}
+        best = min(finished, key=lambda m: finished[m].seconds)
         rows.append({"flow": flow, "cells": cells, "best": best,
-                     "ratio": cells["auto"].seconds / fixed[best].seconds})
+                     "ratio": cells["auto"].seconds / finished[best].seconds})
         _print_row(rows[-1])
     return rows
 
@@ -207,7 +207,11 @@ def _print_row(row: dict) -> None:
     text = " | ".join(f"{m} {_cell_text(c)}" for m, c in cells.items())
     a = cells["auto"]
     print(f"{flow.name} [{flow.pair}, P={flow.params0.size}]: {text} || auto/best ({row['best']}) = "
-          f"{row['ratio']:.2f}; auto {a.n_steps} steps, {a.n_rejected} rejected, {a.status}", flush=True)
+          f"{_ratio_text(row)}; auto {a.n_steps} steps, {a.n_rejected} rejected, {a.status}", flush=True)
+
+
+def _ratio_text(row: dict) -> str:
+    return (">" if row["cells"]["auto"].status == "max_seconds" else "") + f"{row['ratio']:.2f}×"
 
 
 def markdown(rows: list[dict]) -> str:
@@ -219,7 +223,7 @@ def markdown(rows: list[dict]) -> str:
         fixed = [(_cell_text(cells[m]) if m in cells else "-") for m in FIXED]
         fixed = [f"**{t}**" if m == row["best"] else t for m, t in zip(FIXED, fixed, strict=True)]
         lines.append(f"| {flow.name} | {flow.pair} ({flow.params0.size}) | " + " | ".join(fixed)
-                     + f" | {_cell_text(cells['auto'])} | **{row['ratio']:.2f}×** |")
+                     + f" | {_cell_text(cells['auto'])} | **{_ratio_text(row)}** |")
     return "\n".join(lines)
 
 
@@ -228,7 +232,8 @@ if __name__ == "__main__":
     ap.add_argument("--flows", default=",".join(FLOWS))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-seconds", type=float, default=10.0,
-                    help="wall-time cap of one run (rk45 on stiff flows: minutes)")
+                    help="wall-time cap of one run (rk45 on stiff flows: minutes); a capped run "
+                         "shows '>' and is not a candidate for the best fixed method")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)

@@ -101,3 +101,23 @@ def test_golden_counts(case):
     else:
         assert got == want, message
     np.testing.assert_allclose(r.loss[-1], GOLDEN[case][5], rtol=1e-9, atol=0)
+
+
+def test_auto_hands_a_stiff_plateau_to_rodas4():
+    """Musat's gram19 flow (N = 256) from zero through emergence (t_ICL): on its long plateau the
+    stabilized steps stay at 12-15 stages with about a quarter rejected, where Rodas4 takes tens of
+    steps. `auto` must hand that to a Rodas4 episode and do at most 1.2x the work of stiff_krylov
+    (evaluations + the objective's cost hint per HVP), ending at the same loss. Before issue 25 item 5
+    it never did: 42 501 evaluations, 0 HVPs, against stiff_krylov's 1254 + 3523 HVPs (4.2x)."""
+    from fastattn.population import emergence
+    from fastattn.population.induction import InductionGram19Objective
+
+    obj = InductionGram19Objective.orthonormal(256, "last", "strict")
+    t_icl = emergence.gram19_emergence_times(256, method="stiff_krylov")["t_icl"]
+    runs = {m: integrate(obj, np.zeros(19), method=m, t_end=t_icl / emergence.PAPER_TIME_PER_CORE_TIME,
+                         rtol=1e-7, atol=1e-12) for m in ("auto", "stiff_krylov")}
+    work = {m: r.n_evals + obj.cost_hint().hvp * r.n_hvp for m, r in runs.items()}
+    assert runs["auto"].status == runs["stiff_krylov"].status == "t_end"
+    assert runs["auto"].n_hvp > 0
+    assert work["auto"] <= 1.2 * work["stiff_krylov"], work
+    np.testing.assert_allclose(runs["auto"].loss[-1], runs["stiff_krylov"].loss[-1], rtol=1e-7)
