@@ -245,7 +245,7 @@ def startup_rows(quick: bool) -> list[Row]:
 
 
 def musat_row(quick: bool) -> Row:
-    from fastattn.theory import musat2025 as th
+    from fastattn.population import emergence as th
 
     n = 64 if quick else 256
     times = {}
