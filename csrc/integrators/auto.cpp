@@ -5,6 +5,7 @@
 // are interpolated inside the explicit steps. See docs/theory.md section 4.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "integrators/runner.h"
 
@@ -14,6 +15,10 @@ namespace {
 
 // A stabilized step with this many stages or more (h rho >~ 300) counts as "settled".
 constexpr int kStabHandOverS = 30;
+// ... or, with kStabStiffS stages or more, kStabRejected rejected steps among the last kStabWindow
+// accepted ones ("stiff": the error estimate fights the stiff components, which a stabilized step
+// damps only by |R| <= 0.95, not the solution's accuracy; gram19's plateau at N = 256).
+constexpr int kStabRejected = 3, kStabStiffS = 10, kStabWindow = 10;
 // Records are interpolated inside stabilized steps only while h rho(J) <= this (else the steps land
 // on them): at D = 4 (separate, H = D, N = 64), Hermite through steps with h rho in the hundreds put
 // records 1e-3 off the trajectory, 50x the methods' global error.
@@ -47,14 +52,20 @@ class WhileCheaper : public AdaptivePolicy {
 //    there it steps as far for 6 evaluations, and its order 5 usually farther;
 //  - a Hessian-free Rodas4 episode after 10 steps in a row with kStabHandOverS stages or more
 //    (h rho >~ 300: typically the flow has settled, and its stiff components, damped only by
-//    |R| <= 0.95 a step, keep the error estimate up). The episode hands the run back when its
-//    work per unit time exceeds this method's over those 10 steps; the next one waits until this
-//    method has done 4x the last episode's work (x2 per episode shorter than 10 steps).
+//    |R| <= 0.95 a step, keep the error estimate up), or after kStabWindow steps in a row with
+//    kStabStiffS stages or more of which kStabRejected were rejected (the same fight at smaller
+//    h rho: the steps stay short while a Rodas4 step, L-stable, would take the flow far). The
+//    episode hands the run back when its work per unit time exceeds this method's over the last
+//    10 steps; the next one waits until this method has done 4x the last episode's work (x2 per
+//    episode shorter than 10 steps).
 class StabilizedPhase : public StabilizedPolicy {
  public:
   StabilizedPhase(Runner& runner, bool episodes) : runner_(runner), episodes_(episodes) {}
 
-  void started(double work, double t) override { recent_ = WorkRate(10, work, t); }
+  void started(double work, double t) override {
+    recent_ = WorkRate(10, work, t);
+    rejected_.assign(1, runner_.result().n_rejected);
+  }
   double interpolation_h_rho() const override { return kInterpHRho; }
   bool history_records() const override { return true; }
 
@@ -66,7 +77,12 @@ class StabilizedPhase : public StabilizedPolicy {
       return true;
     }
     settled_ = s.stages >= kStabHandOverS ? settled_ + 1 : 0;
-    if (!episodes_ || settled_ < 10 || runner_.work_done() < wait_until_) return false;
+    rejected_.push_back(runner_.result().n_rejected);
+    if (int(rejected_.size()) > kStabWindow + 1) rejected_.pop_front();
+    stiff_ = s.stages >= kStabStiffS ? stiff_ + 1 : 0;
+    const bool rejecting = stiff_ >= kStabWindow && int(rejected_.size()) == kStabWindow + 1 &&
+                           rejected_.back() - rejected_.front() >= kStabRejected;
+    if (!episodes_ || (settled_ < 10 && !rejecting) || runner_.work_done() < wait_until_) return false;
     const double rate = recent_.rate();
     const double w0 = runner_.work_done();
     const long long n0 = runner_.result().n_steps;
@@ -79,8 +95,9 @@ class StabilizedPhase : public StabilizedPolicy {
     s.t = back.t;
     s.h = back.h;
     s.refresh_rho = true;
-    settled_ = 0;
+    settled_ = stiff_ = 0;
     recent_ = WorkRate(10, w1, s.t);
+    rejected_.assign(1, runner_.result().n_rejected);
     return false;
   }
 
@@ -88,7 +105,8 @@ class StabilizedPhase : public StabilizedPolicy {
   Runner& runner_;
   bool episodes_;
   WorkRate recent_{10, 0, 0};
-  int settled_ = 0, inside_dp_ = 0;
+  std::deque<long long> rejected_;  // n_rejected after each of the last kStabWindow accepted steps and before
+  int settled_ = 0, stiff_ = 0, inside_dp_ = 0;
   double wait_until_ = 0, wait_mult_ = 4;
 };
 

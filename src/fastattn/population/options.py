@@ -55,8 +55,8 @@ class FlowOptions:
             (Dormand–Prince 5(4)), "stiff" (Rodas4, dense Hessian), "stiff_krylov" (Rodas4, stage
             systems by MINRES on Hessian-vector products), "stabilized" (order-4 stabilized explicit
             Runge–Kutta), "auto" (rk45 while the flow is not stiff for it; "stabilized" where it is,
-            with Hessian-free Rodas4 episodes where the flow has settled and they cost less; no
-            dense Hessian).
+            with Hessian-free Rodas4 episodes where the flow has settled or the stabilized steps
+            keep being rejected, while they cost less; no dense Hessian).
         t_end: the end time (required).
         lr / dt: euler's learning rate / rk4's step (required by those methods).
         rtol, atol: the adaptive methods' error tolerances (RMS norm of err / (atol + rtol·|y|)).
