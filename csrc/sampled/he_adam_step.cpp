@@ -301,12 +301,13 @@ void circuits(const T* theta, const Shape& sh, T* out) {
 
 // Forward and backward of one chunk (prompts b0 .. b0+W-1 of batch `step`), written to its
 // partial, per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
-// ∂L/∂ov (H D), Σ_b err_b²].
-template <class T>
+// ∂L/∂ov (H D), Σ_b err_b²]. FixedD > 0: the token dimension D as a compile-time constant (He's
+// d = 5: the loops over D unroll), else sh.D().
+template <class T, int FixedD>
 void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
                 const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
   using V = Vec<T>;
-  const int H = sh.H, D = sh.D(), L = sh.L;
+  const int H = sh.H, D = FixedD > 0 ? FixedD : sh.D(), L = sh.L;
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
@@ -507,6 +508,7 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
   // run are shared out and the threads meet twice per step. Both reduce chunk partials in
   // chunk order, so the numbers are the same.
   const bool own_runs = R >= threads;
+  const auto grad_of = sh.D() == 6 ? chunk_grad<T, 6> : chunk_grad<T, 0>;
   Barrier barrier(threads);
   auto worker = [&](int tid) {
     Work<T> wk(sh);
@@ -523,7 +525,7 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
         for (int r = tid; r < R; r += threads) {
           circuits(theta + r * P, sh, circ.data());
           for (int c = 0; c < chunks; ++c)
-            chunk_grad(circ.data(), seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+            grad_of(circ.data(), seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
                        &partials[(long(r) * chunks + c) * S]);
           finish_run(r);
         }
@@ -531,7 +533,7 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
         for (int r = 0; r < R; ++r) circuits(theta + r * P, sh, circ.data() + r * C);
         for (long q = tid; q < long(R) * chunks; q += threads) {
           const int r = int(q / chunks), c = int(q % chunks);
-          chunk_grad(circ.data() + r * C, seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+          grad_of(circ.data() + r * C, seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
                      &partials[q * S]);
         }
         barrier.wait();
