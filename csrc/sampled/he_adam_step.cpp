@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 #include <thread>
@@ -125,12 +125,6 @@ typedef uint64_t Words __attribute__((vector_size(64)));  // 8 lanes
 inline Words mul_lo32(Words a, uint32_t k) {
 #if defined(__AVX512F__)
   return (Words)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(k));
-#elif defined(__AVX2__)
-  typedef long long Half __attribute__((vector_size(32)));
-  const __m256i kk = _mm256_set1_epi64x(k);
-  const Half lo = (Half)_mm256_mul_epu32(__builtin_shufflevector(a, a, 0, 1, 2, 3), kk);
-  const Half hi = (Half)_mm256_mul_epu32(__builtin_shufflevector(a, a, 4, 5, 6, 7), kk);
-  return (Words)__builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
 #else
   return (a & 0xffffffffu) * uint64_t(k);
 #endif
@@ -138,11 +132,17 @@ inline Words mul_lo32(Words a, uint32_t k) {
 
 // The low 32 bits of the words of lanes 0 .. W-1 (held in W / 8 vectors).
 inline Uv low_words(const Words* c) {
-  typedef uint32_t Low __attribute__((vector_size(32)));
   static_assert(W == 16, "low_words joins two vectors of words");
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
+  typedef uint32_t Low __attribute__((vector_size(32)));
   return __builtin_shufflevector(__builtin_convertvector(c[0], Low),
                                  __builtin_convertvector(c[1], Low), 0, 1, 2, 3, 4, 5, 6, 7, 8,
                                  9, 10, 11, 12, 13, 14, 15);
+#else
+  Uv out;
+  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / 8][w % 8]);
+  return out;
+#endif
 }
 
 // Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
