@@ -5,8 +5,9 @@ smoke runs; the docs table comes from the full run).
 
 Rows (door; engine it should reach; anchor measured in the same run):
 1. He H = 2 (d 5, L 40, B 256, Adam): `train()` and `fastattn train` per step, start-up excluded
-   (CLI: CPU time of a long minus a 1-step run) against the authors' model + data generator step
-   (bench/test_he2025_bench.py's structure) and the fused engine (`train_batched`, R = 1).
+   (CLI: CPU time of a 10× longer run minus a 1-step run, best of two each) against the
+   authors' model + data generator step (bench/test_he2025_bench.py's structure) and the fused
+   engine (`train_batched`, R = 1).
 2. He E4's runs (H = 1, 2, 4, 8, 5·10⁵ Adam steps) through the recipes' path (`train_many`):
    CPU time of 2000 steps, extrapolated ×250 (said so), against the torch path (sampler tokens).
 3. Mainali C0 full model, fresh tasks, exact flow to t = 10⁶: `train()` against the reduced model.
@@ -110,6 +111,7 @@ def he_rows(quick: bool) -> list[Row]:
     from fastattn.training.batched import BatchedAdamConfig, train_batched
 
     steps = 1000 if quick else 5000
+    cli_steps = 10 * steps
     torch.set_num_threads(1)
     anchor = authors_step(50 if quick else 300)
 
@@ -128,9 +130,11 @@ def he_rows(quick: bool) -> list[Row]:
                 "--noise", "0.1", "--spectrum", "identity", "--w-var", str(1 / HE["dim"]),
                 "--dtype", "float32", "--method", "adam", "--lr", "1e-3", "--batch-size",
                 str(HE["batch"]), "--out", out, "--quiet", "--overwrite"]
-        long_cpu = _cli([*base, "--steps", str(steps)])[0]
-        short_cpu = _cli([*base, "--steps", "1"])[0]
-    cli = (long_cpu - short_cpu) / (steps - 1)
+        # start-up varies by a second between interpreters: the long run's steps must outweigh
+        # it, and each run's best of two is taken
+        long_cpu = min(_cli([*base, "--steps", str(cli_steps)])[0] for _ in range(2))
+        short_cpu = min(_cli([*base, "--steps", "1"])[0] for _ in range(2))
+    cli = (long_cpu - short_cpu) / (cli_steps - 1)
     goal = "≥ 40× the authors' step, start-up excluded"
     rows = []
     for name, t in (("`train()`", door), ("`fastattn train`", cli)):
@@ -140,10 +144,10 @@ def he_rows(quick: bool) -> list[Row]:
             f"{traj.backend['engine']}: {1e3 * engine:.3f} ms/step ({anchor / engine:.1f}×)",
             f"{1e3 * t:.3f} ms/step, **{ratio:.1f}×** the authors' step",
             f"authors' model + data generator: {1e3 * anchor:.2f} ms/step", goal,
-            "met" if ratio >= 40 else
+            f"met: the door is within {t / engine:.2f}× of the engine" if ratio >= 40 else
             f"not met: the door is within {t / engine:.2f}× of the engine, and the engine itself "
             f"is {anchor / engine:.1f}× the authors' step on this machine (its data generator, "
-            "Philox + Box-Muller for 256 × 41 × 6 normals a step, is most of its time)"))
+            "Philox + Box-Muller for 256 × 41 × 6 normals a step, is two thirds of its time)"))
     return rows
 
 
@@ -282,7 +286,10 @@ def loss_grad_row(quick: bool) -> Row:
     return Row(f"Mainali public `loss_grad` at d = {d}, original basis",
                "WishartReducedObjective (C++)", f"{1e3 * call:.2f} ms ({ratio:.2f}× the floor)",
                f"4 dense {d}×{d} products (numpy): {1e3 * floor:.2f} ms", "≤ 1.5× the floor",
-               "met" if ratio <= 1.5 else "not met (not in this engineer's items)")
+               "met" if ratio <= 1.5 else
+               f"not met: {ratio:.2f}×; the caller's basis costs 8 more d×d×d products than the "
+               "working basis (Ω's Hadamard products live in U's basis, so p2, q1 go in and their "
+               "gradients out: 12 products in all, 3× the floor by flop count)")
 
 
 _THREADS_FLOW = """

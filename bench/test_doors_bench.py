@@ -44,6 +44,15 @@ def test_he_train_door(benchmark):
                             batch_size=doors.HE["batch"], progress=False))
 
 
+def test_he_fast_stream_batch(benchmark):
+    """The fused step's data generator alone: one batch (B 256, L 40, d 5) of the fast stream."""
+    from fastattn._core_loader import core
+
+    d = doors.HE["dim"]
+    benchmark(core.he_sample, 0, 1, dim=d, context=doors.HE["context"], batch=doors.HE["batch"],
+              x_factor=np.eye(d), w_factor=np.eye(d) / np.sqrt(d), noise_std=0.1, float64=False)
+
+
 def test_he_engine(benchmark):
     cfg = BatchedAdamConfig(lr=1e-3, steps=STEPS, batch_size=doors.HE["batch"], stream="fast",
                             backend="fused", threads=1)
@@ -86,23 +95,28 @@ def test_cli_help(benchmark, args):
 # row 6: Musat gram19 (N = 64 here), auto against the fixed integrators
 @pytest.mark.parametrize("method", ["auto", "stabilized", "stiff_krylov"])
 def test_musat_gram19(benchmark, method):
-    from fastattn.theory import musat2025 as th
+    from fastattn.population import emergence as th
 
     benchmark.pedantic(lambda: th.gram19_emergence_times(64, method=method), rounds=2,
                        iterations=1)
 
 
-# row 7: Mainali loss_grad (d = 64 here) against 4 dense products
-def test_mainali_loss_grad(benchmark):
+# row 7: Mainali loss_grad in the original basis (random U, a finite task set's Ω) against 4
+# dense products
+@pytest.mark.parametrize("d", [64, 256])
+def test_mainali_loss_grad(benchmark, d):
     from fastattn.population import WishartReducedObjective
 
-    d = 64
     rng = np.random.default_rng(0)
-    obj = WishartReducedObjective(np.linspace(2, 0.1, d), 32, np.eye(d), np.eye(d))
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    lam = rng.standard_normal((64, d))
+    obj = WishartReducedObjective(np.linspace(2, 0.1, d), 32, lam.T @ lam / 64,
+                                  q * np.sign(np.diag(r)))
     theta = rng.standard_normal(4 * d * d) / d
     benchmark(obj.loss_grad, theta)
 
 
-def test_four_products_floor(benchmark):
-    a, b = np.random.default_rng(0).standard_normal((2, 64, 64))
+@pytest.mark.parametrize("d", [64, 256])
+def test_four_products_floor(benchmark, d):
+    a, b = np.random.default_rng(0).standard_normal((2, d, d))
     benchmark(lambda: [a @ b for _ in range(4)])

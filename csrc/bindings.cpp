@@ -148,12 +148,8 @@ py::tuple loss_grad_user(const Objective& obj, const Arr& params) {
   Arr grad = new_array({py::ssize_t(K), py::ssize_t(P)});
   {
     py::gil_scoped_release nogil;
-    Vec y(P), g(P);
-    for (Index k = 0; k < K; ++k) {
-      obj.to_working(params.data() + k * P, y.data());
-      loss.mutable_data()[k] = obj.loss_grad(y.data(), g.data());
-      obj.from_working(g.data(), grad.mutable_data() + k * P);
-    }
+    for (Index k = 0; k < K; ++k)
+      loss.mutable_data()[k] = obj.loss_grad_user(params.data() + k * P, grad.mutable_data() + k * P);
   }
   if (params.ndim() == 1) return py::make_tuple(loss.at(0), grad.reshape({py::ssize_t(P)}));
   return py::make_tuple(loss, grad);

@@ -72,6 +72,16 @@ class Objective {
   // The working basis (orthogonal: norms and the gradient's norm are the same in both bases).
   virtual void to_working(const double* in, double* out) const { std::copy(in, in + size(), out); }
   virtual void from_working(const double* in, double* out) const { std::copy(in, in + size(), out); }
+  // loss_grad in the caller's basis (theta and grad [P] not rotated): to_working, loss_grad,
+  // from_working, or one fused evaluation where an objective overrides it.
+  virtual double loss_grad_user(const double* theta, double* grad) const {
+    const Index n = size();
+    Vec y(n), g(n);
+    to_working(theta, y.data());
+    const double loss = loss_grad(y.data(), grad == nullptr ? nullptr : g.data());
+    if (grad != nullptr) from_working(g.data(), grad);
+    return loss;
+  }
 };
 
 }  // namespace fastattn

@@ -51,33 +51,70 @@ namespace {
 // malloc's mmap threshold, and its page faults cost as much as a GEMM).
 struct ReducedWork {
   Mat rt, k, g;  // S^(1/2) Q^T; Q S Q^T then Omega o E(Q S Q^T); P^T P then E(Omega o P^T P)
+  Mat tmp, pq, gpq;  // the caller's-basis evaluation: [d, 2d] a product, [P^T | Q^T], their gradients
 };
 
 ReducedWork& reduced_work(Index d) {
   thread_local ReducedWork w;
-  w.rt.resize(d, d);
-  w.k.resize(d, d);
-  w.g.resize(d, d);
+  for (Mat* m : {&w.rt, &w.k, &w.g}) m->resize(d, d);
   return w;
 }
 
 }  // namespace
 
 double WishartReduced::loss_grad(const double* theta, double* grad) const {
-  // Two symmetric rank-d updates (Q S Q^T, P^T P: half a GEMM each) and two GEMMs (P (Omega o K),
-  // E(G) Q S, gradient only); the O(d^2) rest runs in three fused passes. The row-major blocks are
-  // read in place as column-major transposes: Pt = P^T, Qt = Q^T, gPt = (dL/dP)^T, gQt = (dL/dQ)^T.
+  const Index dd = d_ * d_;
+  if (grad != nullptr) {
+    std::fill(grad, grad + dd, 0.0);
+    std::fill(grad + 3 * dd, grad + 4 * dd, 0.0);
+  }
+  return loss_grad_blocks(theta + dd, theta + 2 * dd, grad == nullptr ? nullptr : grad + dd,
+                          grad == nullptr ? nullptr : grad + 2 * dd);
+}
+
+double WishartReduced::loss_grad_user(const double* theta, double* grad) const {
+  // Only p2 and q1 enter the loss and only their gradients are nonzero, so only they change basis
+  // (B -> U^T B U in, U B U^T out). As column-major maps the row-major blocks are transposes, and
+  // (U^T B U)^T = U^T B^T U: the same products apply. p2 and q1 are adjacent, [p2^T | q1^T] one
+  // d x 2d matrix, so each change of basis is one d x d x 2d product and two d x d x d ones.
   const Index d = d_, dd = d_ * d_;
   using CMap = Eigen::Map<const Mat>;
   using MMap = Eigen::Map<Mat>;
-  const CMap Pt(theta + dd, d, d), Qt(theta + 2 * dd, d, d);
+  ReducedWork& w = reduced_work(d);
+  w.tmp.resize(d, 2 * d);
+  w.pq.resize(d, 2 * d);
+  w.gpq.resize(d, 2 * d);
+  w.tmp.noalias() = u_.transpose() * CMap(theta + dd, d, 2 * d);
+  w.pq.leftCols(d).noalias() = w.tmp.leftCols(d) * u_;
+  w.pq.rightCols(d).noalias() = w.tmp.rightCols(d) * u_;
+  const double* pt = w.pq.data();
+  const double* qt = pt + dd;
+  if (grad == nullptr) return loss_grad_blocks(pt, qt, nullptr, nullptr);
+  const double loss = loss_grad_blocks(pt, qt, w.gpq.data(), w.gpq.data() + dd);
+  std::fill(grad, grad + dd, 0.0);
+  std::fill(grad + 3 * dd, grad + 4 * dd, 0.0);
+  w.tmp.noalias() = u_ * w.gpq;
+  MMap(grad + dd, d, d).noalias() = w.tmp.leftCols(d) * u_.transpose();
+  MMap(grad + 2 * dd, d, d).noalias() = w.tmp.rightCols(d) * u_.transpose();
+  return loss;
+}
+
+double WishartReduced::loss_grad_blocks(const double* pt, const double* qt, double* gpt,
+                                        double* gqt) const {
+  // Four GEMMs (Q S Q^T and P^T P as full products: Eigen's symmetric rank update, half the flops,
+  // took as long at d = 256; P (Omega o K) and E(G) Q S, gradient only); the O(d^2) rest runs in
+  // three fused passes. The blocks are the
+  // working-basis P^T, Q^T and gradients (dL/dP)^T, (dL/dQ)^T, column-major (the row-major
+  // blocks of the flat layout read in place).
+  const Index d = d_;
+  using CMap = Eigen::Map<const Mat>;
+  using MMap = Eigen::Map<Mat>;
+  const CMap Pt(pt, d, d), Qt(qt, d, d);
   ReducedWork& w = reduced_work(d);
   w.rt = sqrt_s_.asDiagonal() * Qt;
-  w.k.setZero();
-  w.k.selfadjointView<Eigen::Lower>().rankUpdate(w.rt.transpose());  // lower(Q S Q^T)
-  w.g.setZero();
-  w.g.selfadjointView<Eigen::Lower>().rankUpdate(Pt);                // lower(P^T P)
-  // Lower triangles -> full Omega o E(Q S Q^T) and E(Omega o P^T P) in place, with tr[G K].
+  w.k.noalias() = w.rt.transpose() * w.rt;  // Q S Q^T
+  w.g.noalias() = Pt * Pt.transpose();      // P^T P
+  // Lower triangles -> symmetric Omega o E(Q S Q^T) and E(Omega o P^T P) in place, with tr[G K].
   const double c = (n_ + 1) / n_;
   const double trk = w.k.diagonal().dot(s_) / n_;
   const double trg = w.g.diagonal().cwiseProduct(omega_.diagonal()).dot(s_) / n_;
@@ -93,14 +130,12 @@ double WishartReduced::loss_grad(const double* theta, double* grad) const {
   }
   // The linear term: 2 tr[(Omega o P) S Q S] = 2 sum_ij W_ij P_ij Q_ji, W = Omega o s s^T.
   double lin = 0.0;
-  if (grad == nullptr) {
+  if (gpt == nullptr) {
     for (Index j = 0; j < d; ++j)
       for (Index i = 0; i < d; ++i) lin += w_(i, j) * Pt(j, i) * Qt(i, j);
     return 0.5 * (gk - 2.0 * lin + const_);
   }
-  std::fill(grad, grad + dd, 0.0);
-  std::fill(grad + 3 * dd, grad + 4 * dd, 0.0);
-  MMap gPt(grad + dd, d, d), gQt(grad + 2 * dd, d, d);
+  MMap gPt(gpt, d, d), gQt(gqt, d, d);
   gPt.noalias() = w.k * Pt;  // (P (Omega o K))^T
   gQt.noalias() = Qt * w.g;  // (E(G) Q)^T, scaled by S below
   // dL/dP = P (Omega o K) - W o Q^T and dL/dQ = E(G) Q S - W o P^T, transposed (W is symmetric).

@@ -23,7 +23,8 @@ namespace fastattn {
 //   2L    = tr[(Omega o P^T P) E(Q S Q^T)] - 2 tr[(Omega o P) S Q S] + tr[(I o Omega) S]
 //   dL/dP = P (Omega o E(Q S Q^T)) - Omega o (S Q^T S)
 //   dL/dQ = E(Omega o P^T P) Q S - S (Omega o P)^T S
-// and dL/dp1 = dL/dq2 = 0 (frozen). Cost O(d^3): two symmetric rank-d updates and two GEMMs.
+// and dL/dp1 = dL/dq2 = 0 (frozen). Cost O(d^3): four GEMMs; in the caller's basis
+// (loss_grad_user) eight more change the basis of p2, q1 and their gradients.
 // Hessian-vector products differentiate the two
 // gradients along (dP, dQ) (E is linear); the dense Hessian applies them to the unit vectors.
 class WishartReduced : public Objective {
@@ -35,6 +36,7 @@ class WishartReduced : public Objective {
   std::string name() const override;
   Index size() const override { return 4 * d_ * d_; }
   double loss_grad(const double* theta, double* grad) const override;
+  double loss_grad_user(const double* theta, double* grad) const override;
   bool has_hessian() const override { return true; }
   void hessian(const double* theta, double* out) const override;
   std::unique_ptr<HessianOperator> hessian_operator() const override;
@@ -45,6 +47,9 @@ class WishartReduced : public Objective {
   void hvp(const double* theta, const double* u, double* out) const;
 
  private:
+  // The loss and, when gpt is not null, the gradient from the working-basis blocks P^T, Q^T [d, d]
+  // (column-major) into gpt = (dL/dP)^T, gqt = (dL/dQ)^T.
+  double loss_grad_blocks(const double* pt, const double* qt, double* gpt, double* gqt) const;
   // E(B) for symmetric B [d, d].
   Mat wishart(const Mat& b) const;
   void rotate(const double* in, double* out, bool to_working) const;

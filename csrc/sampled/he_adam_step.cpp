@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -15,53 +18,6 @@ namespace fastattn::he_step {
 namespace {
 
 constexpr int W = kLanes;
-
-// √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess: std::sqrt's errno
-// branch keeps the loop over prompts from vectorizing unless the file is built with
-// -fno-math-errno (and a GCC optimize pragma did not take effect), so the build flags stay as
-// they are.
-inline float sqrt_positive(float y) {
-  uint32_t bits;
-  std::memcpy(&bits, &y, 4);
-  bits = 0x5f3759dfu - (bits >> 1);
-  float g;
-  std::memcpy(&g, &bits, 4);
-  for (int i = 0; i < 3; ++i) g = g * (1.5f - 0.5f * y * g * g);
-  return y * g;
-}
-
-// (x >> 9 + 1/2) 2^-23: exact in float32, in (0, 1).
-inline float uniform(uint64_t x) { return (float(uint32_t(x) >> 9) + 0.5f) * 1.1920928955078125e-07f; }
-
-// log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9.
-inline float log_unit(float u) {
-  uint32_t bits;
-  std::memcpy(&bits, &u, 4);
-  // m in [√½, √2): the mantissa of u, or of u/2 when it exceeds √2 (then e goes up by one)
-  const uint32_t big = ((bits & 0x7fffffu) > 0x3504f3u) ? 1u : 0u;
-  const uint32_t mb = (bits & 0x7fffffu) | ((127u - big) << 23);
-  float m;
-  std::memcpy(&m, &mb, 4);
-  const float e = float(int32_t(bits >> 23) - 127 + int32_t(big));
-  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  const float series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
-  return e * 0.693147180559945f + 2.0f * s * series;
-}
-
-// cos and sin of 2πt for t in [0, 1): quadrant q = round(4t), φ = 2π(t - q/4) in [-π/4, π/4].
-inline void sincos_turn(float t, float& c, float& s) {
-  const int q = int(4.0f * t + 0.5f);
-  const float phi = 6.28318530717958647f * (t - 0.25f * float(q)), p2 = phi * phi;
-  const float sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040 +
-                                                                          p2 * (1.0f / 362880)))));
-  const float cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320 +
-                                                                              p2 * (-1.0f / 3628800)))));
-  // rotate by q quarter turns: odd q swaps (cos, sin) -> (-sin, cos); q = 2, 3 flip both signs
-  const bool odd = q & 1;
-  const float flip = (q & 2) ? -1.0f : 1.0f;
-  c = flip * (odd ? -sp : cp);
-  s = flip * (odd ? cp : sp);
-}
 
 // Vectors of the kLanes prompts of a chunk (GCC/Clang vector extensions: the compiler picks the
 // instructions of the target, AVX-512 or narrower).
@@ -85,6 +41,53 @@ inline T lane_sum(const Vec<T>& v) {
   T acc = 0;
   for (int w = 0; w < W; ++w) acc += v[w];
   return acc;
+}
+
+// The Box-Muller stage on the kLanes lanes of a block, in float32 whatever the run's dtype. The
+// functions are written on whole vectors (not as loops over lanes for the compiler to vectorize)
+// so that they use the target's widest registers.
+using Fv = Vec<float>;
+using Iv = Simd<float>::I;
+typedef uint32_t Uv __attribute__((vector_size(W * sizeof(float))));
+
+// √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess (bit-for-bit the
+// stream's definition in the C++ core; the hardware square root rounds differently).
+inline Fv sqrt_positive(Fv y) {
+  Fv g = (Fv)(0x5f3759dfu - ((Uv)y >> 1));
+  for (int i = 0; i < 3; ++i) g = g * (1.5f - 0.5f * y * g * g);
+  return y * g;
+}
+
+// (x >> 9 + 1/2) 2^-23 of the low 32 bits of each word: exact in float32, in (0, 1).
+inline Fv uniform(const Uv& x) {
+  return (__builtin_convertvector((Iv)(x >> 9), Fv) + 0.5f) * 1.1920928955078125e-07f;
+}
+
+// log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9.
+inline Fv log_unit(Fv u) {
+  const Uv bits = (Uv)u;
+  // m in [√½, √2): the mantissa of u, or of u/2 when it exceeds √2 (then e goes up by one)
+  const Uv big = (Uv)((bits & 0x7fffffu) > 0x3504f3u) & 1u;
+  const Fv m = (Fv)((bits & 0x7fffffu) | ((127u - big) << 23));
+  const Fv e = __builtin_convertvector((Iv)(bits >> 23) - 127 + (Iv)big, Fv);
+  const Fv s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const Fv series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
+  return e * 0.693147180559945f + 2.0f * s * series;
+}
+
+// cos and sin of 2πt for t in [0, 1): quadrant q = round(4t), φ = 2π(t - q/4) in [-π/4, π/4].
+inline void sincos_turn(Fv t, Fv& c, Fv& s) {
+  const Iv q = __builtin_convertvector(4.0f * t + 0.5f, Iv);
+  const Fv phi = 6.28318530717958647f * (t - 0.25f * __builtin_convertvector(q, Fv)), p2 = phi * phi;
+  const Fv sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040 +
+                                                                       p2 * (1.0f / 362880)))));
+  const Fv cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320 +
+                                                                           p2 * (-1.0f / 3628800)))));
+  // rotate by q quarter turns: odd q swaps (cos, sin) -> (-sin, cos); q = 2, 3 flip both signs
+  const Iv odd = (q & 1) != 0;
+  const Fv flip = (q & 2) != 0 ? Fv{} - 1.0f : Fv{} + 1.0f;
+  c = flip * (odd ? -sp : cp);
+  s = flip * (odd ? cp : sp);
 }
 
 // exp(x) for x <= 0 (softmax logits minus their maximum): 2^n e^r, |r| <= ln2/2, Taylor series
@@ -115,46 +118,75 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   return p * (V)bits;  // the bits as floats
 }
 
+// Philox4x32-10's 32 x 32 -> 64-bit products on words held in 64-bit lanes: the product of the
+// low halves, the high halves ignored (so the rounds below never mask them off). pmuludq does
+// exactly this; GCC emits the slow full 64-bit multiply (vpmullq) for the portable expression.
+typedef uint64_t Words __attribute__((vector_size(64)));  // 8 lanes
+inline Words mul_lo32(Words a, uint32_t k) {
+#if defined(__AVX512F__)
+  return (Words)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(k));
+#else
+  return (a & 0xffffffffu) * uint64_t(k);
+#endif
+}
+
+// The low 32 bits of the words of lanes 0 .. W-1 (held in W / 8 vectors).
+inline Uv low_words(const Words* c) {
+  static_assert(W == 16, "low_words joins two vectors of words");
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
+  typedef uint32_t Low __attribute__((vector_size(32)));
+  return __builtin_shufflevector(__builtin_convertvector(c[0], Low),
+                                 __builtin_convertvector(c[1], Low), 0, 1, 2, 3, 4, 5, 6, 7, 8,
+                                 9, 10, 11, 12, 13, 14, 15);
+#else
+  Uv out;
+  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / 8][w % 8]);
+  return out;
+#endif
+}
+
 // Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
 // Philox4x32-10 written exactly as triton.language.random.philox_impl (so that the Triton kernel
 // draws the same bits), counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi), then
-// Box-Muller. Each stage is a loop over the lanes so that it vectorizes.
+// Box-Muller. The rounds run on 8-lane vectors of 64-bit words (only their low 32 bits are
+// meaningful: the products read only those, and the uniforms take uint32_t of the words); the
+// Box-Muller stage is a loop over the lanes so that it vectorizes.
 void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* eps) {
-  const uint32_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
+  static_assert(W % 8 == 0, "kLanes must be a multiple of the 8 lanes of Words");
+  constexpr int NV = W / 8;  // vectors per word of the block
+  const uint64_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
+  Words prompt[NV];
+  for (int v = 0; v < NV; ++v)
+    for (int w = 0; w < 8; ++w) prompt[v][w] = uint32_t(b0 + 8 * v + w);
   for (int j = 0; j < blocks; ++j) {
-    // 32-bit words held in 64-bit lanes: the 32 x 32 -> 64 products then vectorize
-    uint64_t c0[W], c1[W], c2[W], c3[W];
-    for (int w = 0; w < W; ++w) {
-      c0[w] = uint32_t(j);
-      c1[w] = uint32_t(b0 + w);
-      c2[w] = s0;
-      c3[w] = s1;
+    Words c0[NV], c1[NV], c2[NV], c3[NV];
+    for (int v = 0; v < NV; ++v) {
+      c0[v] = Words{} + uint64_t(uint32_t(j));
+      c1[v] = prompt[v];
+      c2[v] = Words{} + s0;
+      c3[v] = Words{} + s1;
     }
     uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
     for (int i = 0; i < 10; ++i) {
-      for (int w = 0; w < W; ++w) {
-        const uint64_t pb = 0xCD9E8D57u * c2[w], pa = 0xD2511F53u * c0[w];
-        const uint64_t n0 = (pb >> 32) ^ c1[w] ^ k0, n2 = (pa >> 32) ^ c3[w] ^ k1;
-        c1[w] = pb & 0xffffffffu;
-        c3[w] = pa & 0xffffffffu;
-        c0[w] = n0;
-        c2[w] = n2;
+      for (int v = 0; v < NV; ++v) {
+        const Words pb = mul_lo32(c2[v], 0xCD9E8D57u), pa = mul_lo32(c0[v], 0xD2511F53u);
+        const Words n0 = (pb >> 32) ^ c1[v] ^ uint64_t(k0), n2 = (pa >> 32) ^ c3[v] ^ uint64_t(k1);
+        c1[v] = pb;
+        c3[v] = pa;
+        c0[v] = n0;
+        c2[v] = n2;
       }
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    float* out = eps + 4L * j * W;
-    for (int w = 0; w < W; ++w) {
-      const float r0 = sqrt_positive(-2.0f * log_unit(uniform(c0[w])));
-      const float r1 = sqrt_positive(-2.0f * log_unit(uniform(c2[w])));
-      float cs0, sn0, cs1, sn1;
-      sincos_turn(uniform(c1[w]), cs0, sn0);
-      sincos_turn(uniform(c3[w]), cs1, sn1);
-      out[w] = r0 * cs0;
-      out[W + w] = r0 * sn0;
-      out[2 * W + w] = r1 * cs1;
-      out[3 * W + w] = r1 * sn1;
-    }
+    const Uv u[4] = {low_words(c0), low_words(c1), low_words(c2), low_words(c3)};
+    const Fv r0 = sqrt_positive(-2.0f * log_unit(uniform(u[0])));
+    const Fv r1 = sqrt_positive(-2.0f * log_unit(uniform(u[2])));
+    Fv cs0, sn0, cs1, sn1;
+    sincos_turn(uniform(u[1]), cs0, sn0);
+    sincos_turn(uniform(u[3]), cs1, sn1);
+    const Fv out[4] = {r0 * cs0, r0 * sn0, r1 * cs1, r1 * sn1};
+    std::memcpy(eps + 4L * j * W, out, sizeof out);
   }
 }
 
@@ -167,44 +199,41 @@ bool is_identity(const double* f, int d) {
   return true;
 }
 
-// One chunk's tokens from its normals: zt [D][L][W] (context tokens, label last), zq [D][W],
-// yq [W]; x = Fx eps, w = Fw eps, y = <x, w> + sigma eps.
+// One chunk's tokens from its normals: zt [D][L] (context tokens, label last), zq [D], yq [1], each
+// a vector of the W lanes; x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
 template <class T>
 void tokens_chunk(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
-                  T sigma, T* zt, T* zq, T* yq, T* scratch /* [(d + 1) W] */) {
+                  T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
+  using V = Vec<T>;
   const int d = sh.d, L = sh.L;
-  T* task = scratch;        // [d][W]
-  T* x = scratch + d * W;   // [W] one coordinate
-  const float* we = eps + long((L + 1) * d) * W;
-  const float* ne = we + long(d) * W;
-  for (int i = 0; i < d; ++i)
-    for (int w = 0; w < W; ++w) {
-      T acc = 0;
-      for (int k = 0; k < d; ++k) acc += fw[i * d + k] * T(we[k * W + w]);
-      task[i * W + w] = acc;
-    }
-  for (int l = 0; l <= L; ++l) {
-    T y[W];
-    for (int w = 0; w < W; ++w) y[w] = sigma * T(ne[l * W + w]);
-    const float* xe = eps + long(l) * d * W;
-    for (int i = 0; i < d; ++i) {
-      if (fx_identity) {
-        for (int w = 0; w < W; ++w) x[w] = T(xe[i * W + w]);
-      } else {
-        for (int w = 0; w < W; ++w) {
-          T acc = 0;
-          for (int k = 0; k < d; ++k) acc += fx[i * d + k] * T(xe[k * W + w]);
-          x[w] = acc;
-        }
-      }
-      for (int w = 0; w < W; ++w) y[w] += x[w] * task[i * W + w];
-      T* dst = l < L ? zt + (long(i) * L + l) * W : zq + i * W;
-      for (int w = 0; w < W; ++w) dst[w] = x[w];
-    }
-    T* dst = l < L ? zt + (long(d) * L + l) * W : yq;
-    for (int w = 0; w < W; ++w) dst[w] = y[w];
+  auto normal = [eps](long n) {  // normal n of the W lanes, in T
+    Fv e;
+    std::memcpy(&e, eps + n * W, sizeof e);
+    return __builtin_convertvector(e, V);
+  };
+  const long we = long(L + 1) * d, ne = we + d;
+  for (int i = 0; i < d; ++i) {
+    V acc = V{};
+    for (int k = 0; k < d; ++k) acc += fw[i * d + k] * normal(we + k);
+    task[i] = acc;
   }
-  for (int w = 0; w < W; ++w) zq[d * W + w] = 0;
+  for (int l = 0; l <= L; ++l) {
+    V y = sigma * normal(ne + l);
+    const long xe = long(l) * d;
+    for (int i = 0; i < d; ++i) {
+      V x;
+      if (fx_identity) {
+        x = normal(xe + i);
+      } else {
+        x = V{};
+        for (int k = 0; k < d; ++k) x += fx[i * d + k] * normal(xe + k);
+      }
+      y += x * task[i];
+      (l < L ? zt[long(i) * L + l] : zq[i]) = x;
+    }
+    (l < L ? zt[long(d) * L + l] : yq[0]) = y;
+  }
+  zq[d] = V{};
 }
 
 // Per-run law converted to T once per call.
@@ -271,18 +300,20 @@ void circuits(const T* theta, const Shape& sh, T* out) {
 }
 
 // Forward and backward of one chunk (prompts b0 .. b0+W-1 of batch `step`), written to its
-// partial: [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ, ∂L/∂ov (H D), Σ_b err_b²].
-template <class T>
+// partial, per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
+// ∂L/∂ov (H D), Σ_b err_b²]. FixedD > 0: the token dimension D as a compile-time constant (He's
+// d = 5: the loops over D unroll), else sh.D().
+template <class T, int FixedD>
 void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
-                const RunLaw<T>& law, Work<T>& wk, T* partial) {
+                const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
   using V = Vec<T>;
-  const int H = sh.H, D = sh.D(), L = sh.L;
+  const int H = sh.H, D = FixedD > 0 ? FixedD : sh.D(), L = sh.L;
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
   normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
   tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
-               wk.lanes(wk.zt), wk.lanes(wk.zq), wk.lanes(wk.yq), wk.lanes(wk.tok));
+               wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
   const V* zt = wk.zt.data();  // [D][L]
   const V* zq = wk.zq.data();  // [D]
   V* u = wk.u.data();
@@ -333,36 +364,41 @@ void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Sh
   V err = yhat - wk.yq[0];
   for (int w = valid; w < W; ++w) err[w] = 0;
   const V e = err * (T(2) / T(sh.B));
-  T* G = partial;
-  T* dov = partial + HDD;
-  partial[HDD + H * D] = lane_sum<T>(err * err);
+  V* G = partial;
+  V* dov = partial + HDD;
+  partial[HDD + H * D] = err * err;
   V* du = wk.du.data();
   for (int h = 0; h < H; ++h) {
     const V* p = wk.p.data() + long(h) * L;
     const V* vv = wk.vv.data() + long(h) * L;
     const V* a = wk.a.data() + long(h) * D;
     const V hd = wk.head[h];
-    for (int i = 0; i < D; ++i) dov[h * D + i] = lane_sum<T>(e * a[i]);
+    for (int i = 0; i < D; ++i) dov[h * D + i] = e * a[i];
     for (int i = 0; i < D; ++i) du[i] = V{};
     for (int l = 0; l < L; ++l) {
       const V dl = p[l] * (vv[l] - hd) * e;
       for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
     }
     for (int i = 0; i < D; ++i)
-      for (int j = 0; j < D; ++j) G[long(h) * D * D + i * D + j] = lane_sum<T>(du[i] * zq[j]);
+      for (int j = 0; j < D; ++j) G[long(h) * D * D + i * D + j] = du[i] * zq[j];
   }
 }
 
-// Sum the chunk partials in chunk order, chain to the factors, one Adam step; returns the loss.
+// Sum the chunk partials in chunk order, then over lanes, chain to the factors, one Adam step;
+// returns the loss.
 template <class T>
-double finish(T* theta, T* m, T* v, const T* partials, int chunks, const Shape& sh, double lr,
+double finish(T* theta, T* m, T* v, const Vec<T>* partials, int chunks, const Shape& sh, double lr,
               const Adam& adam, int64_t t, std::vector<T>& buf) {
+  using V = Vec<T>;
   const int H = sh.H, D = sh.D();
   const long HDD = long(H) * D * D, S = HDD + H * D + 1, P = sh.P();
   buf.assign(S + P, T(0));
   T* tot = buf.data();
-  for (int c = 0; c < chunks; ++c)
-    for (long q = 0; q < S; ++q) tot[q] += partials[c * S + q];
+  for (long q = 0; q < S; ++q) {
+    V acc = V{};
+    for (int c = 0; c < chunks; ++c) acc += partials[c * S + q];
+    tot[q] = lane_sum<T>(acc);
+  }
   const T* G = tot;
   const T* dov = tot + HDD;
   T* g = buf.data() + S;
@@ -438,11 +474,11 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
   const int D = sh.D(), L = sh.L;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
     normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
-    T* zt = wk.lanes(wk.zt);
-    T* zqs = wk.lanes(wk.zq);
-    T* yqs = wk.lanes(wk.yq);
-    tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma, zt,
-                 zqs, yqs, wk.lanes(wk.tok));
+    tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
+                 wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+    const T* zt = wk.lanes(wk.zt);
+    const T* zqs = wk.lanes(wk.zq);
+    const T* yqs = wk.lanes(wk.yq);
     for (int w = 0; w < W && b0 + w < sh.B; ++w) {
       const int64_t b = b0 + w;
       for (int i = 0; i < D; ++i) {
@@ -465,13 +501,14 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
   for (int r = 0; r < R; ++r)
     laws.emplace_back(law.x_factor + long(r) * sh.d * sh.d, law.w_factor + long(r) * sh.d * sh.d,
                       law.noise_std[r], sh.d);
-  std::vector<T> partials(long(R) * chunks * S);
+  std::vector<Vec<T>> partials(long(R) * chunks * S);
   std::vector<int64_t> next_record(R, 0);
   threads = std::max(1, std::min(threads, R * chunks));
   // R >= threads: each thread owns whole runs and never waits; otherwise the chunks of every
   // run are shared out and the threads meet twice per step. Both reduce chunk partials in
   // chunk order, so the numbers are the same.
   const bool own_runs = R >= threads;
+  const auto grad_of = sh.D() == 6 ? chunk_grad<T, 6> : chunk_grad<T, 0>;
   Barrier barrier(threads);
   auto worker = [&](int tid) {
     Work<T> wk(sh);
@@ -488,7 +525,7 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
         for (int r = tid; r < R; r += threads) {
           circuits(theta + r * P, sh, circ.data());
           for (int c = 0; c < chunks; ++c)
-            chunk_grad(circ.data(), seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+            grad_of(circ.data(), seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
                        &partials[(long(r) * chunks + c) * S]);
           finish_run(r);
         }
@@ -496,7 +533,7 @@ void adam_steps(T* theta, T* m, T* v, int R, const Shape& sh, const uint64_t* se
         for (int r = 0; r < R; ++r) circuits(theta + r * P, sh, circ.data() + r * C);
         for (long q = tid; q < long(R) * chunks; q += threads) {
           const int r = int(q / chunks), c = int(q % chunks);
-          chunk_grad(circ.data() + r * C, seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
+          grad_of(circ.data() + r * C, seeds[r], step, int64_t(c) * W, sh, laws[r], wk,
                      &partials[q * S]);
         }
         barrier.wait();
