@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import fastattn
+from fastattn.info import core_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +54,7 @@ def test_the_checkout_imports_its_sources_with_the_installed_core():
     assert Path(fastattn.__file__).resolve() == ROOT / "fastattn" / "__init__.py"
     assert Path(reference.__file__).resolve() == ROOT / "triton_kernels" / "sampling" / "reference.py"
     assert Path(fastattn._core_loader.core.__file__).resolve().parent != ROOT / "fastattn"
-    assert fastattn.info()["core"]["loaded"]
+    assert core_report()["loaded"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
@@ -64,7 +65,7 @@ def test_a_fresh_clone_imports_tests_and_runs_the_readme_example(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     code = ("import fastattn, fastattn.ops, fastattn.triton_kernels.sampling.reference as r; "
-            "print(fastattn.__file__, r.__file__, fastattn.info()['core']['loaded'])")
+            "from fastattn.info import core_report; print(fastattn.__file__, r.__file__, core_report()['loaded'])")
     result = run([sys.executable, "-c", code], clone)
     assert result.returncode == 0, result.stderr
     init, kernel, loaded = result.stdout.split()
