@@ -65,7 +65,8 @@ def test_a_fresh_clone_imports_tests_and_runs_the_readme_example(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     code = ("import fastattn, fastattn.ops, fastattn.triton_kernels.sampling.reference as r; "
-            "from fastattn.info import core_report; print(fastattn.__file__, r.__file__, core_report()['loaded'])")
+            "from fastattn.info import core_report; "
+            "print(fastattn.__file__, r.__file__, core_report()['loaded'])")
     result = run([sys.executable, "-c", code], clone)
     assert result.returncode == 0, result.stderr
     init, kernel, loaded = result.stdout.split()
