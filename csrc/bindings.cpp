@@ -301,7 +301,6 @@ py::dict stabilized_table(int s) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "fastattn C++ core: exact population objectives and gradient-flow integrators";
   m.attr("__version__") = FASTATTN_VERSION;
-  m.attr("git_revision") = FASTATTN_GIT_REVISION;
   m.attr("eigen_version") = std::to_string(EIGEN_WORLD_VERSION) + "." +
                             std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);

@@ -1,4 +1,4 @@
-"""src/fastattn/_core.pyi declares exactly the compiled module's public names and each class's members."""
+"""fastattn/_core.pyi declares exactly the compiled module's public names and each class's members."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from fastattn._core_loader import core
 
-STUB = ast.parse((Path(__file__).resolve().parents[1] / "src" / "fastattn" / "_core.pyi").read_text())
+STUB = ast.parse((Path(__file__).resolve().parents[1] / "fastattn" / "_core.pyi").read_text())
 ALIASES = {"F64"}  # the stub's own type aliases
 
 

@@ -1,6 +1,6 @@
 """Imports point one way: no module imports up the layer order of docs/conventions.md ("Layers").
 
-Walks the source of every module under src/fastattn with `ast` (module-level and function-level
+Walks the source of every module of fastattn/ and triton_kernels/ with `ast` (module-level and function-level
 imports alike, `if TYPE_CHECKING:` blocks excepted: they never run), so an import that only runs on
 some path is caught too."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "src" / "fastattn"
+PACKAGE = ROOT / "fastattn"
+KERNELS = ROOT / "triton_kernels"  # beside the package in the repository, installed inside it
 CONVENTIONS = ROOT / "docs" / "conventions.md"
 
 #: Up-imports still in the tree, each with the change that removes it. The test also fails when one
@@ -46,14 +47,25 @@ def rank_of(module: str, table: list[list[str]]) -> int | None:
     return rank
 
 
+def sources() -> list[Path]:
+    return [*PACKAGE.rglob("*.py"), *KERNELS.rglob("*.py")]
+
+
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    if path.is_relative_to(KERNELS):
+        parts = ("fastattn", "triton_kernels", *path.relative_to(KERNELS).with_suffix("").parts)
+    else:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def is_module(name: str) -> bool:
     """A source module, a package or a compiled extension (its stub `.pyi` is in the tree)."""
-    path = PACKAGE.parent.joinpath(*name.split("."))
+    parts = name.split(".")
+    if parts[:2] == ["fastattn", "triton_kernels"]:
+        path = KERNELS.joinpath(*parts[2:])
+    else:
+        path = PACKAGE.parent.joinpath(*parts)
     return any(path.with_suffix(ext).exists() for ext in (".py", ".pyi")) or \
         (path / "__init__.py").exists()
 
@@ -87,7 +99,7 @@ def imported(path: Path) -> set[str]:
 
 
 def edges() -> list[tuple[str, str]]:
-    return sorted((module_name(p), target) for p in PACKAGE.rglob("*.py") for target in imported(p))
+    return sorted((module_name(p), target) for p in sources() for target in imported(p))
 
 
 def test_the_table_places_every_module_once():
@@ -95,7 +107,7 @@ def test_the_table_places_every_module_once():
     assert len(table) >= 8, "the Layers table of docs/conventions.md was not found"
     names = [n for row in table for n in row]
     assert len(names) == len(set(names)), "a module is in two layers"
-    unplaced = sorted({module_name(p) for p in PACKAGE.rglob("*.py")
+    unplaced = sorted({module_name(p) for p in sources()
                        if rank_of(module_name(p), table) is None})
     assert not unplaced, f"give these modules a layer in docs/conventions.md (Layers): {unplaced}"
 

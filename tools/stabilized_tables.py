@@ -15,7 +15,7 @@
 
 Run once (≈ 15 min): ``python tools/stabilized_tables.py --out csrc/integrators/stabilized_tables.h``.
 The method's numpy reference step and the order/stability checks the tests run on the shipped tables
-live in src/fastattn/population/stabilized.py.
+live in fastattn/population/stabilized.py.
 """
 
 from __future__ import annotations

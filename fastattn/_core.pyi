@@ -10,7 +10,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __version__: str
-git_revision: str
 eigen_version: str
 native_build: bool
 

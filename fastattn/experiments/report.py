@@ -302,7 +302,7 @@ def docs_table(rows: list[dict[str, Any]], paper: str, mode: str, revision: str 
              f"Generated from `DIR/claims.json` of `{command}` (or `--all`) by `fastattn report "
              "DIR --docs docs`; `tests/experiments/test_claims_docs.py` checks each row against "
              "the claim's definition (paper value, tolerance, status). The claims and their "
-             f"reasons: `src/fastattn/experiments/{paper}/claims.py`.",
+             f"reasons: `fastattn/experiments/{paper}/claims.py`.",
              "",
              "| key | claim | figure · field | paper | measured | tolerance | status | note |",
              "|---|---|---|---|---|---|---|---|"]

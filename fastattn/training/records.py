@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from fastattn._core_loader import core
-
 
 def to_jsonable(obj: Any) -> Any:
     """Plain, strict JSON data from configs and results: dataclasses, numpy arrays and scalars,
@@ -44,8 +42,8 @@ def to_jsonable(obj: Any) -> Any:
 @functools.cache
 def git_revision() -> str | None:
     """The git revision of fastattn's source: read from the checkout when fastattn runs from one
-    (an editable install), else the revision baked into the core at build time. Computed once per
-    process: a `git rev-parse` subprocess per run record would dominate short runs."""
+    (an editable install), else the one `pip install` recorded in `fastattn._build_info`. Computed
+    once per process: a `git rev-parse` subprocess per run record would dominate short runs."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5, check=True)
@@ -53,7 +51,11 @@ def git_revision() -> str | None:
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return getattr(core, "git_revision", None) or None
+    try:
+        from fastattn._build_info import GIT_REVISION
+    except ImportError:  # a core built by hand with CMake: pip writes that file
+        return None
+    return GIT_REVISION or None
 
 
 def environment() -> dict[str, Any]:
