@@ -46,6 +46,8 @@ def _candidates(cls):
     extra = {"context": 5} if "context" in fields else {}
     if "heads" in fields and fields["heads"].default is dataclasses.MISSING:
         extra["heads"] = 2
+    if "mlp_width" in fields:           # eq6's MLP blocks are empty at its default width 0
+        extra["mlp_width"] = 3
     out = [cls(dim=dim, **extra) for dim in (D, 6)]
     return out
 
