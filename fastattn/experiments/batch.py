@@ -5,8 +5,9 @@ The folder holds one `NAME.json` per finished figure (written last and atomicall
 that fixes the folder's mode (quick or full): a second run skips every figure whose JSON exists
 with the same mode and options, and a figure in flight resumes from its finished runs (the run
 records under `NAME/` whose config is the run's, `registry.run_specs`), so Ctrl-C loses only the
-runs in flight. Mixing quick and full
-in one folder is refused unless `overwrite` (which recomputes everything).
+runs in flight. A run that several figures list is trained once: the folder's store `runs/`
+(`experiments/store.py`) shares it, also between parallel workers. Mixing quick and full in one
+folder is refused unless `overwrite` (which recomputes everything).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastattn.experiments.store import RunStore
 from fastattn.training.records import atomic_write, to_jsonable
 
 MANIFEST = "reproduce.json"
@@ -93,6 +96,8 @@ def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
     manifest = {"mode": mode, "quick": quick, "figures": {}}
     if not overwrite:
         manifest["figures"] = old.get("figures", {})
+    else:       # the batch trains every run again, once: figures share only what it trains
+        shutil.rmtree(RunStore.of(out).root, ignore_errors=True)
     atomic_write(manifest_path, lambda fh: fh.write(json.dumps(manifest, indent=2)), "w")
     return manifest
 
@@ -156,8 +161,10 @@ def _run_one(name: str, out: str, quick: bool, threads: int, resume: bool = True
         from fastattn.experiments.registry import reproduce
 
         # an unfinished attempt's run records are reused where they are the same runs
-        # (`registry.run_specs`); --overwrite trains every run again
-        reproduce(name, out, quick=quick, resume=resume)
+        # (`registry.run_specs`); --overwrite trains every run again. Runs shared with other
+        # figures come from the folder's store (`experiments/store.py`), which `prepare` empties
+        # for --overwrite
+        reproduce(name, out, quick=quick, resume=resume, share=True)
         return name, time.perf_counter() - start, "", ""
     except Exception as exc:
         line = " ".join(f"{type(exc).__name__}: {exc}".split())

@@ -25,6 +25,7 @@ contexts), Fig. 2 (a trigonometric identity), Fig. 4 (least-squares AR(1) fits o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -45,6 +46,7 @@ from fastattn.experiments.recipe import (
     summarize,
     trainer_kind,
 )
+from fastattn.experiments.store import RunStore, link_record
 from fastattn.models import build_model
 from fastattn.models.base import ICLModel
 from fastattn.training import RecordError, Trajectory, flow, run_config, train_many
@@ -139,7 +141,8 @@ def _train(specs: list[RunSpec], models: list[ICLModel]) -> list[Trajectory]:
     return [traj]
 
 
-def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[Run]:
+def run_specs(specs: list[RunSpec], records: str | Path | None = None,
+              store: RunStore | None = None) -> list[Run]:
     """Train `specs` through `fastattn.training.train_many` and return the finished runs in order.
 
     `records`: a folder of run records (`reproduce`'s `DIR/NAME`): a run whose record
@@ -149,41 +152,83 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None) -> list[R
     runs. Runs of kind "batched" are trained in one call (the fused step batches those that
     share their options); the others one at a time. A run that comes back interrupted (Ctrl-C)
     raises KeyboardInterrupt once its call's records are written.
+
+    `store` (needs `records`): the records shared by the figures of one output folder
+    (`experiments/store.py`): a run found there is linked into `records` instead of trained,
+    every run trained is published there, and a run another process is training (its lock is
+    held) is set aside and taken from the store once that process lets go of it.
     """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be unique within a figure; got {labels}")
     folder = Path(records) if records is not None else None
+    if store is not None and folder is None:
+        raise ValueError("run_specs: a store shares run records; give the figure's records folder")
     models = [_build(s) for s in specs]
     identities = [_identity(s, m) for s, m in zip(specs, models, strict=True)]
     trajs: list[Trajectory | None] = [None] * len(specs)
     if folder is not None:
         trajs = [_cached(s, m, i, folder / s.label)
                  for s, m, i in zip(specs, models, identities, strict=True)]
-    todo = [k for k, t in enumerate(trajs) if t is None]
-    batched = [k for k in todo if trainer_kind(specs[k], models[k]) == "batched"]
-    calls = [batched if k in batched else [k] for k in todo if k not in batched[1:]]
-    for call in calls:
+
+    def shared(k: int) -> bool:
+        """Take run k from the store into the figure's folder, if the store has it."""
+        if store is None:
+            return False
+        path = store.record(identities[k])
+        trajs[k] = _cached(specs[k], models[k], identities[k], path)
+        if trajs[k] is not None:
+            link_record(path, folder / specs[k].label)
+        return trajs[k] is not None
+
+    def train(call: list[int]) -> None:
+        if not call:
+            return
         for k, traj in zip(call, _train([specs[k] for k in call], [models[k] for k in call]),
                            strict=True):
             traj.config = identities[k]
             trajs[k] = traj
             if folder is not None:
                 traj.save(folder / specs[k].label)
+                if store is not None and traj.status != "interrupted":
+                    store.publish(identities[k], folder / specs[k].label)
         # the trainers end a run on Ctrl-C with status "interrupted" (its record kept); the
         # figure stops there rather than summarising a half-trained run
         cut = [specs[k].label for k in call if trajs[k].status == "interrupted"]
         if cut:
             raise KeyboardInterrupt(f"interrupted during run {', '.join(cut)}")
+
+    todo = [k for k, t in enumerate(trajs) if t is None and not shared(k)]
+    batched = [k for k in todo if trainer_kind(specs[k], models[k]) == "batched"]
+    calls = [batched if k in batched else [k] for k in todo if k not in batched[1:]]
+    elsewhere: list[int] = []          # runs another process holds: taken from the store at the end
+    for call in calls:
+        with contextlib.ExitStack() as held:
+            mine = []
+            for k in call:
+                if store is None or held.enter_context(store.claim(identities[k], wait=False)):
+                    if not shared(k):            # not finished by another process meanwhile
+                        mine.append(k)
+                else:
+                    elsewhere.append(k)
+            train(mine)
+    for k in elsewhere:
+        with store.claim(identities[k], wait=True):
+            if not shared(k):                    # its process stopped before finishing it
+                train([k])
     return [Run(s, t, m) for s, t, m in zip(specs, trajs, models, strict=True)]
 
 
 def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = True,
-              **options: Any) -> dict[str, Any]:
+              share: bool | None = None, **options: Any) -> dict[str, Any]:
     """Run figure `name`, write `out/NAME.png`, `out/NAME.json` and `out/NAME/<run>.{json,npz}`.
 
     `resume`: reuse the run records already in `out/NAME/` that are the same runs (`run_specs`),
     and delete those of runs the figure no longer lists; False: train every run again.
+    `share`: take runs that other figures of `out` finished from the shared store `out/runs/`
+    (`experiments/store.py`) and publish the runs trained here to it; False: neither; None
+    (default): as `resume` (`reproduce --all --overwrite` gives False and True: it empties the
+    store first, so every run is trained again, once).
     Returns the JSON document (also written to disk).
     """
     from fastattn import plots  # matplotlib: only when a figure is drawn, not for --list
@@ -208,7 +253,7 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
             for path in folder.iterdir():
                 if path.is_file() and path.name not in keep:
                     path.unlink()
-    runs = run_specs(specs, folder)
+    runs = run_specs(specs, folder, RunStore.of(out) if (resume if share is None else share) else None)
     summary = summarize(recipe, runs, quick)
     records = {}
     for run in runs:
