@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -41,21 +42,60 @@ def to_jsonable(obj: Any) -> Any:
 
 @functools.cache
 def git_revision() -> str | None:
-    """The git revision of fastattn's source: read from the checkout when fastattn runs from one
-    (an editable install), else the one `pip install` recorded in `fastattn._build_info`. Computed
-    once per process: a `git rev-parse` subprocess per run record would dominate short runs."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                             capture_output=True, text=True, timeout=5, check=True)
-        if out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
+    """The git revision of fastattn's source: the HEAD of fastattn's own checkout when it runs
+    from one (an editable install, the repository root), else the one `pip install` recorded in
+    `fastattn._build_info`. Only the checkout whose root holds this package is asked, so an
+    installed copy in a virtual environment inside some other repository does not report that
+    repository's revision. Computed once per process."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / ".git").exists() and (root / "pyproject.toml").exists():
+        revision = head_commit(root / ".git") or _rev_parse(root)
+        if revision:
+            return revision
     try:
         from fastattn._build_info import GIT_REVISION
     except ImportError:  # a core built by hand with CMake: pip writes that file
         return None
     return GIT_REVISION or None
+
+
+def head_commit(git: Path) -> str | None:
+    """The commit HEAD names, read from the files of `git` (a `.git` folder, or a worktree's
+    `.git` file): what `git rev-parse HEAD` prints, without its 5–15 ms subprocess on a short
+    run's first record. None where the layout is not the plain one (`git rev-parse` decides)."""
+    commit = _read_head(git)
+    return commit if commit and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
+
+
+def _read_head(git: Path) -> str | None:
+    try:
+        if git.is_file():                               # a worktree: "gitdir: PATH"
+            git = (git.parent / git.read_text().split("gitdir:", 1)[1].strip()).resolve()
+        common = git / (git / "commondir").read_text().strip() if (git / "commondir").exists() \
+            else git
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head                                 # a detached HEAD
+        ref = head.removeprefix("ref: ")
+        for folder in (git, common):
+            if (folder / ref).is_file():
+                return (folder / ref).read_text().strip()
+        for line in (common / "packed-refs").read_text().splitlines():
+            commit, _, name = line.partition(" ")
+            if name == ref:
+                return commit
+    except (OSError, IndexError):
+        pass
+    return None
+
+
+def _rev_parse(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def environment() -> dict[str, Any]:

@@ -28,6 +28,49 @@ def test_git_revision_runs_git_at_most_once_per_process(monkeypatch):
     assert len(calls) <= 1 and len(set(first)) == 1
 
 
+def _git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+                          ).stdout.strip()
+
+
+def test_head_commit_reads_what_git_rev_parse_prints(tmp_path):
+    """Loose and packed refs, a detached HEAD, a worktree (`.git` is a file there), and a layout
+    it does not know (None: `git_revision` then asks git)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for k in range(2):
+        (repo / "f").write_text(str(k))
+        _git(repo, "add", "f")
+        _git(repo, "commit", "-qm", f"c{k}")
+    assert records.head_commit(repo / ".git") == _git(repo, "rev-parse", "HEAD")
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert records.head_commit(repo / ".git") == _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "HEAD~1")
+    assert records.head_commit(repo / ".git") == _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "wt"), "HEAD~1")
+    assert (tmp_path / "wt/.git").is_file()
+    assert records.head_commit(tmp_path / "wt/.git") == _git(tmp_path / "wt", "rev-parse", "HEAD")
+    assert records.head_commit(tmp_path / "wt/.git") != records.head_commit(repo / ".git")
+    (repo / ".git/HEAD").write_text("ref: refs/heads/nowhere\n")
+    assert records.head_commit(repo / ".git") is None
+
+
+def test_git_revision_is_the_checkout_head_here():
+    """The tests run from fastattn's checkout: the record's revision is its HEAD."""
+    from pathlib import Path
+
+    root = Path(records.__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip(f"fastattn runs from an installed copy ({root}), not a checkout")
+    records.git_revision.cache_clear()
+    assert records.git_revision() == _git(root, "rev-parse", "HEAD")
+
+
 def _record(tmp_path):
     from fastattn.models import SeparateKQ
     from fastattn.tasks import LinearRegression
