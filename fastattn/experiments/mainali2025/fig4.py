@@ -125,6 +125,12 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
         out[name]["autocorrelation_peak_modes"] = _match(m["autocorrelation_curvature_peaks"], ref, tau)
         out[name]["mer_magnitude_first_dips"] = [float(d[0]) if len(d) else None
                                                  for d in m["mer_magnitude_dips"]]
+    # the closed form as printed (ω = 1), where spec §9.0 lists its landmarks (the claims' values)
+    printed = _measures(t, *paper_at_omega(t, task.s, np.ones(D)))
+    out["paper_closed_form_omega1"] = {
+        "norm_curvature_peaks": printed["norm_curvature_peaks"],
+        "mer_magnitude_first_dips": [float(d[0]) if len(d) else None
+                                     for d in printed["mer_magnitude_dips"]]}
     keep = np.unique(np.geomspace(1, t.size - 1, 400).astype(int))     # the plotted series, log-spaced
     out["_series"] = {name: {k: v[keep] for k, v in {"t": t, **m["series"]}.items()}
                       for name, m in (("exact", exact), ("paper_closed_form", closed))}
