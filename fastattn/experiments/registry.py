@@ -13,7 +13,8 @@ nothing themselves: every training or flow a figure shows is one of its runs.
 Caching: a finished figure is its JSON (`experiments/batch.py` skips it); inside a figure, each run
 record is written as its training ends and reused by the next `reproduce` when it is the same run
 (same task, model, resolved train config, init and objective), so an interrupted figure resumes
-from its finished runs.
+from its finished runs. Runs are also shared across the figures of one folder (`DIR/runs/`,
+`experiments/store.py`): a run that several figures list is trained once.
 
 Figures that list no runs compute no training or flow: closed forms and Monte Carlo of fixed
 predictors, sized in `summarize` by --quick. He 2025: E5 (Monte-Carlo risks of fixed estimators
