@@ -148,16 +148,20 @@ def finished(out: Path, name: str, quick: bool) -> bool:
     return doc.get("quick") == quick and not doc.get("options") and (out / f"{name}.png").exists()
 
 
-def _run_one(name: str, out: str, quick: bool, threads: int, resume: bool = True
+def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True
              ) -> tuple[str, float, str, str]:
-    """Worker: reproduce one figure (`resume`: from the run records of an unfinished attempt);
-    returns (name, wall time, error line, traceback)."""
+    """Worker: reproduce one figure (`resume`: from the run records of an unfinished attempt),
+    one of `workers` processes sharing the machine (1: in the calling process); returns (name,
+    wall time, error line, traceback)."""
     start = time.perf_counter()
     try:
-        if threads:
+        if workers > 1:
             import torch
 
-            torch.set_num_threads(threads)
+            # torch's threads and the fused step's (`threads.machine_share`) take this worker's
+            # share of the cores, so the workers do not oversubscribe them
+            os.environ["FASTATTN_WORKERS"] = str(workers)
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
         from fastattn.experiments.registry import reproduce
 
         # an unfinished attempt's run records are reused where they are the same runs
@@ -203,13 +207,12 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     try:
         if workers <= 1:
             for name in todo:
-                record(*_run_one(name, str(out), quick, 0, not overwrite))
+                record(*_run_one(name, str(out), quick, 1, not overwrite))
         else:
-            threads = max(1, (os.cpu_count() or 1) // workers)
             # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
             try:
-                names_of = {pool.submit(_run_one, name, str(out), quick, threads, not overwrite): name
+                names_of = {pool.submit(_run_one, name, str(out), quick, workers, not overwrite): name
                             for name in todo}
                 pending = set(names_of)
                 while pending:

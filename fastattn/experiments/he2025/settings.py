@@ -36,6 +36,18 @@ def trained_heads(quick: bool, heads: tuple[int, ...] | None = None) -> list[Run
                     cfg, group={"heads": h}) for h in heads]
 
 
+def seed_grid(heads: tuple[int, ...] = (1, 2, 4, 8), seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+              ) -> list[RunSpec]:
+    """The E4 grid: the paper's 5·10⁵ Adam steps at lr 1e-3 for every H and seed s, from init seed
+    s and data seed 100 H + s (labels `H{h}_seed{s}`). `reproduce` trains each H's seeds in one
+    call of the fused step (`train_many`); H = 2 reaches dGD(η*) from some seeds only."""
+    cfg = TrainConfig(method="adam", lr=1e-3, steps=500_000, batch_size=256, n_records=60,
+                      n_snapshots=6)
+    return [RunSpec(f"H{h}_seed{s}", task(data_seed=100 * h + s),
+                    MultiHeadSoftmaxConfig(D, h, init_seed=s, dtype="float32"), cfg,
+                    group={"heads": h, "seed": s}) for h in heads for s in seeds]
+
+
 #: the multi-task experiment (spec §2.3, E11): N = 2 tasks on d = 6 with S_1 = {1..4}, S_2 = {3..6}
 D_MT = 6
 
