@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn.analysis.patterns import pattern_metrics
 from fastattn.analysis.risk import monte_carlo_risk
 from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, seed_grid, task, trained_heads
 from fastattn.experiments.recipe import Recipe, Run
@@ -41,10 +42,13 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             seed=L).mean)
     for run in runs:
         risks = [monte_carlo_risk(run.model, task(context=L), n, seed=L) for L in lengths]
-        out["models"][run.spec.label] = {"heads": run.spec.group["heads"],
-                                         "mean": [r.mean for r in risks],
-                                         "se": [r.se for r in risks],
-                                         "final_train_loss": run.traj.final_loss}
+        m = pattern_metrics(run.model.extract_kq().detach().double().numpy(),
+                            run.model.extract_ov().detach().double().numpy())
+        out["models"][run.spec.label] = {
+            "heads": run.spec.group["heads"], "mean": [r.mean for r in risks],
+            "se": [r.se for r in risks], "final_train_loss": run.traj.final_loss,
+            **{k: m[k] for k in ("omega", "mu", "gamma", "mu_plus", "eta_eff", "zero_sum",
+                                 "n_dummy", "sign_match")}}
     out["by_heads"] = _by_heads(out, lengths.index(L_TRAIN))
     return out
 
