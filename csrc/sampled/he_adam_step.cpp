@@ -7,11 +7,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#if defined(__AVX512F__)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace fastattn::he_step {
@@ -118,46 +119,57 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   return p * (V)bits;  // the bits as floats
 }
 
-// Philox4x32-10's 32 x 32 -> 64-bit products on words held in 64-bit lanes: the product of the
-// low halves, the high halves ignored (so the rounds below never mask them off). pmuludq does
-// exactly this; GCC emits the slow full 64-bit multiply (vpmullq) for the portable expression.
-typedef uint64_t Words __attribute__((vector_size(64)));  // 8 lanes
+// Philox4x32-10's words, one per lane, in 64-bit elements of vectors as wide as a float vector
+// (the target's widest): a chunk's W lanes take two vectors.
+typedef uint64_t Words __attribute__((vector_size(W * sizeof(float))));
+constexpr int kWordsLanes = W / 2;
+
+// Philox's 32 x 32 -> 64-bit products on words: the product of the low halves, the high halves
+// ignored (so the rounds below never mask them off). pmuludq does exactly this; GCC emits a slow
+// full 64-bit multiply (vpmullq, or a pmuludq sequence) for the portable expression.
 inline Words mul_lo32(Words a, uint32_t k) {
 #if defined(__AVX512F__)
   return (Words)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(k));
+#elif defined(__AVX2__)
+  return (Words)_mm256_mul_epu32((__m256i)a, _mm256_set1_epi64x(k));
+#elif defined(__SSE2__)
+  return (Words)_mm_mul_epu32((__m128i)a, _mm_set1_epi64x(k));
 #else
   return (a & 0xffffffffu) * uint64_t(k);
 #endif
 }
 
-// The low 32 bits of the words of lanes 0 .. W-1 (held in W / 8 vectors).
-inline Uv low_words(const Words* c) {
-  static_assert(W == 16, "low_words joins two vectors of words");
-#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
-  typedef uint32_t Low __attribute__((vector_size(32)));
-  return __builtin_shufflevector(__builtin_convertvector(c[0], Low),
-                                 __builtin_convertvector(c[1], Low), 0, 1, 2, 3, 4, 5, 6, 7, 8,
-                                 9, 10, 11, 12, 13, 14, 15);
-#else
-  Uv out;
-  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / 8][w % 8]);
-  return out;
-#endif
+// The low 32 bits of the words of lanes 0 .. W-1 (the first W / 2 in lo, the rest in hi). On a
+// little-endian target they are the even 32-bit elements of the two vectors: one shuffle.
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+template <size_t... I>
+inline Uv even_elements(const Words& lo, const Words& hi, std::index_sequence<I...>) {
+  return __builtin_shufflevector((Uv)lo, (Uv)hi, (2 * I)...);
 }
+inline Uv low_words(const Words* c) {
+  return even_elements(c[0], c[1], std::make_index_sequence<W>{});
+}
+#else
+inline Uv low_words(const Words* c) {
+  Uv out;
+  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / kWordsLanes][w % kWordsLanes]);
+  return out;
+}
+#endif
 
 // Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
 // Philox4x32-10 written exactly as triton.language.random.philox_impl (so that the Triton kernel
 // draws the same bits), counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi), then
-// Box-Muller. The rounds run on 8-lane vectors of 64-bit words (only their low 32 bits are
-// meaningful: the products read only those, and the uniforms take uint32_t of the words); the
-// Box-Muller stage is a loop over the lanes so that it vectorizes.
+// Box-Muller. The rounds run on vectors of 64-bit words (only their low 32 bits are meaningful:
+// the products read only those, and low_words takes the low halves); Box-Muller runs on whole
+// float vectors.
 void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* eps) {
-  static_assert(W % 8 == 0, "kLanes must be a multiple of the 8 lanes of Words");
-  constexpr int NV = W / 8;  // vectors per word of the block
+  constexpr int NV = W / kWordsLanes;  // vectors per word of the block
   const uint64_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
   Words prompt[NV];
   for (int v = 0; v < NV; ++v)
-    for (int w = 0; w < 8; ++w) prompt[v][w] = uint32_t(b0 + 8 * v + w);
+    for (int w = 0; w < kWordsLanes; ++w) prompt[v][w] = uint32_t(b0 + kWordsLanes * v + w);
   for (int j = 0; j < blocks; ++j) {
     Words c0[NV], c1[NV], c2[NV], c3[NV];
     for (int v = 0; v < NV; ++v) {
