@@ -9,6 +9,8 @@
 #include <cstring>
 #if defined(__SSE2__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 #include <thread>
 #include <type_traits>
@@ -125,8 +127,9 @@ typedef uint64_t Words __attribute__((vector_size(W * sizeof(float))));
 constexpr int kWordsLanes = W / 2;
 
 // Philox's 32 x 32 -> 64-bit products on words: the product of the low halves, the high halves
-// ignored (so the rounds below never mask them off). pmuludq does exactly this; GCC emits a slow
-// full 64-bit multiply (vpmullq, or a pmuludq sequence) for the portable expression.
+// ignored (so the rounds below never mask them off). pmuludq (x86) and xtn + umull (aarch64) do
+// exactly this; GCC emits a slow full 64-bit multiply for the portable expression (vpmullq, a
+// pmuludq sequence, or scalar multiplies on aarch64).
 inline Words mul_lo32(Words a, uint32_t k) {
 #if defined(__AVX512F__)
   return (Words)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(k));
@@ -134,6 +137,8 @@ inline Words mul_lo32(Words a, uint32_t k) {
   return (Words)_mm256_mul_epu32((__m256i)a, _mm256_set1_epi64x(k));
 #elif defined(__SSE2__)
   return (Words)_mm_mul_epu32((__m128i)a, _mm_set1_epi64x(k));
+#elif defined(__aarch64__)
+  return (Words)vmull_n_u32(vmovn_u64((uint64x2_t)a), k);
 #else
   return (a & 0xffffffffu) * uint64_t(k);
 #endif
