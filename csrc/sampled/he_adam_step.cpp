@@ -22,27 +22,35 @@ namespace {
 
 constexpr int W = kLanes;
 
-// Vectors of the kLanes prompts of a chunk (GCC/Clang vector extensions: the compiler picks the
-// instructions of the target, AVX-512 or narrower).
+// Vectors of prompts in the run's dtype (GCC/Clang vector extensions), all as wide as the
+// target's float32 vector: kLanes floats, kLanes / 2 doubles (wider ones would be lowered
+// piecewise). A chunk of kLanes prompts is therefore processed in Parts<T> parts of Lanes<T>
+// prompts (float64: two). F: the float32 normals of V's lanes.
 template <class T>
 struct Simd;
 template <>
 struct Simd<float> {
   typedef float V __attribute__((vector_size(W * sizeof(float))));
   typedef int32_t I __attribute__((vector_size(W * sizeof(float))));
+  typedef float F __attribute__((vector_size(W * sizeof(float))));
 };
 template <>
 struct Simd<double> {
-  typedef double V __attribute__((vector_size(W * sizeof(double))));
-  typedef int64_t I __attribute__((vector_size(W * sizeof(double))));
+  typedef double V __attribute__((vector_size(W * sizeof(float))));
+  typedef int64_t I __attribute__((vector_size(W * sizeof(float))));
+  typedef float F __attribute__((vector_size(W * sizeof(float) / 2)));
 };
 template <class T>
 using Vec = typename Simd<T>::V;
+template <class T>
+constexpr int Lanes = int(W * sizeof(float) / sizeof(T));
+template <class T>
+constexpr int Parts = W / Lanes<T>;
 
 template <class T>
 inline T lane_sum(const Vec<T>& v) {
   T acc = 0;
-  for (int w = 0; w < W; ++w) acc += v[w];
+  for (int w = 0; w < Lanes<T>; ++w) acc += v[w];
   return acc;
 }
 
@@ -216,15 +224,16 @@ bool is_identity(const double* f, int d) {
   return true;
 }
 
-// One chunk's tokens from its normals: zt [D][L] (context tokens, label last), zq [D], yq [1], each
-// a vector of the W lanes; x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
+// One part's tokens from its normals (eps: the chunk's, from the part's first lane on): zt [D][L]
+// (context tokens, label last), zq [D], yq [1], each a vector of the part's Lanes<T> lanes;
+// x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
 template <class T>
-void tokens_chunk(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
-                  T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
+void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
+                 T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
   using V = Vec<T>;
   const int d = sh.d, L = sh.L;
-  auto normal = [eps](long n) {  // normal n of the W lanes, in T
-    Fv e;
+  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
+    typename Simd<T>::F e;
     std::memcpy(&e, eps + n * W, sizeof e);
     return __builtin_convertvector(e, V);
   };
@@ -264,7 +273,8 @@ struct RunLaw {
         fx_identity(is_identity(x_factor, d)), sigma(T(noise_std)) {}
 };
 
-// Scratch of one thread; the token arrays hold W lanes per entry ([..][W] in memory).
+// Scratch of one thread; eps holds a chunk's normals, the token arrays a part's Lanes<T> lanes
+// per entry ([..][Lanes<T>] in memory).
 template <class T>
 struct Work {
   using V = Vec<T>;
@@ -316,21 +326,22 @@ void circuits(const T* theta, const Shape& sh, T* out) {
   }
 }
 
-// Forward and backward of one chunk (prompts b0 .. b0+W-1 of batch `step`), written to its
-// partial, per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
+// Forward and backward of part `part` of a chunk (prompts b0 .. b0+Lanes<T>-1 of batch `step`;
+// the chunk's normals in wk.eps), written (part 0) or added (the others) to the chunk's partial,
+// per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
 // ∂L/∂ov (H D), Σ_b err_b²]. FixedD > 0: the token dimension D as a compile-time constant (He's
 // d = 5: the loops over D unroll), else sh.D().
 template <class T, int FixedD>
-void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
-                const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
+void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLaw<T>& law,
+               Work<T>& wk, Vec<T>* partial) {
   using V = Vec<T>;
   const int H = sh.H, D = FixedD > 0 ? FixedD : sh.D(), L = sh.L;
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
-  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
-  tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
-               wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+  tokens_part(wk.eps.data() + part * Lanes<T>, sh, law.fx.data(), law.fx_identity, law.fw.data(),
+              law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+  auto put = [part](V& to, const V& x) { to = part == 0 ? x : to + x; };
   const V* zt = wk.zt.data();  // [D][L]
   const V* zq = wk.zq.data();  // [D]
   V* u = wk.u.data();
@@ -377,28 +388,37 @@ void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Sh
     wk.head[h] = hd;
     yhat += hd;
   }
-  const int valid = int(std::min<int64_t>(W, sh.B - b0));
+  const int valid = int(std::clamp<int64_t>(sh.B - b0, 0, Lanes<T>));
   V err = yhat - wk.yq[0];
-  for (int w = valid; w < W; ++w) err[w] = 0;
+  for (int w = valid; w < Lanes<T>; ++w) err[w] = 0;
   const V e = err * (T(2) / T(sh.B));
   V* G = partial;
   V* dov = partial + HDD;
-  partial[HDD + H * D] = err * err;
+  put(partial[HDD + H * D], err * err);
   V* du = wk.du.data();
   for (int h = 0; h < H; ++h) {
     const V* p = wk.p.data() + long(h) * L;
     const V* vv = wk.vv.data() + long(h) * L;
     const V* a = wk.a.data() + long(h) * D;
     const V hd = wk.head[h];
-    for (int i = 0; i < D; ++i) dov[h * D + i] = e * a[i];
+    for (int i = 0; i < D; ++i) put(dov[h * D + i], e * a[i]);
     for (int i = 0; i < D; ++i) du[i] = V{};
     for (int l = 0; l < L; ++l) {
       const V dl = p[l] * (vv[l] - hd) * e;
       for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
     }
     for (int i = 0; i < D; ++i)
-      for (int j = 0; j < D; ++j) G[long(h) * D * D + i * D + j] = du[i] * zq[j];
+      for (int j = 0; j < D; ++j) put(G[long(h) * D * D + i * D + j], du[i] * zq[j]);
   }
+}
+
+// Forward and backward of one chunk (prompts b0 .. b0+W-1): its normals, then its parts.
+template <class T, int FixedD>
+void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
+                const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
+  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+  for (int part = 0; part < Parts<T>; ++part)
+    part_grad<T, FixedD>(circ, b0 + part * Lanes<T>, part, sh, law, wk, partial);
 }
 
 // Sum the chunk partials in chunk order, then over lanes, chain to the factors, one Adam step;
@@ -489,20 +509,23 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
   const RunLaw<T> law(x_factor, w_factor, noise_std, sh.d);
   Work<T> wk(sh);
   const int D = sh.D(), L = sh.L;
+  constexpr int VL = Lanes<T>;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
     normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
-    tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
-                 wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-    const T* zt = wk.lanes(wk.zt);
-    const T* zqs = wk.lanes(wk.zq);
-    const T* yqs = wk.lanes(wk.yq);
-    for (int w = 0; w < W && b0 + w < sh.B; ++w) {
-      const int64_t b = b0 + w;
-      for (int i = 0; i < D; ++i) {
-        for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * W + w];
-        zq[b * D + i] = zqs[i * W + w];
+    for (int part = 0; part < Parts<T>; ++part) {
+      tokens_part(wk.eps.data() + part * VL, sh, law.fx.data(), law.fx_identity, law.fw.data(),
+                  law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+      const T* zt = wk.lanes(wk.zt);
+      const T* zqs = wk.lanes(wk.zq);
+      const T* yqs = wk.lanes(wk.yq);
+      for (int w = 0; w < VL && b0 + part * VL + w < sh.B; ++w) {
+        const int64_t b = b0 + part * VL + w;
+        for (int i = 0; i < D; ++i) {
+          for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * VL + w];
+          zq[b * D + i] = zqs[i * VL + w];
+        }
+        yq[b] = yqs[w];
       }
-      yq[b] = yqs[w];
     }
   }
 }
