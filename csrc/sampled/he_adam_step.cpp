@@ -7,11 +7,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#if defined(__AVX512F__)
+#if defined(__SSE2__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace fastattn::he_step {
@@ -19,27 +22,35 @@ namespace {
 
 constexpr int W = kLanes;
 
-// Vectors of the kLanes prompts of a chunk (GCC/Clang vector extensions: the compiler picks the
-// instructions of the target, AVX-512 or narrower).
+// Vectors of prompts in the run's dtype (GCC/Clang vector extensions), all as wide as the
+// target's float32 vector: kLanes floats, kLanes / 2 doubles (wider ones would be lowered
+// piecewise). A chunk of kLanes prompts is therefore processed in Parts<T> parts of Lanes<T>
+// prompts (float64: two). F: the float32 normals of V's lanes.
 template <class T>
 struct Simd;
 template <>
 struct Simd<float> {
   typedef float V __attribute__((vector_size(W * sizeof(float))));
   typedef int32_t I __attribute__((vector_size(W * sizeof(float))));
+  typedef float F __attribute__((vector_size(W * sizeof(float))));
 };
 template <>
 struct Simd<double> {
-  typedef double V __attribute__((vector_size(W * sizeof(double))));
-  typedef int64_t I __attribute__((vector_size(W * sizeof(double))));
+  typedef double V __attribute__((vector_size(W * sizeof(float))));
+  typedef int64_t I __attribute__((vector_size(W * sizeof(float))));
+  typedef float F __attribute__((vector_size(W * sizeof(float) / 2)));
 };
 template <class T>
 using Vec = typename Simd<T>::V;
+template <class T>
+constexpr int Lanes = int(W * sizeof(float) / sizeof(T));
+template <class T>
+constexpr int Parts = W / Lanes<T>;
 
 template <class T>
 inline T lane_sum(const Vec<T>& v) {
   T acc = 0;
-  for (int w = 0; w < W; ++w) acc += v[w];
+  for (int w = 0; w < Lanes<T>; ++w) acc += v[w];
   return acc;
 }
 
@@ -118,46 +129,60 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   return p * (V)bits;  // the bits as floats
 }
 
-// Philox4x32-10's 32 x 32 -> 64-bit products on words held in 64-bit lanes: the product of the
-// low halves, the high halves ignored (so the rounds below never mask them off). pmuludq does
-// exactly this; GCC emits the slow full 64-bit multiply (vpmullq) for the portable expression.
-typedef uint64_t Words __attribute__((vector_size(64)));  // 8 lanes
+// Philox4x32-10's words, one per lane, in 64-bit elements of vectors as wide as a float vector
+// (the target's widest): a chunk's W lanes take two vectors.
+typedef uint64_t Words __attribute__((vector_size(W * sizeof(float))));
+constexpr int kWordsLanes = W / 2;
+
+// Philox's 32 x 32 -> 64-bit products on words: the product of the low halves, the high halves
+// ignored (so the rounds below never mask them off). pmuludq (x86) and xtn + umull (aarch64) do
+// exactly this; GCC emits a slow full 64-bit multiply for the portable expression (vpmullq, a
+// pmuludq sequence, or scalar multiplies on aarch64).
 inline Words mul_lo32(Words a, uint32_t k) {
 #if defined(__AVX512F__)
   return (Words)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(k));
+#elif defined(__AVX2__)
+  return (Words)_mm256_mul_epu32((__m256i)a, _mm256_set1_epi64x(k));
+#elif defined(__SSE2__)
+  return (Words)_mm_mul_epu32((__m128i)a, _mm_set1_epi64x(k));
+#elif defined(__aarch64__)
+  return (Words)vmull_n_u32(vmovn_u64((uint64x2_t)a), k);
 #else
   return (a & 0xffffffffu) * uint64_t(k);
 #endif
 }
 
-// The low 32 bits of the words of lanes 0 .. W-1 (held in W / 8 vectors).
-inline Uv low_words(const Words* c) {
-  static_assert(W == 16, "low_words joins two vectors of words");
-#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
-  typedef uint32_t Low __attribute__((vector_size(32)));
-  return __builtin_shufflevector(__builtin_convertvector(c[0], Low),
-                                 __builtin_convertvector(c[1], Low), 0, 1, 2, 3, 4, 5, 6, 7, 8,
-                                 9, 10, 11, 12, 13, 14, 15);
-#else
-  Uv out;
-  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / 8][w % 8]);
-  return out;
-#endif
+// The low 32 bits of the words of lanes 0 .. W-1 (the first W / 2 in lo, the rest in hi). On a
+// little-endian target they are the even 32-bit elements of the two vectors: one shuffle.
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+template <size_t... I>
+inline Uv even_elements(const Words& lo, const Words& hi, std::index_sequence<I...>) {
+  return __builtin_shufflevector((Uv)lo, (Uv)hi, (2 * I)...);
 }
+inline Uv low_words(const Words* c) {
+  return even_elements(c[0], c[1], std::make_index_sequence<W>{});
+}
+#else
+inline Uv low_words(const Words* c) {
+  Uv out;
+  for (int w = 0; w < W; ++w) out[w] = uint32_t(c[w / kWordsLanes][w % kWordsLanes]);
+  return out;
+}
+#endif
 
 // Standard normals n = 0 .. 4·blocks-1 of prompts b0 .. b0+W-1: eps[n * W + lane]. Block j is
 // Philox4x32-10 written exactly as triton.language.random.philox_impl (so that the Triton kernel
 // draws the same bits), counter (j, prompt, step_lo, step_hi), key (seed_lo, seed_hi), then
-// Box-Muller. The rounds run on 8-lane vectors of 64-bit words (only their low 32 bits are
-// meaningful: the products read only those, and the uniforms take uint32_t of the words); the
-// Box-Muller stage is a loop over the lanes so that it vectorizes.
+// Box-Muller. The rounds run on vectors of 64-bit words (only their low 32 bits are meaningful:
+// the products read only those, and low_words takes the low halves); Box-Muller runs on whole
+// float vectors.
 void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* eps) {
-  static_assert(W % 8 == 0, "kLanes must be a multiple of the 8 lanes of Words");
-  constexpr int NV = W / 8;  // vectors per word of the block
+  constexpr int NV = W / kWordsLanes;  // vectors per word of the block
   const uint64_t s0 = uint32_t(uint64_t(step)), s1 = uint32_t(uint64_t(step) >> 32);
   Words prompt[NV];
   for (int v = 0; v < NV; ++v)
-    for (int w = 0; w < 8; ++w) prompt[v][w] = uint32_t(b0 + 8 * v + w);
+    for (int w = 0; w < kWordsLanes; ++w) prompt[v][w] = uint32_t(b0 + kWordsLanes * v + w);
   for (int j = 0; j < blocks; ++j) {
     Words c0[NV], c1[NV], c2[NV], c3[NV];
     for (int v = 0; v < NV; ++v) {
@@ -199,15 +224,16 @@ bool is_identity(const double* f, int d) {
   return true;
 }
 
-// One chunk's tokens from its normals: zt [D][L] (context tokens, label last), zq [D], yq [1], each
-// a vector of the W lanes; x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
+// One part's tokens from its normals (eps: the chunk's, from the part's first lane on): zt [D][L]
+// (context tokens, label last), zq [D], yq [1], each a vector of the part's Lanes<T> lanes;
+// x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
 template <class T>
-void tokens_chunk(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
-                  T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
+void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
+                 T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
   using V = Vec<T>;
   const int d = sh.d, L = sh.L;
-  auto normal = [eps](long n) {  // normal n of the W lanes, in T
-    Fv e;
+  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
+    typename Simd<T>::F e;
     std::memcpy(&e, eps + n * W, sizeof e);
     return __builtin_convertvector(e, V);
   };
@@ -247,7 +273,8 @@ struct RunLaw {
         fx_identity(is_identity(x_factor, d)), sigma(T(noise_std)) {}
 };
 
-// Scratch of one thread; the token arrays hold W lanes per entry ([..][W] in memory).
+// Scratch of one thread; eps holds a chunk's normals, the token arrays a part's Lanes<T> lanes
+// per entry ([..][Lanes<T>] in memory).
 template <class T>
 struct Work {
   using V = Vec<T>;
@@ -299,21 +326,22 @@ void circuits(const T* theta, const Shape& sh, T* out) {
   }
 }
 
-// Forward and backward of one chunk (prompts b0 .. b0+W-1 of batch `step`), written to its
-// partial, per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
+// Forward and backward of part `part` of a chunk (prompts b0 .. b0+Lanes<T>-1 of batch `step`;
+// the chunk's normals in wk.eps), written (part 0) or added (the others) to the chunk's partial,
+// per lane (summed over lanes once per step, in finish): [G (H D D) = Σ_b ∂L/∂u_bh z_qbᵀ,
 // ∂L/∂ov (H D), Σ_b err_b²]. FixedD > 0: the token dimension D as a compile-time constant (He's
 // d = 5: the loops over D unroll), else sh.D().
 template <class T, int FixedD>
-void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
-                const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
+void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLaw<T>& law,
+               Work<T>& wk, Vec<T>* partial) {
   using V = Vec<T>;
   const int H = sh.H, D = FixedD > 0 ? FixedD : sh.D(), L = sh.L;
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
-  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
-  tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
-               wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+  tokens_part(wk.eps.data() + part * Lanes<T>, sh, law.fx.data(), law.fx_identity, law.fw.data(),
+              law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+  auto put = [part](V& to, const V& x) { to = part == 0 ? x : to + x; };
   const V* zt = wk.zt.data();  // [D][L]
   const V* zq = wk.zq.data();  // [D]
   V* u = wk.u.data();
@@ -360,28 +388,37 @@ void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Sh
     wk.head[h] = hd;
     yhat += hd;
   }
-  const int valid = int(std::min<int64_t>(W, sh.B - b0));
+  const int valid = int(std::clamp<int64_t>(sh.B - b0, 0, Lanes<T>));
   V err = yhat - wk.yq[0];
-  for (int w = valid; w < W; ++w) err[w] = 0;
+  for (int w = valid; w < Lanes<T>; ++w) err[w] = 0;
   const V e = err * (T(2) / T(sh.B));
   V* G = partial;
   V* dov = partial + HDD;
-  partial[HDD + H * D] = err * err;
+  put(partial[HDD + H * D], err * err);
   V* du = wk.du.data();
   for (int h = 0; h < H; ++h) {
     const V* p = wk.p.data() + long(h) * L;
     const V* vv = wk.vv.data() + long(h) * L;
     const V* a = wk.a.data() + long(h) * D;
     const V hd = wk.head[h];
-    for (int i = 0; i < D; ++i) dov[h * D + i] = e * a[i];
+    for (int i = 0; i < D; ++i) put(dov[h * D + i], e * a[i]);
     for (int i = 0; i < D; ++i) du[i] = V{};
     for (int l = 0; l < L; ++l) {
       const V dl = p[l] * (vv[l] - hd) * e;
       for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
     }
     for (int i = 0; i < D; ++i)
-      for (int j = 0; j < D; ++j) G[long(h) * D * D + i * D + j] = du[i] * zq[j];
+      for (int j = 0; j < D; ++j) put(G[long(h) * D * D + i * D + j], du[i] * zq[j]);
   }
+}
+
+// Forward and backward of one chunk (prompts b0 .. b0+W-1): its normals, then its parts.
+template <class T, int FixedD>
+void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
+                const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
+  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+  for (int part = 0; part < Parts<T>; ++part)
+    part_grad<T, FixedD>(circ, b0 + part * Lanes<T>, part, sh, law, wk, partial);
 }
 
 // Sum the chunk partials in chunk order, then over lanes, chain to the factors, one Adam step;
@@ -472,20 +509,23 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
   const RunLaw<T> law(x_factor, w_factor, noise_std, sh.d);
   Work<T> wk(sh);
   const int D = sh.D(), L = sh.L;
+  constexpr int VL = Lanes<T>;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
     normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
-    tokens_chunk(wk.eps.data(), sh, law.fx.data(), law.fx_identity, law.fw.data(), law.sigma,
-                 wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-    const T* zt = wk.lanes(wk.zt);
-    const T* zqs = wk.lanes(wk.zq);
-    const T* yqs = wk.lanes(wk.yq);
-    for (int w = 0; w < W && b0 + w < sh.B; ++w) {
-      const int64_t b = b0 + w;
-      for (int i = 0; i < D; ++i) {
-        for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * W + w];
-        zq[b * D + i] = zqs[i * W + w];
+    for (int part = 0; part < Parts<T>; ++part) {
+      tokens_part(wk.eps.data() + part * VL, sh, law.fx.data(), law.fx_identity, law.fw.data(),
+                  law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
+      const T* zt = wk.lanes(wk.zt);
+      const T* zqs = wk.lanes(wk.zq);
+      const T* yqs = wk.lanes(wk.yq);
+      for (int w = 0; w < VL && b0 + part * VL + w < sh.B; ++w) {
+        const int64_t b = b0 + part * VL + w;
+        for (int i = 0; i < D; ++i) {
+          for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * VL + w];
+          zq[b * D + i] = zqs[i * VL + w];
+        }
+        yq[b] = yqs[w];
       }
-      yq[b] = yqs[w];
     }
   }
 }

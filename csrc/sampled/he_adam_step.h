@@ -10,9 +10,20 @@
 
 namespace fastattn::he_step {
 
-// Prompts are processed in chunks of this many lanes (SIMD over prompts); the batch reduction
-// sums chunk partials in chunk order, so results do not depend on the number of threads.
+// Prompts are processed in chunks of this many lanes (SIMD over prompts): one float32 vector in
+// the target's widest registers (AVX-512F: 16, AVX2: 8, else 4: SSE2, AVX without AVX2, whose
+// 256-bit registers lack the integer operations the generator needs, NEON). A vector wider than
+// the target's registers has no machine mode, and the compiler then lowers every operation on it
+// piecewise through memory. The batch reduction sums chunk partials in chunk order, so results
+// do not depend on the number of threads; the lane count changes that order (rounding), never
+// the stream's bits.
+#if defined(__AVX512F__)
 constexpr int kLanes = 16;
+#elif defined(__AVX2__)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
 
 struct Shape {
   int H, d, L, B;  // heads, covariate dimension, context length, batch size
