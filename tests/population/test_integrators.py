@@ -425,7 +425,11 @@ def test_conserved_quantities_along_flow(rng, family, dims):
 
 
 def test_keyboard_interrupt_returns_partial_result(rng):
+    """Ctrl-C (SIGINT reaching Python's default handler) ends a C++ flow as "interrupted". The
+    handler is installed for the test: a process started in the background by a non-interactive
+    shell (`nohup … &`) inherits SIGINT ignored, and Python then keeps it ignored."""
     dims, m, th, _ = fig3_setting(rng, 1e-3)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -433,6 +437,7 @@ def test_keyboard_interrupt_returns_partial_result(rng):
                       record_times=np.linspace(0, 1e9, 11))
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert r.status == "interrupted"
     assert r.n_steps > 0 and np.all(np.isfinite(r.final_params))
     assert r.wall_time < 5
