@@ -111,12 +111,12 @@ CUDA_CASES = {
 }
 
 
-def _cuda_case(op, b, n, d, h):
+def _cuda_case(op, b, n, d, h, device="cuda"):
     """(inputs, Triton op, reference, fwd elements, bwd elements) for op at (B, N, D, H), V = 1."""
-    g = torch.Generator(device="cuda").manual_seed(0)
+    g = torch.Generator(device=device).manual_seed(0)
 
     def r(*s, scale=1.0):
-        return (scale * torch.randn(*s, generator=g, device="cuda")).requires_grad_()
+        return (scale * torch.randn(*s, generator=g, device=device)).requires_grad_()
 
     if op == "icl_readout":
         ins = b * n * d + b * n + b * d + h * d * d

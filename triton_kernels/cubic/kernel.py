@@ -23,7 +23,7 @@ _WHOLE_G_MAX_D = 8
 
 
 def _budget(dtype: torch.dtype) -> int:
-    return register_budget(dtype, 1 << 12)
+    return register_budget(dtype, 1 << 16)
 
 
 def _bilinear_fwd(beta_ptr, xq_ptr, g_ptr, out_ptr, B, D, H,

@@ -21,7 +21,7 @@ __all__ = [
 
 
 def _budget(dtype: torch.dtype) -> int:
-    return register_budget(dtype, 1 << 11)
+    return register_budget(dtype, 1 << 13)
 
 
 def _readout_fwd(x_ptr, y_ptr, xq_ptr, g_ptr, out_ptr, beta_ptr, B, N, D, H,
