@@ -107,7 +107,7 @@ def run_list(text: str, parse: type = int) -> list:
 def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn.cli_options import CommandError, build_run, in_cli_words, resolve_args
     from fastattn.configs import options_for
-    from fastattn.training import Checkpointing, train, train_many
+    from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
     from fastattn.training.interrupt import terminate_as_interrupt
 
     resolved = resolve_args(args)
@@ -128,12 +128,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for name, _ in runs:
         check_output(out, name, args.overwrite or args.resume)
+    statuses: list[int] = []
+
+    def report(k: int, traj) -> None:
+        name, _, _, config = built[k]
+        traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
+        statuses.append(_report_run(out, name, resolved, config, traj))
+
     if len(built) > 1:
         if args.resume:
             raise CommandError("--resume continues one run; it takes no --seeds or --lrs lists")
-        with terminate_as_interrupt():
-            trajs = train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
-                               [c for *_, c in built])
+        try:                     # each record is written as soon as its run (its batch) ends
+            with terminate_as_interrupt():
+                train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
+                           [c for *_, c in built], on_done=report)
+        except RunsInterrupted as stop:
+            never = [built[k][0] for k, t in enumerate(stop.trajectories) if t is None]
+            print(f"fastattn train: interrupted; not started: {', '.join(never)} (the records "
+                  "written above are kept)", file=sys.stderr)
     else:
         name, task, model, config = built[0]
         checkpoint = None
@@ -147,12 +159,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has "
                                "no checkpoints")
         with terminate_as_interrupt():
-            trajs = [train(model, task, config, checkpoint=checkpoint)]
-    status = 0
-    for (name, _, _, config), traj in zip(built, trajs, strict=True):
-        traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
-        status = max(status, _report_run(out, name, resolved, config, traj))
-    return status
+            traj = train(model, task, config, checkpoint=checkpoint)
+        report(0, traj)
+    return max(statuses, default=0)
 
 
 def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]:

@@ -33,6 +33,7 @@ import importlib
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from fastattn.experiments.recipe import (
 from fastattn.experiments.store import RunStore, link_record
 from fastattn.models import build_model
 from fastattn.models.base import ICLModel
-from fastattn.training import RecordError, Trajectory, flow, run_config, train_many
+from fastattn.training import RecordError, RunsInterrupted, Trajectory, flow, run_config, train_many
 from fastattn.training.records import atomic_write, environment, to_jsonable
 from fastattn.training.threads import torch_threads
 from fastattn.training.trainer import dispatch
@@ -121,12 +122,14 @@ def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path
     return traj
 
 
-def _train(specs: list[RunSpec], models: list[ICLModel]) -> list[Trajectory]:
+def _train(specs: list[RunSpec], models: list[ICLModel],
+           on_done: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
     """Train runs whose kinds may share one call: `train_many` (which batches the runs the fused
-    He step can take together), or the exact flow of a spec's `objective` override."""
+    He step can take together, and hands each run to `on_done` as it ends), or the exact flow of
+    a spec's `objective` override."""
     if specs[0].objective is None:
         return train_many(models, [s.task for s in specs],
-                          [dataclasses.replace(s.train, progress=False) for s in specs])
+                          [dataclasses.replace(s.train, progress=False) for s in specs], on_done)
     (spec,), (model,) = specs, models
     cfg = dataclasses.replace(spec.train, progress=False)
     objective = spec.objective
@@ -185,19 +188,33 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
     def train(call: list[int]) -> None:
         if not call:
             return
-        for k, traj in zip(call, _train([specs[k] for k in call], [models[k] for k in call]),
-                           strict=True):
+
+        def keep(j: int, traj: Trajectory) -> None:
+            """Record run call[j] as soon as it ends: a batched call of several groups keeps the
+            groups that finished before a Ctrl-C."""
+            k = call[j]
             traj.config = identities[k]
             trajs[k] = traj
             if folder is not None:
                 traj.save(folder / specs[k].label)
                 if store is not None and traj.status != "interrupted":
                     store.publish(identities[k], folder / specs[k].label)
+
+        try:
+            ended = _train([specs[k] for k in call], [models[k] for k in call], keep)
+        except RunsInterrupted:
+            ended = []
+        for j, traj in enumerate(ended):
+            if trajs[call[j]] is not traj:               # a trainer that does not call on_done
+                keep(j, traj)
         # the trainers end a run on Ctrl-C with status "interrupted" (its record kept); the
         # figure stops there rather than summarising a half-trained run
-        cut = [specs[k].label for k in call if trajs[k].status == "interrupted"]
-        if cut:
-            raise KeyboardInterrupt(f"interrupted during run {', '.join(cut)}")
+        cut = [specs[k].label for k in call if trajs[k] is not None
+               and trajs[k].status == "interrupted"]
+        never = [specs[k].label for k in call if trajs[k] is None]
+        if cut or never:
+            raise KeyboardInterrupt(f"interrupted during run {', '.join(cut)}"
+                                    + (f"; not started: {', '.join(never)}" if never else ""))
 
     todo = [k for k, t in enumerate(trajs) if t is None and not shared(k)]
     batched = [k for k in todo if trainer_kind(specs[k], models[k]) == "batched"]

@@ -2,8 +2,9 @@
 
 from fastattn.training.checkpoint import Checkpointing
 from fastattn.training.records import RecordError, environment, read_record, write_record
-from fastattn.training.trainer import TrainConfig, rebuild_run, run_config, train, train_many
+from fastattn.training.trainer import RunsInterrupted, TrainConfig, rebuild_run, run_config, train, train_many
 from fastattn.training.trajectory import Trajectory
 
-__all__ = ["Checkpointing", "RecordError", "TrainConfig", "Trajectory", "environment", "read_record",
-           "rebuild_run", "run_config", "train", "train_many", "write_record"]
+__all__ = ["Checkpointing", "RecordError", "RunsInterrupted", "TrainConfig", "Trajectory",
+           "environment", "read_record", "rebuild_run", "run_config", "train", "train_many",
+           "write_record"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,8 +260,21 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     return traj
 
 
+class RunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM under `terminate_as_interrupt`) stopped `train_many` before every run
+    had started. `trajectories[k]` is run k's trajectory if it ended (status "interrupted" for the
+    runs the signal cut short, their last state kept), None if it never started."""
+
+    def __init__(self, trajectories: list[Trajectory | None]):
+        self.trajectories = trajectories
+        cut = [k for k, t in enumerate(trajectories) if t is not None and t.status == "interrupted"]
+        never = [k for k, t in enumerate(trajectories) if t is None]
+        super().__init__(f"interrupted during runs {cut}; runs {never} not started")
+
+
 def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
-               configs: Sequence[TrainConfig] | TrainConfig) -> list[Trajectory]:
+               configs: Sequence[TrainConfig] | TrainConfig,
+               on_done: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
     """Train models[k] on tasks[k] with configs[k] (or one config for all), each as `train` would,
     and return their trajectories in order; the models are updated in place.
 
@@ -269,6 +282,11 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
     dim, dtype and context length) are trained in one batched call: each run's numbers are
     bit-identical to its `train` alone (the fused step's runs are independent), and its record's
     `backend["runs_in_batch"]` says how many shared the call. Other runs are trained one by one.
+
+    `on_done(k, trajectory)` is called as soon as run k ends (with its batch), so a caller can
+    write each record then rather than after the last run. A run cut short by Ctrl-C ends with
+    status "interrupted", as in `train`, and no further run starts: if some never started, this
+    raises `RunsInterrupted` (which holds the ended runs) instead of returning.
     """
     if isinstance(configs, TrainConfig):
         configs = [configs] * len(models)
@@ -277,12 +295,12 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
                          f"{len(tasks)} and {len(configs)}")
     out: list[Trajectory | None] = [None] * len(models)
     groups: dict[str, list[int]] = {}
-    resolved = []
+    resolved, alone = [], []
     for k, (model, task, cfg) in enumerate(zip(models, tasks, configs, strict=True)):
         resolved_cfg, backend = dispatch(model, task, cfg)
         resolved.append(resolved_cfg)
         if backend["engine"] != fused.ENGINE:
-            out[k] = train(model, task, cfg)          # its record says why it was not fused
+            alone.append(k)                           # its record says why it was not fused
             continue
         cfg = resolved_cfg
         c = model.config
@@ -293,6 +311,18 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
         for k in members:
             if model_check := _fused_check(models[k], tasks[k], resolved[k]):
                 raise ValueError(model_check)
+
+    def ended(members: list[int], trajs: list[Trajectory]) -> None:
+        for k, traj in zip(members, trajs, strict=True):
+            out[k] = traj
+            if on_done is not None:
+                on_done(k, traj)
+        if any(t.status == "interrupted" for t in trajs) and any(t is None for t in out):
+            raise RunsInterrupted(out)
+
+    for k in alone:
+        ended([k], [train(models[k], tasks[k], configs[k])])
+    for members in groups.values():
         cfg = resolved[members[0]]
         if cfg.threads is None:        # the fused step threads over runs: the machine share
             cfg = dataclasses.replace(cfg, threads=min(machine_share(), len(members)))
@@ -308,7 +338,7 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
             traj.meta = meta
             traj.backend = {"engine": fused.ENGINE, "sampler": "fast",
                             "runs_in_batch": len(members), "threads": cfg.threads}
-            out[k] = traj
+        ended(members, trajs)
     return out
 
 

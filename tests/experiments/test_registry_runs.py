@@ -55,11 +55,11 @@ def test_an_interrupted_figure_resumes_from_its_finished_runs(tmp_path, monkeypa
     whole = registry.run_specs(specs, tmp_path / "whole")
     real, calls = registry._train, []
 
-    def interrupt_third(specs_, models):
+    def interrupt_third(specs_, models, *rest):
         calls.append([s.label for s in specs_])
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(specs_, models)
+        return real(specs_, models, *rest)
 
     monkeypatch.setattr(registry, "_train", interrupt_third)
     with pytest.raises(KeyboardInterrupt):
@@ -67,8 +67,8 @@ def test_an_interrupted_figure_resumes_from_its_finished_runs(tmp_path, monkeypa
     assert sorted(p.name for p in (tmp_path / "cut").glob("*.json")) == [
         f"{s.label}.json" for s in specs[:2]]
     calls.clear()
-    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append([x.label for x in s])
-                        or real(s, m))
+    monkeypatch.setattr(registry, "_train", lambda s, m, *r: calls.append([x.label for x in s])
+                        or real(s, m, *r))
     resumed = registry.run_specs(specs, tmp_path / "cut")
     assert calls == [[specs[2].label], [specs[3].label]]
     for a, b in zip(whole, resumed, strict=True):
@@ -87,7 +87,7 @@ def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_
     specs = _small_fig9()
     real, calls = registry._train, []
 
-    def ctrl_c_in_second(specs_, models):
+    def ctrl_c_in_second(specs_, models, *rest):
         calls.append(specs_[0].label)
         trajs = real(specs_, models)
         if len(calls) == 2:
@@ -98,7 +98,7 @@ def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_
     with pytest.raises(KeyboardInterrupt, match=specs[1].label):
         registry.run_specs(specs, tmp_path)
     calls.clear()
-    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    monkeypatch.setattr(registry, "_train", lambda s, m, *r: calls.append(s[0].label) or real(s, m, *r))
     runs = registry.run_specs(specs, tmp_path)
     assert calls == [s.label for s in specs[1:]]
     assert {r.traj.status for r in runs} == {"steps"}
@@ -109,7 +109,7 @@ def test_a_record_is_reused_only_for_the_same_run(tmp_path, monkeypatch):
     registry.run_specs(specs, tmp_path)
     calls = []
     real = registry._train
-    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    monkeypatch.setattr(registry, "_train", lambda s, m, *r: calls.append(s[0].label) or real(s, m, *r))
     other_lr = [dataclasses.replace(specs[0], train=dataclasses.replace(specs[0].train, lr=1e-3))]
     other_seed = [dataclasses.replace(specs[0], model=dataclasses.replace(specs[0].model,
                                                                           init_seed=5))]
@@ -169,7 +169,7 @@ def test_reproduce_drops_records_of_runs_no_longer_listed_and_overwrite_retrains
     (tmp_path / name / "old_run.json").write_text("{}")
     calls = []
     real = registry._train
-    monkeypatch.setattr(registry, "_train", lambda s, m: calls.append(s[0].label) or real(s, m))
+    monkeypatch.setattr(registry, "_train", lambda s, m, *r: calls.append(s[0].label) or real(s, m, *r))
     doc = registry.reproduce(name, tmp_path, quick=True)
     assert calls == [] and not (tmp_path / name / "old_run.json").exists()
     assert {r["kind"] for r in doc["runs"].values()} == {"flow"}
@@ -197,3 +197,45 @@ def test_an_objective_without_attributes_is_never_taken_for_another():
     a, b = objective_config(Compiled()), objective_config(Compiled())
     assert a["kind"] == b["kind"] == "test_an_objective_without_attributes_is_never_taken_for_another" \
         ".<locals>.Compiled" and a != b
+
+
+def test_a_batched_call_writes_each_batch_as_it_ends_and_ctrl_c_starts_no_more(tmp_path,
+                                                                               monkeypatch):
+    """He E4's runs H1 and H2 are two batches of one `train_many` call. H1's record is on disk
+    before H2's first step (a kill during H2 loses H2 only); Ctrl-C during H1 keeps H1's record
+    (interrupted) and never starts H2, and the rerun trains both."""
+    import fastattn._core_loader as loader
+    from fastattn._core_loader import core
+    from fastattn.experiments.he2025 import e4
+
+    specs = [dataclasses.replace(s, train=dataclasses.replace(s.train, steps=40, n_records=10,
+                                                              n_snapshots=2))
+             for s in e4.runs(quick=True)]
+    assert [s.label for s in specs] == ["H1", "H2"]
+    seen: list[bool] = []
+    ctrl_c_at: list[int] = []
+
+    class Core:
+        def __getattr__(self, name):
+            return getattr(core, name)
+
+        def he_adam_steps(self, *a, **k):
+            seen.append((tmp_path / "run" / "H1.json").exists())
+            out = core.he_adam_steps(*a, **k)
+            if len(seen) in ctrl_c_at:
+                raise KeyboardInterrupt
+            return out
+
+    monkeypatch.setattr(loader, "core", Core())
+    registry.run_specs(specs, tmp_path / "run")
+    assert not seen[0] and seen[-1]               # H2 trained after H1's record was written
+
+    seen.clear()
+    ctrl_c_at.append(2)
+    with pytest.raises(KeyboardInterrupt, match="H1; not started: H2"):
+        registry.run_specs(specs, tmp_path / "cut")
+    assert Trajectory.load(tmp_path / "cut" / "H1").status == "interrupted"
+    assert not (tmp_path / "cut" / "H2.json").exists()
+    ctrl_c_at.clear()
+    runs = registry.run_specs(specs, tmp_path / "cut")
+    assert [r.traj.status for r in runs] == ["steps", "steps"]

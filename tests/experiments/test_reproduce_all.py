@@ -71,7 +71,7 @@ def test_an_interrupted_figure_resumes_from_its_finished_runs(quick_two, tmp_pat
     (out / batch.MANIFEST).write_text(json.dumps({"mode": "quick"}))
     trained = []
     real = registry._train
-    monkeypatch.setattr(registry, "_train", lambda s, m: trained.append(s) or real(s, m))
+    monkeypatch.setattr(registry, "_train", lambda s, m, *r: trained.append(s) or real(s, m, *r))
     result = batch.run_all(FAST[1:], out, quick=True)
     assert [o.status for o in result.outcomes] == ["done"] and trained == []
     old, new = (json.loads((d / f"{FAST[1]}.json").read_text())["summary"]

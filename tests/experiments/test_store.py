@@ -31,10 +31,10 @@ def _small_runs(steps: int = 5) -> list[RunSpec]:
 def _counting(monkeypatch, log: list[str], pause: float = 0.0) -> None:
     real = registry._train
 
-    def train(specs, models):
+    def train(specs, models, *rest):
         log.extend(s.label for s in specs)
         time.sleep(pause)
-        return real(specs, models)
+        return real(specs, models, *rest)
 
     monkeypatch.setattr(registry, "_train", train)
 
@@ -74,11 +74,11 @@ def _worker(folder: str, barrier, log: str) -> None:
     run it trains to the file `log`."""
     real = registry._train
 
-    def train(specs, models):
+    def train(specs, models, *rest):
         with open(log, "a") as fh:
             fh.write("".join(f"{s.label}\n" for s in specs))
         time.sleep(0.3)                        # hold each run long enough for the other to meet it
-        return real(specs, models)
+        return real(specs, models, *rest)
 
     registry._train = train
     barrier.wait()

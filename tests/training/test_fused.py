@@ -235,3 +235,86 @@ def test_a_rotated_identity_covariance_takes_the_identity_factor():
     skewed = LinearRegression(D, context=L, spectrum=[2.0, 1.0, 0.5], rotate=True, data_seed=0)
     f = FastLaw.of(skewed).x_factor
     np.testing.assert_allclose(f @ f.T, skewed.cov_matrix, atol=1e-12)
+
+
+class _CoreLog:
+    """The compiled core, logging each call of the fused step to `log` and raising Ctrl-C
+    during call number `ctrl_c_at` (after the buffers moved, as a real signal could)."""
+
+    def __init__(self, log: list, ctrl_c_at: int | None = None):
+        self.log, self.ctrl_c_at = log, ctrl_c_at
+
+    def __getattr__(self, name):
+        return getattr(core, name)
+
+    def he_adam_steps(self, *a, **k):
+        self.log.append("step")
+        out = core.he_adam_steps(*a, **k)
+        if self.log.count("step") == self.ctrl_c_at:
+            raise KeyboardInterrupt
+        return out
+
+
+def _two_batches():
+    """Runs 0 and 1 share a batch (H = 1); run 2 (H = 2) is a second one."""
+    models = [MultiHeadSoftmax(D, 1, init_seed=0), MultiHeadSoftmax(D, 1, init_seed=1),
+              MultiHeadSoftmax(D, 2, init_seed=2)]
+    return models, [_task(s) for s in range(3)], _cfg(1e-2)
+
+
+@pytest.mark.parametrize("cut_batch", [0, 1])
+def test_train_many_hands_over_each_batch_as_it_ends_and_stops_at_ctrl_c(cut_batch, monkeypatch):
+    """Each run reaches `on_done` as soon as its batch ends, before the next batch starts. Ctrl-C
+    in the first batch: the second never starts, and `RunsInterrupted` holds the first batch's runs
+    (status interrupted); in the last batch, `train_many` returns as `train` would."""
+    from fastattn.training import RunsInterrupted
+
+    log: list = []
+    monkeypatch.setattr(loader, "core", _CoreLog(log))
+    train_many(*_two_batches(), on_done=lambda k, t: log.append(k))
+    assert log.index(0) < log.index(1) < log.index(2)
+    first = log.index(0)
+    assert set(log[:first]) == {"step"} and log[first:first + 2] == [0, 1]
+    assert log[first + 2] == "step"                 # the second batch starts after the handover
+    steps_in_first = first
+
+    log.clear()
+    at = 2 if cut_batch == 0 else steps_in_first + 2
+    monkeypatch.setattr(loader, "core", _CoreLog(log, ctrl_c_at=at))
+    models, tasks, cfg = _two_batches()
+    untouched = models[2].to_flat().copy()
+    if cut_batch == 0:
+        with pytest.raises(RunsInterrupted) as stop:
+            train_many(models, tasks, cfg, on_done=lambda k, t: log.append(k))
+        trajs = stop.value.trajectories
+        assert [t.status for t in trajs[:2]] == ["interrupted"] * 2 and trajs[2] is None
+        assert log[-2:] == [0, 1] and set(log[:-2]) == {"step"}    # nothing after the handover
+        assert np.array_equal(models[2].to_flat(), untouched)
+    else:
+        trajs = train_many(models, tasks, cfg, on_done=lambda k, t: log.append(k))
+        assert [t.status for t in trajs] == ["steps", "steps", "interrupted"]
+        assert log[-1] == 2 and trajs[2].step[-1] < cfg.steps == trajs[0].step[-1]
+
+
+def test_cli_seeds_ctrl_c_keeps_what_ended_and_starts_nothing_more(tmp_path, monkeypatch, capsys):
+    """`fastattn train --seeds 0-2` of sgd runs (trained one by one): Ctrl-C during seed 1 keeps
+    seed 0's finished record and seed 1's interrupted one, and seed 2 never starts."""
+    real, interrupted = LinearRegression.sample, []
+
+    def sample(self, n, step, **kw):
+        if self.data_seed == 1 and step == 4 and not interrupted:
+            interrupted.append(step)
+            raise KeyboardInterrupt
+        return real(self, n, step, **kw)
+
+    monkeypatch.setattr(LinearRegression, "sample", sample)
+    args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
+            "--context", "7", "--heads", "2", "--method", "sgd", "--lr", "1e-2",
+            "--batch-size", "8", "--steps", "10", "--seeds", "0-2", "--out", str(tmp_path),
+            "--quiet"]
+    assert main(args) == 0
+    statuses = {s: json.loads((tmp_path / f"run-seed{s}.json").read_text())["status"]
+                for s in (0, 1)}
+    assert statuses == {0: "steps", 1: "interrupted"}
+    assert not (tmp_path / "run-seed2.json").exists()
+    assert "not started: run-seed2" in capsys.readouterr().err
