@@ -1,13 +1,14 @@
 """How the kernels' register budgets trade occupancy against work per program on a real GPU.
 
-The budgets (`triton_kernels/_launch.register_budget`) were chosen from the AOT report to keep
-every kernel spill-free at >= 25 % occupancy; on the H100 the backward kernels they shrank got
-slower (docs/gpu.md §3a). This times forward + backward of each `CUDA_CASES` shape of
-bench/test_kernels_bench.py with every budget scaled by 1, 2, 4 and 8 (float32, device median of
-`triton.testing.do_bench`, L2 flushed), checks each output and input gradient against the
-reference, and writes one JSON row per (op, shape, scale).
+The budgets (`triton_kernels/_launch.register_budget`) were once chosen from the AOT report to
+keep every kernel spill-free at >= 25 % occupancy; on the GPUs the kernels they shrank got slower
+(docs/gpu.md §3a, §4), and the budgets now come from this sweep. It times forward + backward of
+each `CUDA_CASES` shape of bench/test_kernels_bench.py with every kernel module's budget scaled by
+each of ``--scales`` (float32, device median of `triton.testing.do_bench`, L2 flushed), checks each
+output and input gradient against the float64 reference, and writes one JSON row per (op, shape,
+scale).
 
-    python bench/gpu_budgets.py --out budgets.json                  # on a CUDA machine
+    python bench/gpu_budgets.py --scales 1,2,4 --out budgets.json     # on a CUDA machine
     TRITON_INTERPRET=1 python bench/gpu_budgets.py --device cpu --small   # a smoke run, no timing
 """
 

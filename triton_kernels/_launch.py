@@ -66,8 +66,10 @@ def interpreting() -> bool:
 def register_budget(dtype, elements: int, interpreted: int = 1 << 16) -> int:
     """Elements of the largest broadcast temporary a program may form: ``elements`` for 4-byte
     dtypes compiled, half that for 8-byte ones (two registers each), ``interpreted`` under the
-    interpreter (fewer, larger programs). Each kernel's ``elements`` is chosen from the AOT report
-    (``fastattn kernels``) to stay spill-free at >= 25 % occupancy (its README)."""
+    interpreter (fewer, larger programs). Each kernel's ``elements`` is the fastest of a GPU sweep
+    (``bench/gpu_budgets.py``: cubic, icl_readout, single_query_attention) or was chosen from the
+    AOT report (``fastattn kernels``: pe_attention, sampling); the report checks that none spills
+    (each kernel's README)."""
     if interpreting():
         return interpreted
     return elements if dtype.itemsize <= 4 else elements // 2
