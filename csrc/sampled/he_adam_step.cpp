@@ -61,6 +61,20 @@ using Fv = Vec<float>;
 using Iv = Simd<float>::I;
 typedef uint32_t Uv __attribute__((vector_size(W * sizeof(float))));
 
+// Unaligned whole-vector loads and stores: std::memcpy of a vector is lowered through half-width
+// registers on some targets (GCC's tuning for Sapphire Rapids), whose two stores then cannot be
+// forwarded to the next whole-vector load of the same bytes.
+template <class V>
+inline V load(const void* p) {
+  typedef V U __attribute__((aligned(1), may_alias));
+  return *static_cast<const U*>(p);
+}
+template <class V>
+inline void store(void* p, const V& x) {
+  typedef V U __attribute__((aligned(1), may_alias));
+  *static_cast<U*>(p) = x;
+}
+
 // √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess (bit-for-bit the
 // stream's definition in the C++ core; the hardware square root rounds differently).
 inline Fv sqrt_positive(Fv y) {
@@ -69,21 +83,22 @@ inline Fv sqrt_positive(Fv y) {
   return y * g;
 }
 
-// (x >> 9 + 1/2) 2^-23 of the low 32 bits of each word: exact in float32, in (0, 1).
+// (x >> 9 + 1/2) 2^-23 of the low 32 bits of each word: exact in float32, in (0, 1). Written as
+// (x >> 9) 2^-23 + 2^-24, whose product and sum are exact too, so that it contracts to one FMA.
 inline Fv uniform(const Uv& x) {
-  return (__builtin_convertvector((Iv)(x >> 9), Fv) + 0.5f) * 1.1920928955078125e-07f;
+  return __builtin_convertvector((Iv)(x >> 9), Fv) * 1.1920928955078125e-07f + 5.9604644775390625e-08f;
 }
 
-// log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9.
-inline Fv log_unit(Fv u) {
-  const Uv bits = (Uv)u;
-  // m in [√½, √2): the mantissa of u, or of u/2 when it exceeds √2 (then e goes up by one)
-  const Uv big = (Uv)((bits & 0x7fffffu) > 0x3504f3u) & 1u;
-  const Fv m = (Fv)((bits & 0x7fffffu) | ((127u - big) << 23));
-  const Fv e = __builtin_convertvector((Iv)(bits >> 23) - 127 + (Iv)big, Fv);
+// -2 log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9,
+// e log 2 + log m scaled by -2 (exact: both terms are scaled before their one rounding).
+inline Fv minus_two_log_unit(Fv u) {
+  // e = the exponent of u, plus one when its mantissa exceeds √2's (then m = the mantissa / 2):
+  // subtracting the bits just above √½'s carries into the exponent field exactly then
+  const Iv bits = (Iv)u, e = (bits - 0x3f3504f4) >> 23;
+  const Fv m = (Fv)(bits - (e << 23));
   const Fv s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
   const Fv series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
-  return e * 0.693147180559945f + 2.0f * s * series;
+  return __builtin_convertvector(e, Fv) * (-2 * 0.693147180559945f) + -4.0f * s * series;
 }
 
 // cos and sin of 2πt for t in [0, 1): quadrant q = round(4t), φ = 2π(t - q/4) in [-π/4, π/4].
@@ -95,10 +110,11 @@ inline void sincos_turn(Fv t, Fv& c, Fv& s) {
   const Fv cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320 +
                                                                            p2 * (-1.0f / 3628800)))));
   // rotate by q quarter turns: odd q swaps (cos, sin) -> (-sin, cos); q = 2, 3 flip both signs
+  // (sign bits: bit 1 of q flips both, bit 0 the cosine)
   const Iv odd = (q & 1) != 0;
-  const Fv flip = (q & 2) != 0 ? Fv{} - 1.0f : Fv{} + 1.0f;
-  c = flip * (odd ? -sp : cp);
-  s = flip * (odd ? cp : sp);
+  const Iv flip = (q << 30) & int32_t(0x80000000u);
+  c = (Fv)((Iv)(odd ? sp : cp) ^ flip ^ (q << 31));
+  s = (Fv)((Iv)(odd ? cp : sp) ^ flip);
 }
 
 // exp(x) for x <= 0 (softmax logits minus their maximum): 2^n e^r, |r| <= ln2/2, Taylor series
@@ -183,6 +199,10 @@ void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* e
   Words prompt[NV];
   for (int v = 0; v < NV; ++v)
     for (int w = 0; w < kWordsLanes; ++w) prompt[v][w] = uint32_t(b0 + kWordsLanes * v + w);
+  // Philox for every block first, its words parked in eps, then Box-Muller in place: each loop's
+  // body is short enough for the out-of-order core to overlap consecutive blocks (one block's
+  // Philox and Box-Muller back to back form a dependency chain longer than its throughput cost).
+  Uv* words = reinterpret_cast<Uv*>(eps);
   for (int j = 0; j < blocks; ++j) {
     Words c0[NV], c1[NV], c2[NV], c3[NV];
     for (int v = 0; v < NV; ++v) {
@@ -204,14 +224,24 @@ void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* e
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    const Uv u[4] = {low_words(c0), low_words(c1), low_words(c2), low_words(c3)};
-    const Fv r0 = sqrt_positive(-2.0f * log_unit(uniform(u[0])));
-    const Fv r1 = sqrt_positive(-2.0f * log_unit(uniform(u[2])));
+    store(words + 4L * j, low_words(c0));
+    store(words + 4L * j + 1, low_words(c1));
+    store(words + 4L * j + 2, low_words(c2));
+    store(words + 4L * j + 3, low_words(c3));
+  }
+  for (int j = 0; j < blocks; ++j) {
+    const Uv u[4] = {load<Uv>(words + 4L * j), load<Uv>(words + 4L * j + 1),
+                     load<Uv>(words + 4L * j + 2), load<Uv>(words + 4L * j + 3)};
+    const Fv r0 = sqrt_positive(minus_two_log_unit(uniform(u[0])));
+    const Fv r1 = sqrt_positive(minus_two_log_unit(uniform(u[2])));
     Fv cs0, sn0, cs1, sn1;
     sincos_turn(uniform(u[1]), cs0, sn0);
     sincos_turn(uniform(u[3]), cs1, sn1);
-    const Fv out[4] = {r0 * cs0, r0 * sn0, r1 * cs1, r1 * sn1};
-    std::memcpy(eps + 4L * j * W, out, sizeof out);
+    float* out = eps + 4L * j * W;
+    store(out, r0 * cs0);
+    store(out + W, r0 * sn0);
+    store(out + 2 * W, r1 * cs1);
+    store(out + 3 * W, r1 * sn1);
   }
 }
 
@@ -233,9 +263,7 @@ void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identit
   using V = Vec<T>;
   const int d = sh.d, L = sh.L;
   auto normal = [eps](long n) {  // normal n of the part's lanes, in T
-    typename Simd<T>::F e;
-    std::memcpy(&e, eps + n * W, sizeof e);
-    return __builtin_convertvector(e, V);
+    return __builtin_convertvector(load<typename Simd<T>::F>(eps + n * W), V);
   };
   const long we = long(L + 1) * d, ne = we + d;
   for (int i = 0; i < d; ++i) {
