@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -374,6 +375,9 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
   const V* zq = wk.zq.data();  // [D]
   V* u = wk.u.data();
   V* s = wk.s.data();
+  // sums over the keys, in registers when D is fixed (through a pointer they stay in memory,
+  // which may alias the token arrays)
+  V acc[FixedD > 0 ? FixedD : 1];
   V yhat = V{};
   for (int h = 0; h < H; ++h) {
     V* p = wk.p.data() + long(h) * L;
@@ -386,6 +390,7 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
       for (int j = 0; j < D; ++j) acc += kqh[i * D + j] * zq[j];
       u[i] = acc;
     }
+    V mx = V{} - std::numeric_limits<T>::infinity();  // the largest logit, found on the way
     for (int l = 0; l < L; ++l) {
       V sl = V{}, vl = V{};
       for (int i = 0; i < D; ++i) {
@@ -394,25 +399,25 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
       }
       s[l] = sl;
       vv[l] = vl;
+      mx = mx > sl ? mx : sl;
     }
-    V mx = s[0];
-    for (int l = 1; l < L; ++l) mx = mx > s[l] ? mx : s[l];
     V sum = V{};
     for (int l = 0; l < L; ++l) {
       p[l] = exp_nonpositive<T>(s[l] - mx);
       sum += p[l];
     }
     const V inv = T(1) / sum;
+    // one pass over the keys with D + 1 independent sums (each in key order): a sum per pass
+    // over the keys would be a chain of L dependent FMAs
     V hd = V{};
+    V* at = FixedD > 0 ? acc : a;
+    for (int i = 0; i < D; ++i) at[i] = V{};
     for (int l = 0; l < L; ++l) {
       p[l] *= inv;
       hd += p[l] * vv[l];
+      for (int i = 0; i < D; ++i) at[i] += p[l] * zt[i * L + l];
     }
-    for (int i = 0; i < D; ++i) {
-      V acc = V{};
-      for (int l = 0; l < L; ++l) acc += p[l] * zt[i * L + l];
-      a[i] = acc;
-    }
+    if (FixedD > 0) std::copy(acc, acc + D, a);
     wk.head[h] = hd;
     yhat += hd;
   }
@@ -423,7 +428,7 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
   V* G = partial;
   V* dov = partial + HDD;
   put(partial[HDD + H * D], err * err);
-  V* du = wk.du.data();
+  V* du = FixedD > 0 ? acc : wk.du.data();
   for (int h = 0; h < H; ++h) {
     const V* p = wk.p.data() + long(h) * L;
     const V* vv = wk.vv.data() + long(h) * L;
