@@ -128,8 +128,18 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   const V lo = V{} + T(f32 ? -87.0 : -708.0);
   const V x = arg < lo ? lo : arg;
   const V y = x * T(1.4426950408889634) + T(0.5);
+#if defined(__AVX512F__)
+  // floor(y) and p 2^n below in one instruction each (the same values: both exact, and the
+  // scaling rounds once, as the product with 2^n does)
+  V n;
+  if constexpr (f32)
+    n = (V)_mm512_roundscale_ps((__m512)y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  else
+    n = (V)_mm512_roundscale_pd((__m512d)y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+#else
   V n = __builtin_convertvector(__builtin_convertvector(y, I), V);  // trunc; floor for y < 0:
   n = n > y ? n - T(1) : n;
+#endif
   const V r = (x - n * T(f32 ? 0.693145751953125 : 0.6931471803691238)) -
               n * T(f32 ? 1.428606765330187e-06 : 1.9082149292705877e-10);
   V p;
@@ -142,8 +152,15 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
                      1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
       p = p * r + c;
   }
+#if defined(__AVX512F__)
+  if constexpr (f32)
+    return (V)_mm512_scalef_ps((__m512)p, (__m512)n);
+  else
+    return (V)_mm512_scalef_pd((__m512d)p, (__m512d)n);
+#else
   const I bits = (__builtin_convertvector(n, I) + (f32 ? 127 : 1023)) << (f32 ? 23 : 52);
   return p * (V)bits;  // the bits as floats
+#endif
 }
 
 // Philox4x32-10's words, one per lane, in 64-bit elements of vectors as wide as a float vector
