@@ -265,6 +265,13 @@ void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* e
 
 int blocks_of(const Shape& sh) { return (sh.normals() + 3) / 4; }
 
+// The blocks a batch of a run with label-noise std sigma reads: without noise, not the label
+// noise's (the last L + 1 normals). A counter-based stream draws each block on its own, so the
+// blocks read are the same bits either way.
+int blocks_read(const Shape& sh, double sigma) {
+  return sigma == 0 ? (sh.normals() - (sh.L + 1) + 3) / 4 : blocks_of(sh);
+}
+
 bool is_identity(const double* f, int d) {
   for (int i = 0; i < d; ++i)
     for (int k = 0; k < d; ++k)
@@ -290,7 +297,7 @@ void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identit
     task[i] = acc;
   }
   for (int l = 0; l <= L; ++l) {
-    V y = sigma * normal(ne + l);
+    V y = sigma == 0 ? V{} : sigma * normal(ne + l);  // no noise: its normals are not drawn
     const long xe = long(l) * d;
     for (int i = 0; i < d; ++i) {
       V x;
@@ -466,7 +473,7 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
 template <class T, int FixedD>
 void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
                 const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
-  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+  normals_chunk(seed, step, b0, blocks_read(sh, law.sigma), wk.eps.data());
   for (int part = 0; part < Parts<T>; ++part)
     part_grad<T, FixedD>(circ, b0 + part * Lanes<T>, part, sh, law, wk, partial);
 }
@@ -561,7 +568,7 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
   const int D = sh.D(), L = sh.L;
   constexpr int VL = Lanes<T>;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
-    normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+    normals_chunk(seed, step, b0, blocks_read(sh, noise_std), wk.eps.data());
     for (int part = 0; part < Parts<T>; ++part) {
       tokens_part(wk.eps.data() + part * VL, sh, law.fx.data(), law.fx_identity, law.fw.data(),
                   law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
