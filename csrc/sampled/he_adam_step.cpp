@@ -123,20 +123,22 @@ inline void sincos_turn(Fv t, Fv& c, Fv& s) {
 template <class T>
 inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   using V = Vec<T>;
-  using I = typename Simd<T>::I;
   constexpr bool f32 = std::is_same_v<T, float>;
   const V lo = V{} + T(f32 ? -87.0 : -708.0);
   const V x = arg < lo ? lo : arg;
   const V y = x * T(1.4426950408889634) + T(0.5);
 #if defined(__AVX512F__)
   // floor(y) and p 2^n below in one instruction each (the same values: both exact, and the
-  // scaling rounds once, as the product with 2^n does)
+  // scaling rounds once, as the product with 2^n does), in their all-lanes masked forms (GCC 12
+  // warns that the unmasked forms' undefined source may be used uninitialized)
+  constexpr int floor_mode = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
   V n;
   if constexpr (f32)
-    n = (V)_mm512_roundscale_ps((__m512)y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    n = (V)_mm512_maskz_roundscale_ps(0xffff, (__m512)y, floor_mode);
   else
-    n = (V)_mm512_roundscale_pd((__m512d)y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    n = (V)_mm512_maskz_roundscale_pd(0xff, (__m512d)y, floor_mode);
 #else
+  using I = typename Simd<T>::I;
   V n = __builtin_convertvector(__builtin_convertvector(y, I), V);  // trunc; floor for y < 0:
   n = n > y ? n - T(1) : n;
 #endif
@@ -154,9 +156,9 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   }
 #if defined(__AVX512F__)
   if constexpr (f32)
-    return (V)_mm512_scalef_ps((__m512)p, (__m512)n);
+    return (V)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);
   else
-    return (V)_mm512_scalef_pd((__m512d)p, (__m512d)n);
+    return (V)_mm512_maskz_scalef_pd(0xff, (__m512d)p, (__m512d)n);
 #else
   const I bits = (__builtin_convertvector(n, I) + (f32 ? 127 : 1023)) << (f32 ? 23 : 52);
   return p * (V)bits;  // the bits as floats
@@ -279,42 +281,6 @@ bool is_identity(const double* f, int d) {
   return true;
 }
 
-// One part's tokens from its normals (eps: the chunk's, from the part's first lane on): zt [D][L]
-// (context tokens, label last), zq [D], yq [1], each a vector of the part's Lanes<T> lanes;
-// x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
-template <class T>
-void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
-                 T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
-  using V = Vec<T>;
-  const int d = sh.d, L = sh.L;
-  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
-    return __builtin_convertvector(load<typename Simd<T>::F>(eps + n * W), V);
-  };
-  const long we = long(L + 1) * d, ne = we + d;
-  for (int i = 0; i < d; ++i) {
-    V acc = V{};
-    for (int k = 0; k < d; ++k) acc += fw[i * d + k] * normal(we + k);
-    task[i] = acc;
-  }
-  for (int l = 0; l <= L; ++l) {
-    V y = sigma == 0 ? V{} : sigma * normal(ne + l);  // no noise: its normals are not drawn
-    const long xe = long(l) * d;
-    for (int i = 0; i < d; ++i) {
-      V x;
-      if (fx_identity) {
-        x = normal(xe + i);
-      } else {
-        x = V{};
-        for (int k = 0; k < d; ++k) x += fx[i * d + k] * normal(xe + k);
-      }
-      y += x * task[i];
-      (l < L ? zt[long(i) * L + l] : zq[i]) = x;
-    }
-    (l < L ? zt[long(d) * L + l] : yq[0]) = y;
-  }
-  zq[d] = V{};
-}
-
 // Per-run law converted to T once per call.
 template <class T>
 struct RunLaw {
@@ -326,20 +292,20 @@ struct RunLaw {
         fx_identity(is_identity(x_factor, d)), sigma(T(noise_std)) {}
 };
 
-// Scratch of one thread; eps holds a chunk's normals, the token arrays a part's Lanes<T> lanes
-// per entry ([..][Lanes<T>] in memory).
+// Scratch of one thread; eps holds a chunk's normals (whole vectors: aligned as they are), the
+// token arrays a part's Lanes<T> lanes per entry ([..][Lanes<T>] in memory).
 template <class T>
 struct Work {
   using V = Vec<T>;
-  std::vector<float> eps;
-  std::vector<V> zt, zq, yq, tok, u, s, p, vv, a, head, du;
+  std::vector<Fv> eps_;
+  std::vector<V> x, y, zq, tok, u, s, p, vv, a, head, du;
   explicit Work(const Shape& sh) {
     const int D = sh.D(), L = sh.L, H = sh.H;
-    eps.resize(4L * blocks_of(sh) * W);
-    zt.resize(long(D) * L);
+    eps_.resize(blocks_of(sh) * 4L);
+    x.resize(long(L + 1) * sh.d);
+    y.resize(L + 1);
     zq.resize(D);
-    yq.resize(1);
-    tok.resize(sh.d + 1);
+    tok.resize(sh.d);
     u.resize(D);
     s.resize(L);
     p.resize(long(H) * L);
@@ -348,8 +314,52 @@ struct Work {
     head.resize(H);
     du.resize(D);
   }
-  T* lanes(std::vector<V>& x) { return reinterpret_cast<T*>(x.data()); }
+  float* eps() { return reinterpret_cast<float*>(eps_.data()); }
 };
+
+// One part's tokens from its normals (those of the chunk in wk.eps, from the part's first lane
+// on), each a vector of the part's Lanes<T> lanes: x = Fx eps, w = Fw eps, y = <x, w> + sigma
+// eps. Returns x [L + 1][d] (token l's coordinate i at l d + i; l = L is the query): the
+// normals themselves when they are x (float32, Fx = I: the layout is the stream's), else
+// wk.x; the labels y [L + 1] (y[L]: the query's target) go to wk.y.
+template <class T>
+const Vec<T>* tokens_part(int part, const Shape& sh, const RunLaw<T>& law, Work<T>& wk) {
+  using V = Vec<T>;
+  const int d = sh.d, L = sh.L;
+  const float* eps = wk.eps() + part * Lanes<T>;
+  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
+    return __builtin_convertvector(load<typename Simd<T>::F>(eps + n * W), V);
+  };
+  const T* fx = law.fx.data();
+  const T* fw = law.fw.data();
+  const long we = long(L + 1) * d, ne = we + d;
+  V* task = wk.tok.data();
+  for (int i = 0; i < d; ++i) {
+    V acc = V{};
+    for (int k = 0; k < d; ++k) acc += fw[i * d + k] * normal(we + k);
+    task[i] = acc;
+  }
+  const bool in_place = std::is_same_v<T, float> && law.fx_identity;
+  V* x = in_place ? reinterpret_cast<V*>(wk.eps()) : wk.x.data();
+  for (int l = 0; l <= L; ++l) {
+    V y = law.sigma == 0 ? V{} : law.sigma * normal(ne + l);  // no noise: its normals are not drawn
+    V* xl = x + long(l) * d;
+    for (int i = 0; i < d; ++i) {
+      if (!in_place) {
+        if (law.fx_identity) {
+          xl[i] = normal(long(l) * d + i);
+        } else {
+          V acc = V{};
+          for (int k = 0; k < d; ++k) acc += fx[i * d + k] * normal(long(l) * d + k);
+          xl[i] = acc;
+        }
+      }
+      y += xl[i] * task[i];
+    }
+    wk.y[l] = y;
+  }
+  return x;
+}
 
 // kq [H][D][D] = W_K^T W_Q / √D and ov [H][D] = W_O W_V of one run's parameters.
 template <class T>
@@ -392,11 +402,14 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
-  tokens_part(wk.eps.data() + part * Lanes<T>, sh, law.fx.data(), law.fx_identity, law.fw.data(),
-              law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-  auto put = [part](V& to, const V& x) { to = part == 0 ? x : to + x; };
-  const V* zt = wk.zt.data();  // [D][L]
-  const V* zq = wk.zq.data();  // [D]
+  const int d = D - 1;
+  // token l = (x[l d .. l d + d), y[l]); the query zq = (x[L d ..], 0)
+  const V* x = tokens_part(part, sh, law, wk);
+  const V* y = wk.y.data();
+  V* zq = wk.zq.data();
+  std::copy(x + long(L) * d, x + long(L) * d + d, zq);
+  zq[d] = V{};
+  auto put = [part](V& to, const V& v) { to = part == 0 ? v : to + v; };
   V* u = wk.u.data();
   V* s = wk.s.data();
   // sums over the keys, in registers when D is fixed (through a pointer they stay in memory,
@@ -417,10 +430,12 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
     V mx = V{} - std::numeric_limits<T>::infinity();  // the largest logit, found on the way
     for (int l = 0; l < L; ++l) {
       V sl = V{}, vl = V{};
-      for (int i = 0; i < D; ++i) {
-        sl += u[i] * zt[i * L + l];
-        vl += ovh[i] * zt[i * L + l];
+      for (int i = 0; i < d; ++i) {
+        sl += u[i] * x[l * d + i];
+        vl += ovh[i] * x[l * d + i];
       }
+      sl += u[d] * y[l];
+      vl += ovh[d] * y[l];
       s[l] = sl;
       vv[l] = vl;
       mx = mx > sl ? mx : sl;
@@ -439,14 +454,15 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
     for (int l = 0; l < L; ++l) {
       p[l] *= inv;
       hd += p[l] * vv[l];
-      for (int i = 0; i < D; ++i) at[i] += p[l] * zt[i * L + l];
+      for (int i = 0; i < d; ++i) at[i] += p[l] * x[l * d + i];
+      at[d] += p[l] * y[l];
     }
     if (FixedD > 0) std::copy(acc, acc + D, a);
     wk.head[h] = hd;
     yhat += hd;
   }
   const int valid = int(std::clamp<int64_t>(sh.B - b0, 0, Lanes<T>));
-  V err = yhat - wk.yq[0];
+  V err = yhat - y[L];
   for (int w = valid; w < Lanes<T>; ++w) err[w] = 0;
   const V e = err * (T(2) / T(sh.B));
   V* G = partial;
@@ -462,7 +478,8 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
     for (int i = 0; i < D; ++i) du[i] = V{};
     for (int l = 0; l < L; ++l) {
       const V dl = p[l] * (vv[l] - hd) * e;
-      for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
+      for (int i = 0; i < d; ++i) du[i] += dl * x[l * d + i];
+      du[d] += dl * y[l];
     }
     for (int i = 0; i < D; ++i)
       for (int j = 0; j < D; ++j) put(G[long(h) * D * D + i * D + j], du[i] * zq[j]);
@@ -473,7 +490,7 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
 template <class T, int FixedD>
 void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
                 const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
-  normals_chunk(seed, step, b0, blocks_read(sh, law.sigma), wk.eps.data());
+  normals_chunk(seed, step, b0, blocks_read(sh, law.sigma), wk.eps());
   for (int part = 0; part < Parts<T>; ++part)
     part_grad<T, FixedD>(circ, b0 + part * Lanes<T>, part, sh, law, wk, partial);
 }
@@ -565,23 +582,21 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
             const double* w_factor, double noise_std, T* z, T* zq, T* yq) {
   const RunLaw<T> law(x_factor, w_factor, noise_std, sh.d);
   Work<T> wk(sh);
-  const int D = sh.D(), L = sh.L;
+  const int D = sh.D(), d = sh.d, L = sh.L;
   constexpr int VL = Lanes<T>;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
-    normals_chunk(seed, step, b0, blocks_read(sh, noise_std), wk.eps.data());
+    normals_chunk(seed, step, b0, blocks_read(sh, noise_std), wk.eps());
     for (int part = 0; part < Parts<T>; ++part) {
-      tokens_part(wk.eps.data() + part * VL, sh, law.fx.data(), law.fx_identity, law.fw.data(),
-                  law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-      const T* zt = wk.lanes(wk.zt);
-      const T* zqs = wk.lanes(wk.zq);
-      const T* yqs = wk.lanes(wk.yq);
+      const T* xs = reinterpret_cast<const T*>(tokens_part(part, sh, law, wk));
+      const T* ys = reinterpret_cast<const T*>(wk.y.data());
       for (int w = 0; w < VL && b0 + part * VL + w < sh.B; ++w) {
         const int64_t b = b0 + part * VL + w;
-        for (int i = 0; i < D; ++i) {
-          for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * VL + w];
-          zq[b * D + i] = zqs[i * VL + w];
+        for (int l = 0; l <= L; ++l) {
+          T* to = l < L ? z + (b * L + l) * D : zq + b * D;
+          for (int i = 0; i < d; ++i) to[i] = xs[(long(l) * d + i) * VL + w];
+          to[d] = l < L ? ys[l * VL + w] : T(0);
         }
-        yq[b] = yqs[w];
+        yq[b] = ys[L * VL + w];
       }
     }
   }
