@@ -62,8 +62,8 @@ using Fv = Vec<float>;
 using Iv = Simd<float>::I;
 typedef uint32_t Uv __attribute__((vector_size(W * sizeof(float))));
 
-// Unaligned whole-vector loads and stores: std::memcpy of a vector is lowered through half-width
-// registers on some targets (GCC's tuning for Sapphire Rapids), whose two stores then cannot be
+// Unaligned whole-vector loads and stores: GCC lowers std::memcpy of a 512-bit vector through
+// 256-bit halves (its preferred vector width on AVX-512 targets), whose two stores then cannot be
 // forwarded to the next whole-vector load of the same bytes.
 template <class V>
 inline V load(const void* p) {
