@@ -152,7 +152,7 @@ def he_rows(quick: bool) -> list[Row]:
             f"met: the door is within {t / engine:.2f}× of the engine" if ratio >= 40 else
             f"not met: the door is within {t / engine:.2f}× of the engine, and the engine itself "
             f"is {anchor / engine:.1f}× the authors' step on this machine (its data generator, "
-            "Philox + Box-Muller for 256 × 41 × 6 normals a step, is two thirds of its time)"))
+            "Philox + Box-Muller for 256 × 41 × 6 normals a step, is about 70 % of its time)"))
     return rows
 
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -61,6 +62,20 @@ using Fv = Vec<float>;
 using Iv = Simd<float>::I;
 typedef uint32_t Uv __attribute__((vector_size(W * sizeof(float))));
 
+// Unaligned whole-vector loads and stores: GCC lowers std::memcpy of a 512-bit vector through
+// 256-bit halves (its preferred vector width on AVX-512 targets), whose two stores then cannot be
+// forwarded to the next whole-vector load of the same bytes.
+template <class V>
+inline V load(const void* p) {
+  typedef V U __attribute__((aligned(1), may_alias));
+  return *static_cast<const U*>(p);
+}
+template <class V>
+inline void store(void* p, const V& x) {
+  typedef V U __attribute__((aligned(1), may_alias));
+  *static_cast<U*>(p) = x;
+}
+
 // √y for y > 0 by three Newton steps on 1/√y from the bit-level first guess (bit-for-bit the
 // stream's definition in the C++ core; the hardware square root rounds differently).
 inline Fv sqrt_positive(Fv y) {
@@ -69,21 +84,22 @@ inline Fv sqrt_positive(Fv y) {
   return y * g;
 }
 
-// (x >> 9 + 1/2) 2^-23 of the low 32 bits of each word: exact in float32, in (0, 1).
+// (x >> 9 + 1/2) 2^-23 of the low 32 bits of each word: exact in float32, in (0, 1). Written as
+// (x >> 9) 2^-23 + 2^-24, whose product and sum are exact too, so that it contracts to one FMA.
 inline Fv uniform(const Uv& x) {
-  return (__builtin_convertvector((Iv)(x >> 9), Fv) + 0.5f) * 1.1920928955078125e-07f;
+  return __builtin_convertvector((Iv)(x >> 9), Fv) * 1.1920928955078125e-07f + 5.9604644775390625e-08f;
 }
 
-// log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9.
-inline Fv log_unit(Fv u) {
-  const Uv bits = (Uv)u;
-  // m in [√½, √2): the mantissa of u, or of u/2 when it exceeds √2 (then e goes up by one)
-  const Uv big = (Uv)((bits & 0x7fffffu) > 0x3504f3u) & 1u;
-  const Fv m = (Fv)((bits & 0x7fffffu) | ((127u - big) << 23));
-  const Fv e = __builtin_convertvector((Iv)(bits >> 23) - 127 + (Iv)big, Fv);
+// -2 log(u) for u in (0, 1): u = m 2^e with m in [√½, √2), log m = 2 atanh((m-1)/(m+1)) to s^9,
+// e log 2 + log m scaled by -2 (exact: both terms are scaled before their one rounding).
+inline Fv minus_two_log_unit(Fv u) {
+  // e = the exponent of u, plus one when its mantissa exceeds √2's (then m = the mantissa / 2):
+  // subtracting the bits just above √½'s carries into the exponent field exactly then
+  const Iv bits = (Iv)u, e = (bits - 0x3f3504f4) >> 23;
+  const Fv m = (Fv)(bits - (e << 23));
   const Fv s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
   const Fv series = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
-  return e * 0.693147180559945f + 2.0f * s * series;
+  return __builtin_convertvector(e, Fv) * (-2 * 0.693147180559945f) + -4.0f * s * series;
 }
 
 // cos and sin of 2πt for t in [0, 1): quadrant q = round(4t), φ = 2π(t - q/4) in [-π/4, π/4].
@@ -95,10 +111,11 @@ inline void sincos_turn(Fv t, Fv& c, Fv& s) {
   const Fv cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320 +
                                                                            p2 * (-1.0f / 3628800)))));
   // rotate by q quarter turns: odd q swaps (cos, sin) -> (-sin, cos); q = 2, 3 flip both signs
+  // (sign bits: bit 1 of q flips both, bit 0 the cosine)
   const Iv odd = (q & 1) != 0;
-  const Fv flip = (q & 2) != 0 ? Fv{} - 1.0f : Fv{} + 1.0f;
-  c = flip * (odd ? -sp : cp);
-  s = flip * (odd ? cp : sp);
+  const Iv flip = (q << 30) & int32_t(0x80000000u);
+  c = (Fv)((Iv)(odd ? sp : cp) ^ flip ^ (q << 31));
+  s = (Fv)((Iv)(odd ? cp : sp) ^ flip);
 }
 
 // exp(x) for x <= 0 (softmax logits minus their maximum): 2^n e^r, |r| <= ln2/2, Taylor series
@@ -106,13 +123,25 @@ inline void sincos_turn(Fv t, Fv& c, Fv& s) {
 template <class T>
 inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
   using V = Vec<T>;
-  using I = typename Simd<T>::I;
   constexpr bool f32 = std::is_same_v<T, float>;
   const V lo = V{} + T(f32 ? -87.0 : -708.0);
   const V x = arg < lo ? lo : arg;
   const V y = x * T(1.4426950408889634) + T(0.5);
+#if defined(__AVX512F__)
+  // floor(y) and p 2^n below in one instruction each (the same values: both exact, and the
+  // scaling rounds once, as the product with 2^n does), in their all-lanes masked forms (GCC 12
+  // warns that the unmasked forms' undefined source may be used uninitialized)
+  constexpr int floor_mode = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+  V n;
+  if constexpr (f32)
+    n = (V)_mm512_maskz_roundscale_ps(0xffff, (__m512)y, floor_mode);
+  else
+    n = (V)_mm512_maskz_roundscale_pd(0xff, (__m512d)y, floor_mode);
+#else
+  using I = typename Simd<T>::I;
   V n = __builtin_convertvector(__builtin_convertvector(y, I), V);  // trunc; floor for y < 0:
   n = n > y ? n - T(1) : n;
+#endif
   const V r = (x - n * T(f32 ? 0.693145751953125 : 0.6931471803691238)) -
               n * T(f32 ? 1.428606765330187e-06 : 1.9082149292705877e-10);
   V p;
@@ -125,8 +154,15 @@ inline Vec<T> exp_nonpositive(const Vec<T>& arg) {
                      1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
       p = p * r + c;
   }
+#if defined(__AVX512F__)
+  if constexpr (f32)
+    return (V)_mm512_maskz_scalef_ps(0xffff, (__m512)p, (__m512)n);
+  else
+    return (V)_mm512_maskz_scalef_pd(0xff, (__m512d)p, (__m512d)n);
+#else
   const I bits = (__builtin_convertvector(n, I) + (f32 ? 127 : 1023)) << (f32 ? 23 : 52);
   return p * (V)bits;  // the bits as floats
+#endif
 }
 
 // Philox4x32-10's words, one per lane, in 64-bit elements of vectors as wide as a float vector
@@ -183,6 +219,10 @@ void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* e
   Words prompt[NV];
   for (int v = 0; v < NV; ++v)
     for (int w = 0; w < kWordsLanes; ++w) prompt[v][w] = uint32_t(b0 + kWordsLanes * v + w);
+  // Philox for every block first, its words parked in eps, then Box-Muller in place: each loop's
+  // body is short enough for the out-of-order core to overlap consecutive blocks (one block's
+  // Philox and Box-Muller back to back form a dependency chain longer than its throughput cost).
+  Uv* words = reinterpret_cast<Uv*>(eps);
   for (int j = 0; j < blocks; ++j) {
     Words c0[NV], c1[NV], c2[NV], c3[NV];
     for (int v = 0; v < NV; ++v) {
@@ -204,62 +244,41 @@ void normals_chunk(uint64_t seed, int64_t step, int64_t b0, int blocks, float* e
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    const Uv u[4] = {low_words(c0), low_words(c1), low_words(c2), low_words(c3)};
-    const Fv r0 = sqrt_positive(-2.0f * log_unit(uniform(u[0])));
-    const Fv r1 = sqrt_positive(-2.0f * log_unit(uniform(u[2])));
+    store(words + 4L * j, low_words(c0));
+    store(words + 4L * j + 1, low_words(c1));
+    store(words + 4L * j + 2, low_words(c2));
+    store(words + 4L * j + 3, low_words(c3));
+  }
+  for (int j = 0; j < blocks; ++j) {
+    const Uv u[4] = {load<Uv>(words + 4L * j), load<Uv>(words + 4L * j + 1),
+                     load<Uv>(words + 4L * j + 2), load<Uv>(words + 4L * j + 3)};
+    const Fv r0 = sqrt_positive(minus_two_log_unit(uniform(u[0])));
+    const Fv r1 = sqrt_positive(minus_two_log_unit(uniform(u[2])));
     Fv cs0, sn0, cs1, sn1;
     sincos_turn(uniform(u[1]), cs0, sn0);
     sincos_turn(uniform(u[3]), cs1, sn1);
-    const Fv out[4] = {r0 * cs0, r0 * sn0, r1 * cs1, r1 * sn1};
-    std::memcpy(eps + 4L * j * W, out, sizeof out);
+    float* out = eps + 4L * j * W;
+    store(out, r0 * cs0);
+    store(out + W, r0 * sn0);
+    store(out + 2 * W, r1 * cs1);
+    store(out + 3 * W, r1 * sn1);
   }
 }
 
 int blocks_of(const Shape& sh) { return (sh.normals() + 3) / 4; }
+
+// The blocks a batch of a run with label-noise std sigma reads: without noise, not the label
+// noise's (the last L + 1 normals). A counter-based stream draws each block on its own, so the
+// blocks read are the same bits either way.
+int blocks_read(const Shape& sh, double sigma) {
+  return sigma == 0 ? (sh.normals() - (sh.L + 1) + 3) / 4 : blocks_of(sh);
+}
 
 bool is_identity(const double* f, int d) {
   for (int i = 0; i < d; ++i)
     for (int k = 0; k < d; ++k)
       if (f[i * d + k] != (i == k ? 1.0 : 0.0)) return false;
   return true;
-}
-
-// One part's tokens from its normals (eps: the chunk's, from the part's first lane on): zt [D][L]
-// (context tokens, label last), zq [D], yq [1], each a vector of the part's Lanes<T> lanes;
-// x = Fx eps, w = Fw eps, y = <x, w> + sigma eps. task: scratch [d].
-template <class T>
-void tokens_part(const float* eps, const Shape& sh, const T* fx, bool fx_identity, const T* fw,
-                 T sigma, Vec<T>* zt, Vec<T>* zq, Vec<T>* yq, Vec<T>* task) {
-  using V = Vec<T>;
-  const int d = sh.d, L = sh.L;
-  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
-    typename Simd<T>::F e;
-    std::memcpy(&e, eps + n * W, sizeof e);
-    return __builtin_convertvector(e, V);
-  };
-  const long we = long(L + 1) * d, ne = we + d;
-  for (int i = 0; i < d; ++i) {
-    V acc = V{};
-    for (int k = 0; k < d; ++k) acc += fw[i * d + k] * normal(we + k);
-    task[i] = acc;
-  }
-  for (int l = 0; l <= L; ++l) {
-    V y = sigma * normal(ne + l);
-    const long xe = long(l) * d;
-    for (int i = 0; i < d; ++i) {
-      V x;
-      if (fx_identity) {
-        x = normal(xe + i);
-      } else {
-        x = V{};
-        for (int k = 0; k < d; ++k) x += fx[i * d + k] * normal(xe + k);
-      }
-      y += x * task[i];
-      (l < L ? zt[long(i) * L + l] : zq[i]) = x;
-    }
-    (l < L ? zt[long(d) * L + l] : yq[0]) = y;
-  }
-  zq[d] = V{};
 }
 
 // Per-run law converted to T once per call.
@@ -273,20 +292,20 @@ struct RunLaw {
         fx_identity(is_identity(x_factor, d)), sigma(T(noise_std)) {}
 };
 
-// Scratch of one thread; eps holds a chunk's normals, the token arrays a part's Lanes<T> lanes
-// per entry ([..][Lanes<T>] in memory).
+// Scratch of one thread; eps holds a chunk's normals (whole vectors: aligned as they are), the
+// token arrays a part's Lanes<T> lanes per entry ([..][Lanes<T>] in memory).
 template <class T>
 struct Work {
   using V = Vec<T>;
-  std::vector<float> eps;
-  std::vector<V> zt, zq, yq, tok, u, s, p, vv, a, head, du;
+  std::vector<Fv> eps_;
+  std::vector<V> x, y, zq, tok, u, s, p, vv, a, head, du;
   explicit Work(const Shape& sh) {
     const int D = sh.D(), L = sh.L, H = sh.H;
-    eps.resize(4L * blocks_of(sh) * W);
-    zt.resize(long(D) * L);
+    eps_.resize(blocks_of(sh) * 4L);
+    x.resize(long(L + 1) * sh.d);
+    y.resize(L + 1);
     zq.resize(D);
-    yq.resize(1);
-    tok.resize(sh.d + 1);
+    tok.resize(sh.d);
     u.resize(D);
     s.resize(L);
     p.resize(long(H) * L);
@@ -295,8 +314,52 @@ struct Work {
     head.resize(H);
     du.resize(D);
   }
-  T* lanes(std::vector<V>& x) { return reinterpret_cast<T*>(x.data()); }
+  float* eps() { return reinterpret_cast<float*>(eps_.data()); }
 };
+
+// One part's tokens from its normals (those of the chunk in wk.eps, from the part's first lane
+// on), each a vector of the part's Lanes<T> lanes: x = Fx eps, w = Fw eps, y = <x, w> + sigma
+// eps. Returns x [L + 1][d] (token l's coordinate i at l d + i; l = L is the query): the
+// normals themselves when they are x (float32, Fx = I: the layout is the stream's), else
+// wk.x; the labels y [L + 1] (y[L]: the query's target) go to wk.y.
+template <class T>
+const Vec<T>* tokens_part(int part, const Shape& sh, const RunLaw<T>& law, Work<T>& wk) {
+  using V = Vec<T>;
+  const int d = sh.d, L = sh.L;
+  const float* eps = wk.eps() + part * Lanes<T>;
+  auto normal = [eps](long n) {  // normal n of the part's lanes, in T
+    return __builtin_convertvector(load<typename Simd<T>::F>(eps + n * W), V);
+  };
+  const T* fx = law.fx.data();
+  const T* fw = law.fw.data();
+  const long we = long(L + 1) * d, ne = we + d;
+  V* task = wk.tok.data();
+  for (int i = 0; i < d; ++i) {
+    V acc = V{};
+    for (int k = 0; k < d; ++k) acc += fw[i * d + k] * normal(we + k);
+    task[i] = acc;
+  }
+  const bool in_place = std::is_same_v<T, float> && law.fx_identity;
+  V* x = in_place ? reinterpret_cast<V*>(wk.eps()) : wk.x.data();
+  for (int l = 0; l <= L; ++l) {
+    V y = law.sigma == 0 ? V{} : law.sigma * normal(ne + l);  // no noise: its normals are not drawn
+    V* xl = x + long(l) * d;
+    for (int i = 0; i < d; ++i) {
+      if (!in_place) {
+        if (law.fx_identity) {
+          xl[i] = normal(long(l) * d + i);
+        } else {
+          V acc = V{};
+          for (int k = 0; k < d; ++k) acc += fx[i * d + k] * normal(long(l) * d + k);
+          xl[i] = acc;
+        }
+      }
+      y += xl[i] * task[i];
+    }
+    wk.y[l] = y;
+  }
+  return x;
+}
 
 // kq [H][D][D] = W_K^T W_Q / √D and ov [H][D] = W_O W_V of one run's parameters.
 template <class T>
@@ -339,13 +402,19 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
   const long HDD = long(H) * D * D;
   const T* kq = circ;
   const T* ov = circ + HDD;
-  tokens_part(wk.eps.data() + part * Lanes<T>, sh, law.fx.data(), law.fx_identity, law.fw.data(),
-              law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-  auto put = [part](V& to, const V& x) { to = part == 0 ? x : to + x; };
-  const V* zt = wk.zt.data();  // [D][L]
-  const V* zq = wk.zq.data();  // [D]
+  const int d = D - 1;
+  // token l = (x[l d .. l d + d), y[l]); the query zq = (x[L d ..], 0)
+  const V* x = tokens_part(part, sh, law, wk);
+  const V* y = wk.y.data();
+  V* zq = wk.zq.data();
+  std::copy(x + long(L) * d, x + long(L) * d + d, zq);
+  zq[d] = V{};
+  auto put = [part](V& to, const V& v) { to = part == 0 ? v : to + v; };
   V* u = wk.u.data();
   V* s = wk.s.data();
+  // sums over the keys, in registers when D is fixed (through a pointer they stay in memory,
+  // which may alias the token arrays)
+  V acc[FixedD > 0 ? FixedD : 1];
   V yhat = V{};
   for (int h = 0; h < H; ++h) {
     V* p = wk.p.data() + long(h) * L;
@@ -358,44 +427,48 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
       for (int j = 0; j < D; ++j) acc += kqh[i * D + j] * zq[j];
       u[i] = acc;
     }
+    V mx = V{} - std::numeric_limits<T>::infinity();  // the largest logit, found on the way
     for (int l = 0; l < L; ++l) {
       V sl = V{}, vl = V{};
-      for (int i = 0; i < D; ++i) {
-        sl += u[i] * zt[i * L + l];
-        vl += ovh[i] * zt[i * L + l];
+      for (int i = 0; i < d; ++i) {
+        sl += u[i] * x[l * d + i];
+        vl += ovh[i] * x[l * d + i];
       }
+      sl += u[d] * y[l];
+      vl += ovh[d] * y[l];
       s[l] = sl;
       vv[l] = vl;
+      mx = mx > sl ? mx : sl;
     }
-    V mx = s[0];
-    for (int l = 1; l < L; ++l) mx = mx > s[l] ? mx : s[l];
     V sum = V{};
     for (int l = 0; l < L; ++l) {
       p[l] = exp_nonpositive<T>(s[l] - mx);
       sum += p[l];
     }
     const V inv = T(1) / sum;
+    // one pass over the keys with D + 1 independent sums (each in key order): a sum per pass
+    // over the keys would be a chain of L dependent FMAs
     V hd = V{};
+    V* at = FixedD > 0 ? acc : a;
+    for (int i = 0; i < D; ++i) at[i] = V{};
     for (int l = 0; l < L; ++l) {
       p[l] *= inv;
       hd += p[l] * vv[l];
+      for (int i = 0; i < d; ++i) at[i] += p[l] * x[l * d + i];
+      at[d] += p[l] * y[l];
     }
-    for (int i = 0; i < D; ++i) {
-      V acc = V{};
-      for (int l = 0; l < L; ++l) acc += p[l] * zt[i * L + l];
-      a[i] = acc;
-    }
+    if (FixedD > 0) std::copy(acc, acc + D, a);
     wk.head[h] = hd;
     yhat += hd;
   }
   const int valid = int(std::clamp<int64_t>(sh.B - b0, 0, Lanes<T>));
-  V err = yhat - wk.yq[0];
+  V err = yhat - y[L];
   for (int w = valid; w < Lanes<T>; ++w) err[w] = 0;
   const V e = err * (T(2) / T(sh.B));
   V* G = partial;
   V* dov = partial + HDD;
   put(partial[HDD + H * D], err * err);
-  V* du = wk.du.data();
+  V* du = FixedD > 0 ? acc : wk.du.data();
   for (int h = 0; h < H; ++h) {
     const V* p = wk.p.data() + long(h) * L;
     const V* vv = wk.vv.data() + long(h) * L;
@@ -405,7 +478,8 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
     for (int i = 0; i < D; ++i) du[i] = V{};
     for (int l = 0; l < L; ++l) {
       const V dl = p[l] * (vv[l] - hd) * e;
-      for (int i = 0; i < D; ++i) du[i] += dl * zt[i * L + l];
+      for (int i = 0; i < d; ++i) du[i] += dl * x[l * d + i];
+      du[d] += dl * y[l];
     }
     for (int i = 0; i < D; ++i)
       for (int j = 0; j < D; ++j) put(G[long(h) * D * D + i * D + j], du[i] * zq[j]);
@@ -416,7 +490,7 @@ void part_grad(const T* circ, int64_t b0, int part, const Shape& sh, const RunLa
 template <class T, int FixedD>
 void chunk_grad(const T* circ, uint64_t seed, int64_t step, int64_t b0, const Shape& sh,
                 const RunLaw<T>& law, Work<T>& wk, Vec<T>* partial) {
-  normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+  normals_chunk(seed, step, b0, blocks_read(sh, law.sigma), wk.eps());
   for (int part = 0; part < Parts<T>; ++part)
     part_grad<T, FixedD>(circ, b0 + part * Lanes<T>, part, sh, law, wk, partial);
 }
@@ -508,23 +582,21 @@ void sample(uint64_t seed, int64_t step, const Shape& sh, const double* x_factor
             const double* w_factor, double noise_std, T* z, T* zq, T* yq) {
   const RunLaw<T> law(x_factor, w_factor, noise_std, sh.d);
   Work<T> wk(sh);
-  const int D = sh.D(), L = sh.L;
+  const int D = sh.D(), d = sh.d, L = sh.L;
   constexpr int VL = Lanes<T>;
   for (int64_t b0 = 0; b0 < sh.B; b0 += W) {
-    normals_chunk(seed, step, b0, blocks_of(sh), wk.eps.data());
+    normals_chunk(seed, step, b0, blocks_read(sh, noise_std), wk.eps());
     for (int part = 0; part < Parts<T>; ++part) {
-      tokens_part(wk.eps.data() + part * VL, sh, law.fx.data(), law.fx_identity, law.fw.data(),
-                  law.sigma, wk.zt.data(), wk.zq.data(), wk.yq.data(), wk.tok.data());
-      const T* zt = wk.lanes(wk.zt);
-      const T* zqs = wk.lanes(wk.zq);
-      const T* yqs = wk.lanes(wk.yq);
+      const T* xs = reinterpret_cast<const T*>(tokens_part(part, sh, law, wk));
+      const T* ys = reinterpret_cast<const T*>(wk.y.data());
       for (int w = 0; w < VL && b0 + part * VL + w < sh.B; ++w) {
         const int64_t b = b0 + part * VL + w;
-        for (int i = 0; i < D; ++i) {
-          for (int l = 0; l < L; ++l) z[(b * L + l) * D + i] = zt[(long(i) * L + l) * VL + w];
-          zq[b * D + i] = zqs[i * VL + w];
+        for (int l = 0; l <= L; ++l) {
+          T* to = l < L ? z + (b * L + l) * D : zq + b * D;
+          for (int i = 0; i < d; ++i) to[i] = xs[(long(l) * d + i) * VL + w];
+          to[d] = l < L ? ys[l * VL + w] : T(0);
         }
-        yq[b] = yqs[w];
+        yq[b] = ys[L * VL + w];
       }
     }
   }
