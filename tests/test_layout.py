@@ -95,3 +95,13 @@ def test_the_wheel_puts_the_kernels_inside_fastattn(tmp_path):
     assert "fastattn/triton_kernels/sampling/reference.py" in names
     assert "fastattn/cli.py" in names
     assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"fastattn"}
+
+
+def test_every_benchmark_file_collects_from_the_repository_root():
+    """The docs run benchmarks as `python -m pytest bench/FILE` from the root; files that import a
+    sibling (`doors`, `test_he2025_bench`) need bench/conftest.py under pytest's importlib mode."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "bench", "--collect-only", "-q",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "error" not in proc.stdout.splitlines()[-1], proc.stdout[-3000:]
