@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fastattn.experiments.zhang2025 import fig3_setting
-from fastattn.population import Moments, integrate, make_evaluator, reference
+from fastattn.population import LinearAttentionObjective, Moments, integrate, make_evaluator, reference
 from fastattn.theory.zhang2025 import minimum_loss
 
 
@@ -25,7 +25,8 @@ def fig3(init: float, seed: int = 0):
 def test_fig3_euler_1e4_steps(benchmark):
     dims, m, th, _ = fig3(1e-2)
     lr = 0.02
-    r = benchmark(lambda: integrate("separate", th, dims, m, "euler", t_end=2 * lr * 1e4, lr=lr,
+    obj = LinearAttentionObjective("separate", dims, m)
+    r = benchmark(lambda: integrate(obj, th, method="euler", t_end=2 * lr * 1e4, lr=lr,
                                     record_times=np.arange(0, 2 * lr * 1e4 + 1e-9, 2 * lr * 100)))
     assert r.n_steps == 10_000 and r.status == "t_end"
     benchmark.extra_info.update(n_steps=r.n_steps, final_loss=float(r.loss[-1]))
@@ -35,7 +36,8 @@ def test_fig3_euler_1e4_steps(benchmark):
 def test_fig3_flow_to_1e8(benchmark, method):
     dims, m, th, lstar = fig3(1e-3)
     rec = np.geomspace(1, 1e8, 100)
-    r = benchmark(lambda: integrate("separate", th, dims, m, method, t_end=1e8, record_times=rec,
+    obj = LinearAttentionObjective("separate", dims, m)
+    r = benchmark(lambda: integrate(obj, th, method=method, t_end=1e8, record_times=rec,
                                     max_evals=200_000))
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_steps=r.n_steps,
                                 n_jac=r.n_jac, t_final=r.t_final,
@@ -61,7 +63,8 @@ def test_rank4_flow_to_target(benchmark, method):
                          rng.normal(0, 1e-2 / np.sqrt(H * R * D), 2 * H * R * D)])
     lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
     rec = np.geomspace(1, 3e6, 800)
-    r = benchmark(lambda: integrate("separate", th, (D, H, R), m, method, t_end=3e6,
+    obj = LinearAttentionObjective("separate", (D, H, R), m)
+    r = benchmark(lambda: integrate(obj, th, method=method, t_end=3e6,
                                     record_times=rec, target_loss=lstar * (1 + 1e-6)))
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_jac=r.n_jac,
                                 t_final=r.t_final)
@@ -82,9 +85,10 @@ def test_large_flow_to_target(benchmark, method):
                             rotate=False)
     model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    r = benchmark.pedantic(lambda: integrate("separate", model.to_flat(), model.dims, task.moments(),
-                                             method, t_end=1e10, target_loss=1.05 * lstar, rtol=1e-5,
-                                             atol=1e-9), rounds=1, iterations=1)
+    obj = LinearAttentionObjective("separate", model.dims, task.moments())
+    r = benchmark.pedantic(lambda: integrate(obj, model.to_flat(), method=method, t_end=1e10,
+                                             target_loss=1.05 * lstar, rtol=1e-5, atol=1e-9),
+                           rounds=1, iterations=1)
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_hvp=r.n_hvp, n_steps=r.n_steps)
     print(f"\n{method}: {r.status} evals={r.n_evals} hvp={r.n_hvp} steps={r.n_steps}")
     assert r.status == "target_loss"
