@@ -125,8 +125,8 @@ def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path
 def _train(specs: list[RunSpec], models: list[ICLModel],
            on_done: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
     """Train runs whose kinds may share one call: `train_many` (which batches the runs the fused
-    He step can take together, and hands each run to `on_done` as it ends), or the exact flow of
-    a spec's `objective` override."""
+    He step can take together), or the exact flow of a spec's `objective` override. Each run is
+    handed to `on_done(index, trajectory)` as it ends."""
     if specs[0].objective is None:
         return train_many(models, [s.task for s in specs],
                           [dataclasses.replace(s.train, progress=False) for s in specs], on_done)
@@ -142,6 +142,8 @@ def _train(specs: list[RunSpec], models: list[ICLModel],
     traj.config = run_config(spec.task, model, cfg)
     traj.meta = environment()
     traj.backend = {"engine": f"exact flow of the figure's objective ({type(objective).__name__})"}
+    if on_done is not None:
+        on_done(0, traj)
     return [traj]
 
 
@@ -201,12 +203,9 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
                     store.publish(identities[k], folder / specs[k].label)
 
         try:
-            ended = _train([specs[k] for k in call], [models[k] for k in call], keep)
-        except RunsInterrupted:
-            ended = []
-        for j, traj in enumerate(ended):
-            if trajs[call[j]] is not traj:               # a trainer that does not call on_done
-                keep(j, traj)
+            _train([specs[k] for k in call], [models[k] for k in call], keep)
+        except RunsInterrupted:              # the runs that ended are kept; the rest never started
+            pass
         # the trainers end a run on Ctrl-C with status "interrupted" (its record kept); the
         # figure stops there rather than summarising a half-trained run
         cut = [specs[k].label for k in call if trajs[k] is not None

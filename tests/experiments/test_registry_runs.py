@@ -87,12 +87,15 @@ def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_
     specs = _small_fig9()
     real, calls = registry._train, []
 
-    def ctrl_c_in_second(specs_, models, *rest):
+    def ctrl_c_in_second(specs_, models, on_done):
         calls.append(specs_[0].label)
-        trajs = real(specs_, models)
-        if len(calls) == 2:
-            trajs[0].status = "interrupted"
-        return trajs
+
+        def cut_second(j, traj):
+            if len(calls) == 2:
+                traj.status = "interrupted"
+            on_done(j, traj)
+
+        return real(specs_, models, cut_second)
 
     monkeypatch.setattr(registry, "_train", ctrl_c_in_second)
     with pytest.raises(KeyboardInterrupt, match=specs[1].label):
