@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 STATUSES = ("reproduced", "erratum", "not_reproduced", "not_run")
+SOURCES = ("paper", "derived", "authors_code", "spec")
+KINDS = ("reproduction", "theory_check")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,17 @@ class Claim:
         at: (path, value): `field` is a list indexed like the list at `path`; take the entry where
             that list equals `value` (e.g. ("summary.L", 40): the quick and full grids differ). A
             field "a.b.[].c" takes that entry of the list a.b, then its c.
+        source: where `paper_value` comes from: "paper" (printed in the paper: text, table cell,
+            caption, axis), "derived" (the paper's own equation evaluated at the paper's own
+            setting; `where` names the equation), "authors_code" (the authors' published code or
+            notebook), "spec" (a number only our specs hold).
+        where: the paper's location as printed ("Eq. 19", "Fig. 6 caption", "Table 1, row H = 2").
+        quote: for source "paper", the sentence or cell the number comes from.
+        kind: "reproduction" (`measured` comes from runs of the library's models: trained,
+            simulated or integrated, never from the expression the target was computed with) or
+            "theory_check" (a closed form checked against something computed another way).
+        se_field: dotted path (like `field`) to the standard error of the measured value; when
+            given, `tolerance` counts standard errors (|measured − target| ≤ tolerance · s.e.).
     """
 
     paper: str
@@ -67,6 +80,11 @@ class Claim:
     measure: str = ""
     at: tuple[str, float] | None = None
     magnitude: bool = False
+    source: str = ""
+    where: str = ""
+    quote: str = ""
+    kind: str = "reproduction"
+    se_field: str = ""
 
     def __post_init__(self) -> None:
         if bool(self.figure) == bool(self.measure):
@@ -81,6 +99,15 @@ class Claim:
                              f"at_least; got {self.compare!r}")
         if not self.reason:
             raise ValueError(f"claim {self.paper}/{self.key}: give the tolerance's reason")
+        if self.source and self.source not in SOURCES:
+            raise ValueError(f"claim {self.paper}/{self.key}: source must be one of {SOURCES}; "
+                             f"got {self.source!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.paper}/{self.key}: kind must be one of {KINDS}; "
+                             f"got {self.kind!r}")
+        if self.source == "paper" and not self.quote:
+            raise ValueError(f"claim {self.paper}/{self.key}: a number printed in the paper needs "
+                             "its quote")
 
     def within(self, measured: float, target: float) -> bool:
         """Whether `measured` satisfies the claim with `target` in place of the paper's value."""
@@ -151,7 +178,9 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
                   if claim.field else claim.measure), "claim": claim.claim,
         "paper_value": claim.paper_value, "corrected": claim.corrected, "measured": None,
         "tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare,
-        "tolerance_reason": claim.reason, "status": "not_run", "note": ""}
+        "tolerance_reason": claim.reason, "status": "not_run", "note": "",
+        "source": claim.source or None, "where": claim.where or None, "quote": claim.quote or None,
+        "kind": claim.kind}
     if claim.measure:
         module, _, attr = claim.measure.partition(":")
         try:
