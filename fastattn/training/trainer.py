@@ -30,6 +30,7 @@ from fastattn.tasks.base import Task
 from fastattn.training import flow, fused, task_sgd
 from fastattn.training.callbacks import Callback, Emitter
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
+from fastattn.training.progress import interactive
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.threads import default_threads, machine_share, torch_threads
 from fastattn.training.trajectory import Trajectory
@@ -611,8 +612,5 @@ def diverged(loss: float, initial: float) -> bool:
 
 
 def _show_progress(cfg: TrainConfig) -> bool:
-    if cfg.progress is not None:
-        return cfg.progress
-    import sys
+    return interactive() if cfg.progress is None else cfg.progress
 
-    return sys.stderr.isatty()
