@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from fastattn.sweep.options import family_options
 from fastattn.sweep.runner import RunItem, batch_key, check_run, plan_flow
 from fastattn.sweep.worker import clear_stale_inflight
 from fastattn.training.interrupt import terminate_as_interrupt
+from fastattn.training.progress import interactive
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
@@ -207,6 +207,6 @@ def run_sweep(
 
 
 def _progress(total: int, initial: int, show: bool | None):
-    disable = not (sys.stderr.isatty() if show is None else show)
+    disable = not (interactive() if show is None else show)
     return tqdm(total=total, initial=initial, unit="run", desc="sweep", disable=disable,
                 smoothing=0.05)

@@ -140,10 +140,12 @@ def flow_options(cfg: TrainConfig, plan: RecordPlan, **limits: Any) -> populatio
 def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig, *,
                     n_records: int | None = None, max_evals: int | None = None,
                     max_seconds: float | None = None, max_recorded_floats: int | None = None,
-                    progress: bool = False, objs: Sequence[Any] | None = None
+                    progress: bool = False, objs: Sequence[Any] | None = None,
+                    listen: Callable[[float, float, int], None] | None = None
                     ) -> tuple[list[Trajectory], population.IntegrationResult]:
     """Integrate K runs (`models[k]` on `tasks[k]`, one config, one flat size P) in one call;
-    `progress`: show a progress line on stderr (time reached, loss, evaluations). `objs`: the K
+    `progress`: show a progress line on stderr (time reached, loss, evaluations); `listen`: also
+    called as listen(t, loss, n_evals) while the integration runs (live logging). `objs`: the K
     objectives to integrate instead of the pairs' exact ones (`objectives`), over the models' flat
     layouts (e.g. an approximate loss that is no pair's population loss).
 
@@ -155,8 +157,13 @@ def population_runs(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: Trai
     plan = RecordPlan.of(cfg, n_records, p0.size, max_recorded_floats)
     t_end = cfg.t_end if cfg.method == "flow" else 2 * cfg.lr * cfg.steps
     line = FlowProgress(f"{cfg.method} {models[0].kind}", t_end) if progress else None
+    hooks = [h for h in (line, listen) if h is not None]
+
+    def report(t: float, loss: float, n_evals: int) -> None:
+        for hook in hooks:
+            hook(t, loss, n_evals)
     options = flow_options(cfg, plan, max_evals=max_evals, max_seconds=max_seconds,
-                           progress=line)
+                           progress=report if hooks else None)
     single = len(models) == 1
     try:
         res = population.integrate(objs[0] if single else objs, p0[0] if single else p0, options)

@@ -24,6 +24,7 @@ from fastattn.training.trajectory import Trajectory
 if TYPE_CHECKING:
     from fastattn.models.base import ICLModel
     from fastattn.tasks.base import Task
+    from fastattn.training.callbacks import Emitter
     from fastattn.training.trainer import TrainConfig
 
 #: what the record's `backend["engine"]` says for this engine
@@ -82,12 +83,14 @@ def _stops(cfg: TrainConfig, evaluate: bool) -> tuple[np.ndarray, np.ndarray, li
 
 def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig,
                 lrs: Sequence[float] | None = None, checkpoint: Checkpointing | None = None,
-                identity: dict[str, Any] | None = None, progress: bool = False) -> list[Trajectory]:
+                identity: dict[str, Any] | None = None, progress: bool = False,
+                emitter: Emitter | None = None) -> list[Trajectory]:
     """Train models[r] on tasks[r] with the fused step (every run must fit: `fast_stream_reasons`),
     learning rate lrs[r] (default cfg.lr) and cfg's other options; the models are updated in place.
 
     `checkpoint` (one run only): checkpoint between calls into the core and continue from one bit
-    for bit; `identity` is the run config the checkpoint must match. Returns one `Trajectory` per
+    for bit; `identity` is the run config the checkpoint must match. `emitter` (one run only): gets
+    the run's records after each call into the core (live logging). Returns one `Trajectory` per
     run (config, meta, wall_time and backend are the caller's)."""
     from tqdm.auto import tqdm
 
@@ -95,8 +98,8 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
     from fastattn.training.batched import BatchedState, FastLaw
     from fastattn.training.trainer import diverged
 
-    if checkpoint is not None and len(models) != 1:
-        raise ValueError("checkpoints are per run; train batched runs without them")
+    if (checkpoint is not None or emitter) and len(models) != 1:
+        raise ValueError("checkpoints and callbacks are per run; train batched runs without them")
     r = len(models)
     laws = [FastLaw.of(t) for t in tasks]
     args = dict(seeds=np.array([law.seed for law in laws], dtype=np.uint64),
@@ -123,6 +126,8 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
         for buf, name in ((theta, "theta"), (m, "m"), (v, "v")):
             buf[...] = saved[name]
         done, n_evals, runs = saved["step"], saved["n_evals"], saved["runs"]
+        if emitter:     # the interrupted process delivered the records it had
+            emitter.sent = len(runs[0]["step"])
 
     def loss_now(i: int, step: int) -> float:
         """Run i's loss of batch `step` at its current state (one step on copies)."""
@@ -193,6 +198,10 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                 if stop in snap:
                     runs[i]["snap_step"].append(stop)
                     runs[i]["params"].append(theta[i].astype(np.float64))
+            if emitter:
+                run = runs[0]
+                emitter.emit(2 * float(args["lr"][0]) * np.asarray(run["step"]), run["step"],
+                             run["loss"], run["tests"])
             if ckpt.due():
                 ckpt.save({"step": done, "theta": theta.copy(), "m": m.copy(), "v": v.copy(),
                            "n_evals": n_evals, "runs": runs})

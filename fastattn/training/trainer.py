@@ -28,7 +28,9 @@ from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
 from fastattn.training import flow, fused, task_sgd
+from fastattn.training.callbacks import Callback, Emitter
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
+from fastattn.training.progress import interactive
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.threads import default_threads, machine_share, torch_threads
 from fastattn.training.trajectory import Trajectory
@@ -206,7 +208,8 @@ def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
 
 
 def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
-          checkpoint: Checkpointing | None = None, **kwargs: Any) -> Trajectory:
+          checkpoint: Checkpointing | None = None, callbacks: Sequence[Callback] = (),
+          **kwargs: Any) -> Trajectory:
     """Train `model` on `task` in place and return its `Trajectory`.
 
     Pass a `TrainConfig`, or its fields as keyword arguments:
@@ -214,7 +217,9 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     {"task": {"kind", ...fields}, "model": {"kind", ...asdict(config)}, "train": ...}, from which
     `fastattn.training.rebuild_run` rebuilds the run. `checkpoint` (sgd/adam): write periodic
     checkpoints, or continue from one bit for bit (`Checkpointing`); the file is removed when the
-    run ends other than by an interrupt.
+    run ends other than by an interrupt. `callbacks`: objects with `on_record(record)` that get each
+    loss record as it is known (live logging: `fastattn.training.callbacks`, e.g.
+    `TensorBoardLogger(dir)`), and `close()` when the run ends.
     """
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
@@ -234,22 +239,31 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
         raise ValueError(f"snapshot_params=False keeps the model's snapshot_series, which "
                          f"{type(model).__name__} does not define; keep the parameters")
     _check_finite(model)
+    emitter = Emitter(callbacks)
     cfg, backend = dispatch(model, task, cfg)
     start = time.perf_counter()
     threads = cfg.threads or 1      # exact objectives and the fused step: small ops
     if cfg.threads is None and cfg.method in ("sgd", "adam") and cfg.sampler != "fast":
         threads = default_threads((cfg.dataset_size or cfg.batch_size) * task.sequence_size)
     with torch_threads(threads):
-        if cfg.method in ("flow", "gd"):
-            traj = flow.population_runs([model], [task], cfg, progress=_show_progress(cfg))[0][0]
-        elif cfg.method == "task_sgd":
-            traj = task_sgd.train_task_sgd(model, task, cfg)
-        elif cfg.sampler == "fast":
-            traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
-                                     identity=_checkpoint_identity(task, model, cfg),
-                                     progress=_show_progress(cfg))[0]
-        else:
-            traj = _train_sampled(model, task, cfg, checkpoint)
+        try:
+            if cfg.method in ("flow", "gd"):
+                traj = flow.population_runs(
+                    [model], [task], cfg, progress=_show_progress(cfg),
+                    listen=emitter.progress if emitter.wants_progress else None)[0][0]
+            elif cfg.method == "task_sgd":
+                traj = task_sgd.train_task_sgd(model, task, cfg)
+            elif cfg.sampler == "fast":
+                traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
+                                         identity=_checkpoint_identity(task, model, cfg),
+                                         progress=_show_progress(cfg), emitter=emitter)[0]
+            else:
+                traj = _train_sampled(model, task, cfg, checkpoint, emitter)
+            # engines that deliver nothing live (the flow, GD, task_sgd) hand over every record
+            # here; the others have sent theirs already, and `emit` skips what was sent
+            emitter.emit(traj.time, traj.step, traj.loss, traj.test_loss, traj.metrics)
+        finally:
+            emitter.close()
     backend["threads"] = threads
     traj.wall_time = time.perf_counter() - start
     if hasattr(model, "snapshot_series") and cfg.snapshot_params:
@@ -423,7 +437,8 @@ def _check_finite(model: ICLModel) -> None:
 
 # ---------------------------------------------------------------------------------- sampled
 def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
-                   checkpoint: Checkpointing | None = None) -> Trajectory:
+                   checkpoint: Checkpointing | None = None,
+                   emitter: Emitter | None = None) -> Trajectory:
     from tqdm.auto import tqdm
 
     dtype = model.config.torch_dtype
@@ -483,6 +498,9 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                     test_out[name].append(float(task.loss(model, test, loss_name)))
         if exact:
             test_out["population"].append(exact(model.to_flat()))
+        if emitter:
+            emitter.emit(2 * cfg.lr * np.asarray(out["step"]), out["step"], out["loss"], test_out,
+                         out["metrics"])
 
     status, n_evals, diverged_step = "steps", 0, None
     stop_after: int | None = None       # target_metric met: stop once this many records are taken
@@ -501,6 +519,8 @@ def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                                "stop_after"))
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
+        if emitter:     # the interrupted process delivered the records it had
+            emitter.sent = len(out["step"])
     progress = tqdm(total=cfg.steps, initial=done, disable=not _show_progress(cfg), unit="step",
                     desc=f"{cfg.method} {model.kind}")
     try:
@@ -592,8 +612,5 @@ def diverged(loss: float, initial: float) -> bool:
 
 
 def _show_progress(cfg: TrainConfig) -> bool:
-    if cfg.progress is not None:
-        return cfg.progress
-    import sys
+    return interactive() if cfg.progress is None else cfg.progress
 
-    return sys.stderr.isatty()
