@@ -3,8 +3,10 @@ a lower one, and every level the machine has computes what the default level com
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +100,21 @@ def test_every_level_computes_what_the_default_computes():
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-12)
         np.testing.assert_allclose(got["grad"], ref["grad"], rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(got["he"], ref["he"], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.skipif(not MULTI or shutil.which("objdump") is None,
+                    reason="needs a multi-level core and objdump")
+def test_lower_levels_hold_no_wider_vector_instructions():
+    """What makes the wheel run on an AVX2-only (or SSE4.2-only) node: the modules for those levels
+    use no AVX-512 (zmm) or, at v2, AVX (ymm) register, which -march=native builds did."""
+    import fastattn._core_loader as loader
+
+    folder = Path(loader.core.__file__).parent
+    for level, banned in ((2, ("ymm", "zmm")), (3, ("zmm",))):
+        (so,) = folder.glob(f"_core_x86_64_v{level}*")
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(so)], capture_output=True,
+                              text=True, check=True).stdout
+        assert not [reg for reg in banned if reg in text], f"x86-64-v{level} module uses {banned}"
+    (v4,) = folder.glob("_core_x86_64_v4*")
+    assert "zmm" in subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(v4)],
+                                   capture_output=True, text=True, check=True).stdout
