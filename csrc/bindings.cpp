@@ -298,14 +298,23 @@ py::dict stabilized_table(int s) {
 
 }  // namespace
 
-PYBIND11_MODULE(_core, m) {
+// One source, several modules (CMakeLists.txt): _core_x86_64_v2/_v3/_v4, or _core.
+#ifndef FASTATTN_MODULE
+#define FASTATTN_MODULE _core
+#endif
+#ifndef FASTATTN_ISA_NAME
+#define FASTATTN_ISA_NAME "generic"
+#endif
+
+PYBIND11_MODULE(FASTATTN_MODULE, m) {
   m.doc() = "fastattn C++ core: exact population objectives and gradient-flow integrators";
   m.attr("__version__") = FASTATTN_VERSION;
   m.attr("eigen_version") = std::to_string(EIGEN_WORLD_VERSION) + "." +
                             std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);
-  // -march=native (the default for `pip install .`): fast here, not portable to other CPUs
-  m.attr("native_build") = bool(FASTATTN_NATIVE_BUILD);
+  // the instruction-set level it was compiled for: x86-64-v2/v3/v4, native or generic
+  m.attr("isa") = FASTATTN_ISA_NAME;
+  m.attr("native_build") = std::string(FASTATTN_ISA_NAME) == "native";
   fastattn::register_he_adam_step(m);
 
   py::class_<CostHint>(m, "CostHint", "Costs in gradient-evaluation units, for 'auto'.")

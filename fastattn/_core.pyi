@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 __version__: str
 eigen_version: str
 native_build: bool
+isa: str
 
 F64 = NDArray[np.float64]
 

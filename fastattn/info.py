@@ -29,12 +29,18 @@ def versions() -> dict[str, str | None]:
 
 
 def core_report() -> dict:
-    """The compiled core (always loaded: fastattn does not import without it): its version, Eigen's
-    and whether it was built for this CPU."""
+    """The compiled core (always loaded: fastattn does not import without it): its version, Eigen's,
+    the instruction-set level running (x86-64-v2/v3/v4 of a multi-level build, native or generic)
+    and the highest level this CPU has."""
+    from fastattn._core_loader import cpu_level
+
     return {
         "loaded": True,
         "version": core.__version__,
         "eigen": core.eigen_version,
+        # a core compiled before it reported its level (a checkout joined to an older install)
+        "isa": getattr(core, "isa", "native" if core.native_build else "generic"),
+        "cpu_level": f"x86-64-v{cpu_level()}" if platform.machine() in ("x86_64", "AMD64") else None,
         "native_build": core.native_build,
     }
 
@@ -124,8 +130,11 @@ def format_info(report: dict) -> str:
     v, c = report["versions"], report["core"]
     lines = ["fastattn " + str(v["fastattn"])]
     lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
-    native = ", built for this CPU" if c["native_build"] else ", portable build"
-    lines.append(f"C++ core: loaded (version {c['version']}, Eigen {c['eigen']}{native})")
+    isa = {"native": "built for this CPU (-march=native)",
+           "generic": "generic build"}.get(c["isa"], f"running {c['isa']}")
+    cpu = f"; this CPU: {c['cpu_level']}" if c["cpu_level"] else ""
+    lines.append(f"C++ core: loaded (version {c['version']}, Eigen {c['eigen']}, {isa}{cpu}; "
+                 "FASTATTN_ISA=baseline|avx2|avx512 forces a lower level)")
     lines.append("kernel backends:")
     for name, b in report["backends"].items():
         state = "available" if b["available"] else f"unavailable ({b['why_not']})"

@@ -107,6 +107,7 @@ def environment() -> dict[str, Any]:
         "versions": versions(),
         "core_loaded": core_status["loaded"],
         "core_native_build": core_status["native_build"],
+        "core_isa": core_status["isa"],
         "git_revision": git_revision(),
         "host": platform.node(),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
