@@ -172,6 +172,18 @@ class ICLModel(nn.Module):
         return ", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(self.config).items())
 
 
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+               ) -> torch.Tensor:
+    """LayerNorm over the last axis, ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)`` written
+    in elementary ops: torch 2.13's fused layer norm has wrong second derivatives under
+    torch.func's vmap and forward-over-forward (``torch.func.hessian`` through it is silently
+    wrong and asymmetric in the weight; pytorch/pytorch#196700, functorch#534), while these
+    compose with every transform. x `[..., E]`, weight and bias `[E]`."""
+    mean = x.mean(-1, keepdim=True)
+    var = (x - mean).square().mean(-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
+
+
 # -------------------------------------------------------------------------------- registry
 class ModelFamily(NamedTuple):
     """A registered model family: its model class and its config class."""
