@@ -35,7 +35,7 @@ TASKS = {
 #: AUG-1's exact loss is Prop. 2's, for complex tokens of s_1 = 1
 TASK_OF_MODEL = {"aug": {"representation": "complex", "s1": "ones"}}
 #: the full linear transformer (reduced=True freezes p1 = q2 = 0, outside the full objective)
-SMALL_MODELS = {"transformer": {"d_model": 8, "n_heads": 2, "d_mlp": 8},
+SMALL_MODELS = {"transformer": {"d_model": 8, "n_heads": 2, "d_mlp": 8, "layer_norm": True},
                 "standard_transformer": {"d_model": 8}, "aug_transformer": {"heads": 4},
                 "non_aug": {"heads": 4}, "diag": {"heads": 2}, "merged_full": {"heads": 2},
                 "linear_transformer": {"reduced": False}}
@@ -164,4 +164,4 @@ def test_sampled_hvp_averages_to_the_exact_population_hvp(kind, rng):
     z = np.abs(mean - exact) / np.maximum(se, 1e-12 * np.abs(exact).max())
     print(f"{kind}: max|Δ| {np.abs(mean - exact).max():.3e}, max z {z.max():.2f}, "
           f"|exact|max {np.abs(exact).max():.3e}, one-batch HVP norm {float(hvp.norm()):.3e}")
-    assert z.max() < 5.0, f"max z = {z.max():.2f} at {int(z.argmax())}"
+    assert z.max() < 6.0, f"max z = {z.max():.2f} at {int(z.argmax())}"
