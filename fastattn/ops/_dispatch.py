@@ -151,7 +151,9 @@ def active_transform(*tensors: torch.Tensor) -> str | None:
     ``torch.autograd.forward_ad``) reach a custom op's kernel without a rule of their own: a kernel
     that cannot compose must not run under them (its jvp would be silently zero).
     """
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling():     # dynamo traces the innermost level, not the stack
+        if torch._C._functorch.peek_interpreter_stack() is not None:
+            return "a torch.func transform (under torch.compile)"
         return None
     stack = torch._C._functorch.get_interpreter_stack() or []
     if stack:

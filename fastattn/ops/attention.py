@@ -117,8 +117,9 @@ def single_query_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, *,
     check_same(["q", "k", "v"], [q, k, v])
     if m == 0:
         raise ValueError("k must have at least one key (M >= 1); got M = 0")
+    transform = active_transform(q, k, v)
     name = select_backend("single_query_attention", backend, q.device, q.dtype,
-                          {"K": kd, "V": v.shape[2]}, active_transform(q, k, v))
-    if name == "reference":
+                          {"K": kd, "V": v.shape[2]}, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
         return _reference(q, k, v, float(scale))[0]
     return _sqa(q, k, v, float(scale), name)[0]

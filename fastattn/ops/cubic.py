@@ -89,9 +89,9 @@ def cubic_hidden(beta: Tensor, x_q: Tensor, w1: Tensor, *, backend: str = "auto"
     check("x_q", x_q, "[B, D]", (b, d))
     check("w1", w1, "[H, D*D]", (None, d * d))
     check_same(["beta", "x_q", "w1"], [beta, x_q, w1])
-    name = select_backend("cubic_hidden", backend, beta.device, beta.dtype, {"D": d},
-                          active_transform(beta, x_q, w1))
-    if name == "reference":
+    transform = active_transform(beta, x_q, w1)
+    name = select_backend("cubic_hidden", backend, beta.device, beta.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
         return _reference(beta, x_q, w1)
     return _cubic(beta, x_q, w1, name)
 

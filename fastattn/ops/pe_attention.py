@@ -99,9 +99,9 @@ def pe_attention(q: Tensor, k: Tensor, v: Tensor, p: Tensor, *, lookahead: int =
         [B, H, Tq, V].
     """
     dims = _check(q, k, v, p, lookahead)
-    name = select_backend("pe_attention", backend, q.device, q.dtype, dims,
-                          active_transform(q, k, v, p))
-    if name == "reference":
+    transform = active_transform(q, k, v, p)
+    name = select_backend("pe_attention", backend, q.device, q.dtype, dims, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
         return pe_attention_reference(q, k, v, p, lookahead)
     return _pe(q, k, v, p, lookahead, name)
 

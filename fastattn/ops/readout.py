@@ -81,9 +81,10 @@ def icl_readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, *, backend: st
 
     Merged attention passes Γ_h = v_h U_h, separate rank-R attention Γ_h = v_h K_hᵀ Q_h; the
     model's prediction is the sum over heads. Differentiable in all four inputs, to any order and
-    under every torch.func transform: the reference runs as plain torch; the kernel's backward
-    records the reference's under ``create_graph=True``; under torch.func or forward-mode AD
-    "auto" runs the reference and "triton" fails in one line.
+    under every torch.func transform: a backward run with ``create_graph=True`` records the
+    reference's backward (double backward, Hessians, on every backend); under torch.func or
+    forward-mode AD (which the custom op has no rule for) the reference runs as plain torch,
+    "auto" choosing it and "triton" failing in one line that names the transform.
 
     Args:
         x: [B, N, D] context inputs.
@@ -104,9 +105,9 @@ def icl_readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, *, backend: st
     check_same(["x", "y", "x_q", "gamma"], [x, y, x_q, gamma])
     if n == 0:
         raise ValueError("x must have at least one context token (N >= 1); got N = 0")
-    name = select_backend("icl_readout", backend, x.device, x.dtype, {"D": d},
-                          active_transform(x, y, x_q, gamma))
-    if name == "reference":
+    transform = active_transform(x, y, x_q, gamma)
+    name = select_backend("icl_readout", backend, x.device, x.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch: the custom op does not compose
         return icl_readout_reference(x, y, x_q, gamma)
     return _readout(x, y, x_q, gamma, name)[0]
 
@@ -192,8 +193,8 @@ def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str 
     check_same(["x", "y", "gamma"], [x, y, gamma])
     if t < 2:
         raise ValueError(f"x must have T >= 2 tokens for next-token predictions; got T = {t}")
-    name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d},
-                          active_transform(x, y, gamma))
-    if name == "reference":
+    transform = active_transform(x, y, gamma)
+    name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch (see icl_readout)
         return icl_readout_next_token_reference(x, y, gamma)
     return _next(x, y, gamma, name)

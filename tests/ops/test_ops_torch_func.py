@@ -1,10 +1,11 @@
 """The ops under torch.func and higher-order autograd, on each backend (issue 38 item 1).
 
-The reference runs as plain torch, so every transform composes with it; the truth here is a
-float64 central finite difference of the op (first order) and of its plain-autograd gradient
-(second order). The Triton kernel (under the interpreter on CPU, compiled on CUDA) records the
-reference's backward when autograd differentiates its backward again, runs the reference under
-"auto" inside torch.func or forward-mode AD, and fails in one line under an explicit "triton".
+Under torch.func or forward-mode AD the ops run the reference as plain torch; a backward run with
+create_graph=True records the reference's backward, on the reference's custom op and the kernel's
+alike. The truth here is a float64 central finite difference of the op (first order) and of its
+plain-autograd gradient (second order). The Triton kernel (under the interpreter on CPU, compiled
+on CUDA) runs the reference under "auto" inside torch.func or forward-mode AD and fails in one
+line under an explicit "triton".
 """
 
 from __future__ import annotations
@@ -189,3 +190,14 @@ def test_backend_reason_says_why_the_kernel_did_not_run_under_torch_func(monkeyp
     torch.func.grad(f)(q)
     name, why = reasons[0]
     assert name == "reference" and "traced by torch.func.grad/vjp/jacrev" in why
+
+
+def test_torch_func_inside_torch_compile_runs_the_reference(rng, monkeypatch):
+    """torch.compile(fullgraph=True) of torch.func.grad through an op: dynamo sees the transform
+    too, and the op traces as plain torch (the custom op would fail under the transform)."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    fn, inputs, weights, _ = _setup("icl_readout", rng, torch.device("cpu"))
+    *data, gamma = inputs
+    grad = torch.func.grad(lambda g: _scalar(fn, "auto", weights)(*data, g))
+    torch.testing.assert_close(torch.compile(grad, fullgraph=True)(gamma), grad(gamma),
+                               rtol=1e-12, atol=1e-14)
