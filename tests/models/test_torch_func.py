@@ -10,6 +10,8 @@ the sampled loss equals the objective's exact one within its standard error.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -165,3 +167,31 @@ def test_sampled_hvp_averages_to_the_exact_population_hvp(kind, rng):
     print(f"{kind}: max|Δ| {np.abs(mean - exact).max():.3e}, max z {z.max():.2f}, "
           f"|exact|max {np.abs(exact).max():.3e}, one-batch HVP norm {float(hvp.norm()):.3e}")
     assert z.max() < 6.0, f"max z = {z.max():.2f} at {int(z.argmax())}"
+
+
+#: a model per op, each run through the op's Triton kernel under the interpreter by "auto"
+KERNEL_MODELS = {"separate": ("icl_readout", "icl_readout"), "cubic_mlp": ("cubic", "cubic_hidden"),
+                 "multihead_softmax": ("single_query_attention", "single_query_attention"),
+                 "non_aug": ("pe_attention", "pe_attention")}
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("kind", list(KERNEL_MODELS))
+def test_kernel_path_under_the_interpreter_double_backward_and_jvp(kind, rng, monkeypatch):
+    """The Triton kernel runs the forward and the first backward; a double backward records the
+    reference's backward, and torch.func.jvp runs the reference: both equal the FD truth."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    folder, op = KERNEL_MODELS[kind]
+    kernel = importlib.import_module(f"fastattn.triton_kernels.{folder}.kernel")
+    forward = getattr(kernel, f"{op}_forward")
+    launches = []
+    monkeypatch.setattr(kernel, f"{op}_forward", lambda *a: launches.append(1) or forward(*a))
+    pb = Problem(kind, rng)
+    u = pb.direction(rng)
+    leaf = pb.theta.detach().requires_grad_()
+    (g,) = torch.autograd.grad(pb.loss(leaf), leaf, create_graph=True)
+    assert launches, f"{op}: the kernel did not run"
+    hvp = torch.autograd.grad(g @ u, leaf)[0]
+    _close("kernel double backward vs FD of the gradient", hvp, pb.fd(pb.grad, u), 1e-5)
+    _close("jvp (auto: the reference) vs FD", torch.func.jvp(pb.loss, (pb.theta,), (u,))[1],
+           pb.fd(pb.loss, u), 1e-6)
