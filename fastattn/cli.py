@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 import traceback
@@ -336,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line, unless
     the command ends the work itself (`train` saves the interrupted run and exits 0). `train`
     exits 3 (DIVERGED) when a run diverged, after writing its record and plot."""
+    os.environ.setdefault("MPLBACKEND", "Agg")     # files only; a library import keeps the user's
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
     args = build_parser(command if command in COMMANDS else "").parse_args(argv)

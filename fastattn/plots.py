@@ -1,4 +1,7 @@
-"""Matplotlib helpers shared by the CLI, the figure recipes and the sweeps (Agg backend, files only)."""
+"""Matplotlib helpers shared by the CLI, the figure recipes and the sweeps (files only).
+
+Importing this module leaves the caller's matplotlib backend alone (a notebook keeps its inline
+plots); the CLI selects Agg for itself, and matplotlib falls back to Agg where no display exists."""
 
 from __future__ import annotations
 
@@ -6,9 +9,6 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 

@@ -44,7 +44,7 @@ import torch
 from torch import nn
 
 from fastattn import _validate as check
-from fastattn.models.base import BaseModelConfig, ICLModel, register_model
+from fastattn.models.base import BaseModelConfig, ICLModel, layer_norm, register_model
 from fastattn.ops import pe_attention
 
 
@@ -269,9 +269,8 @@ class ARAugmentedLayers(ICLModel):
         return (scores @ v) @ self.Wo[layer].T + self.bo[layer]
 
     def _block(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
-        E = x.shape[-1]
         attn = self._attention(x, layer, causal)
-        return x + nn.functional.layer_norm(attn, (E,), self.ln_w[layer], self.ln_b[layer])
+        return x + layer_norm(attn, self.ln_w[layer], self.ln_b[layer])
 
     def outputs(self, tokens: torch.Tensor) -> torch.Tensor:
         """The read-out W_fc x^L + b_fc at every position t = 1..T, `[N, T, E]` (its first d
@@ -405,7 +404,7 @@ class NonAugmented(ICLModel):
         rows = slice(0, -1) if self.config.lookahead else slice(1, None)
         out = pe_attention(q[:, :, rows], k, v, P[:, rows].contiguous(), lookahead=1)
         o = out.sum(1) @ self.Wo.T + self.bo
-        y = nn.functional.layer_norm(o, (E,), self.ln_w, self.ln_b) @ self.fc_w.T + self.fc_b
+        y = layer_norm(o, self.ln_w, self.ln_b) @ self.fc_w.T + self.fc_b
         return y.repeat(1, 1, c.duplicate)
 
     forward = predict
@@ -446,7 +445,7 @@ class ARTransformer(ARAugmentedLayers):
     def _block(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
         x = super()._block(x, layer, causal)
         h = torch.relu(x @ self.W1[layer].T + self.b1[layer]) @ self.W2[layer].T + self.b2[layer]
-        return x + nn.functional.layer_norm(h, (x.shape[-1],), self.ln2_w[layer], self.ln2_b[layer])
+        return x + layer_norm(h, self.ln2_w[layer], self.ln2_b[layer])
 
 
 @dataclass(frozen=True)

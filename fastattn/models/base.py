@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from fastattn import _validate as check
+from fastattn.ops._dispatch import active_transform
 
 INIT_SCHEMES = ("paper", "code")
 DTYPES = ("float64", "float32")
@@ -170,6 +171,23 @@ class ICLModel(nn.Module):
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(self.config).items())
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5
+               ) -> torch.Tensor:
+    """LayerNorm over the last axis, ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``.
+
+    Under torch.func or forward-mode AD it is written in elementary ops: torch 2.13's fused layer
+    norm has wrong second derivatives under vmap and forward-over-forward (``torch.func.hessian``
+    through it is silently wrong and asymmetric in the weight; pytorch/pytorch#196700,
+    functorch#534). Otherwise the fused op runs (faster; its double backward is right).
+    x `[..., E]`, weight and bias `[E]`.
+    """
+    if active_transform(x, weight, bias) is None:
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps)
+    mean = x.mean(-1, keepdim=True)
+    var = (x - mean).square().mean(-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
 
 
 # -------------------------------------------------------------------------------- registry

@@ -342,7 +342,10 @@ class MultiLayerSoftmax(ICLModel):
         for layer in range(self.config.layers):
             kq, ov = self.circuits(layer)
             scores = torch.einsum("bjd,hde,bie->bhji", z, kq.transpose(1, 2), z)  # query j, key i
-            p = torch.softmax(scores.masked_fill(~earlier, float("-inf")), -1).nan_to_num(0.0)
+            # query 0 has no earlier key: its row is zero, set here rather than by nan_to_num on an
+            # all-masked softmax, whose forward-mode tangent stays NaN (torch.func.jvp, hessian)
+            p = torch.softmax(scores[:, :, 1:].masked_fill(~earlier[1:], float("-inf")), -1)
+            p = torch.cat([torch.zeros_like(p[:, :, :1]), p], 2)
             z = z + torch.einsum("hde,bhji,bie->bjd", ov, p, z)
         return (z[:, -1] @ self.readout.T)[:, 0]
 

@@ -26,10 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from fastattn import _validate as check
-from fastattn.models.base import register_family
+from fastattn.models.base import layer_norm, register_family
 
 POS_EMBEDS = ("learned", "none")
 DTYPES = ("float32", "float64")
@@ -111,7 +110,8 @@ class TransformerConfig:
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm with TransformerLens' parameter names (w, b)."""
+    """LayerNorm with TransformerLens' parameter names (w, b), composing with torch.func
+    (`fastattn.models.base.layer_norm`)."""
 
     def __init__(self, d: int) -> None:
         super().__init__()
@@ -119,7 +119,7 @@ class LayerNorm(nn.Module):
         self.b = nn.Parameter(torch.zeros(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x, x.shape[-1:], self.w, self.b, eps=1e-5)
+        return layer_norm(x, self.w, self.b)
 
 
 class Attention(nn.Module):

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.autograd.forward_ad as fwAD
 
 from fastattn.triton_kernels._launch import interpreting, triton_available
 
-__all__ = ["BACKENDS", "CUDA_AUTO", "BackendUnavailableError", "available_backends",
-           "backend_reason", "select_backend"]
+__all__ = ["BACKENDS", "CUDA_AUTO", "BackendUnavailableError", "active_transform",
+           "available_backends", "backend_reason", "select_backend"]
 
 
 class BackendUnavailableError(RuntimeError):
@@ -29,6 +30,8 @@ class Backend:
         dtypes: supported floating dtypes (None: any floating dtype).
         max_dim: largest feature size (D, K or V) it accepts (None: no limit).
         describe: one line for error messages.
+        composes: runs under torch.func transforms and forward-mode AD (plain torch does; a
+            kernel behind a custom op has no batching or forward-mode rule).
     """
 
     name: str
@@ -37,12 +40,18 @@ class Backend:
     dtypes: tuple[torch.dtype, ...] | None
     max_dim: int | None
     describe: str
+    composes: bool = False
 
     def not_supported_reasons(self, device: torch.device | None = None,
                               dtype: torch.dtype | None = None,
-                              dims: dict[str, int] | None = None) -> list[str]:
-        """Every reason this backend cannot run the inputs (empty: it can)."""
+                              dims: dict[str, int] | None = None,
+                              transform: str | None = None) -> list[str]:
+        """Every reason this backend cannot run the inputs (empty: it can); ``transform`` names
+        the autodiff transform tracing them (:func:`active_transform`)."""
         reasons = []
+        if transform is not None and not self.composes:
+            reasons.append(f"the inputs are traced by {transform}, and the {self.name} kernel's "
+                           "custom op has no batching or forward-mode rule")
         if self.needs_triton and not triton_available():
             reasons.append("triton is not installed (pip install triton)")
         if device is not None:
@@ -71,7 +80,8 @@ _TRITON_ATTN = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 128,
                        "fused Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), "
                        "float32/float64, K and V <= 128")
 _REFERENCE = Backend("reference", False, ("cpu", "cuda", "mps", "xpu", "meta"), None, None,
-                     "pure-torch reference: any device, any floating dtype")
+                     "pure-torch reference: any device, any floating dtype, every torch.func "
+                     "transform", composes=True)
 _WISHART = Backend("wishart", False, ("cpu", "cuda", "mps", "xpu"), None, None,
                    "torch sampler of (β, x_q, y_q) through the Wishart law, O(D² + N) per "
                    "sequence: any device, any floating dtype")
@@ -129,33 +139,66 @@ def _cuda_preference(op: str, device: torch.device, dtype: torch.dtype,
     return pref
 
 
+_TRANSFORM_NAMES = {"Grad": "torch.func.grad/vjp/jacrev", "Jvp": "torch.func.jvp/jacfwd",
+                    "Vmap": "torch.func.vmap", "Functionalize": "torch.func.functionalize"}
+
+
+def active_transform(*tensors: torch.Tensor) -> str | None:
+    """The autodiff transform tracing ``tensors``, named for messages, or None.
+
+    torch.func's transforms (outermost first, e.g. hessian = "torch.func.vmap, torch.func.jvp/jacfwd,
+    torch.func.grad/vjp/jacrev") and forward-mode AD (tensors carrying a tangent of
+    ``torch.autograd.forward_ad``) reach a custom op's kernel without a rule of their own: a kernel
+    that cannot compose must not run under them (its jvp would be silently zero).
+    """
+    if torch.compiler.is_compiling():     # dynamo traces the innermost level, not the stack
+        if torch._C._functorch.peek_interpreter_stack() is not None:
+            return "a torch.func transform (under torch.compile)"
+        return None
+    stack = torch._C._functorch.get_interpreter_stack() or []
+    if stack:
+        return ", ".join(_TRANSFORM_NAMES.get(i.key().name, i.key().name) for i in stack)
+    if fwAD._current_level >= 0 and any(fwAD.unpack_dual(t).tangent is not None for t in tensors):
+        return "forward-mode AD (torch.autograd.forward_ad)"
+    return None
+
+
 def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dtype,
-                   dims: dict[str, int]) -> str:
+                   dims: dict[str, int], transform: str | None = None) -> str:
     """The backend that will run ``op``.
 
     "auto" picks Triton on CUDA, and on CPU only when TRITON_INTERPRET=1, whenever it can run the
     inputs and :data:`CUDA_AUTO` does not name a backend measured faster for them, else the
-    reference; it never fails. An explicit backend that cannot run raises
-    :class:`BackendUnavailableError` with every reason and the backends that would work.
+    reference; it never fails. Under an autodiff transform (``transform``, from
+    :func:`active_transform`) only backends that compose run: "auto" picks the reference, an
+    explicit kernel fails in one line naming the transform and the alternative. Any other explicit
+    backend that cannot run raises :class:`BackendUnavailableError` with every reason and the
+    backends that would work.
     """
     table = BACKENDS[op]
     if backend == "auto":
-        if not table["triton"].not_supported_reasons(device, dtype, dims) and (
+        if not table["triton"].not_supported_reasons(device, dtype, dims, transform) and (
                 device.type == "cuda" or interpreting()):
             pref = _cuda_preference(op, device, dtype, dims)
             return pref.backend if pref is not None else "triton"
         return "reference"
     if backend not in table:
         raise ValueError(f"backend must be one of {['auto', *table]}; got {backend!r}")
-    reasons = table[backend].not_supported_reasons(device, dtype, dims)
+    reasons = table[backend].not_supported_reasons(device, dtype, dims, transform)
     if not reasons:
         return backend
+    if len(reasons) == 1 and transform is not None and not table[backend].composes:
+        working = [name for name, b in table.items() if b.composes]
+        raise BackendUnavailableError(
+            f"fastattn.ops.{op}: backend={backend!r} does not compose with {transform} (its "
+            f"custom op has no batching or forward-mode rule); use backend="
+            f"{working[0]!r} or 'auto', which picks it under torch.func and forward-mode AD")
     inputs = ", ".join([f"device={device.type}", f"dtype={str(dtype).removeprefix('torch.')}",
                         *(f"{k}={v}" for k, v in dims.items())])
     lines = [f"fastattn.ops.{op}: backend {backend!r} cannot run these inputs ({inputs}) because:"]
     lines += [f"  - {r}" for r in reasons]
     working = [name for name, b in table.items()
-               if name != backend and not b.not_supported_reasons(device, dtype, dims)]
+               if name != backend and not b.not_supported_reasons(device, dtype, dims, transform)]
     lines.append("What would work: " + ("; ".join(
         f"backend={name!r} ({table[name].describe})" for name in working) or "nothing here"))
     lines.append(f"backend={backend!r} needs: {table[backend].describe}.")
@@ -163,14 +206,14 @@ def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dty
 
 
 def backend_reason(op: str, name: str, device: torch.device, dtype: torch.dtype,
-                   dims: dict[str, int]) -> str:
+                   dims: dict[str, int], transform: str | None = None) -> str:
     """Why :func:`select_backend` ran ``op`` on backend ``name``: one line for logs and tests."""
     pref = _cuda_preference(op, device, dtype, dims)
     if pref is not None and pref.backend == name:
         return f"{name}: requested, or chosen by auto on CUDA because {pref.why}"
     if name != "reference":
         return f"{name}: requested or chosen, and it can run these inputs"
-    reasons = BACKENDS[op]["triton"].not_supported_reasons(device, dtype, dims)
+    reasons = BACKENDS[op]["triton"].not_supported_reasons(device, dtype, dims, transform)
     if not reasons and device.type != "cuda" and not interpreting():
         reasons = ["tensors are on cpu and TRITON_INTERPRET=1 is not set"]
     return "reference: " + ("; ".join(reasons) if reasons else "requested")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import select_backend
+from fastattn.ops._autograd import recording_backward, reference_vjp
+from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same, shape_str
 
 __all__ = ["single_query_attention"]
@@ -74,6 +75,9 @@ def _backward(ctx, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:
         dout = torch.zeros_like(out)
+    if recording_backward():
+        return (*reference_vjp(lambda *a: _reference(*a, ctx.scale)[0], (q, k, v), dout),
+                None, None)
     dq, dk, dv = _sqa_bwd(dout, q, k, v, ctx.scale, out, lse, ctx.backend)
     return dq, dk, dv, None, None
 
@@ -93,7 +97,8 @@ def single_query_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, *,
         k: [B, M, K] keys shared by the heads, or [B, H, M, K] per-head keys.
         v: [B, M, V] values shared by the heads.
         scale: multiplies the scores.
-        backend: "auto", "triton" or "reference" (see :func:`fastattn.ops.icl_readout`).
+        backend: "auto", "triton" or "reference" (see :func:`fastattn.ops.icl_readout`, also for
+            autodiff: every order and every torch.func transform).
 
     Returns:
         [B, H, V].
@@ -112,6 +117,9 @@ def single_query_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, *,
     check_same(["q", "k", "v"], [q, k, v])
     if m == 0:
         raise ValueError("k must have at least one key (M >= 1); got M = 0")
+    transform = active_transform(q, k, v)
     name = select_backend("single_query_attention", backend, q.device, q.dtype,
-                          {"K": kd, "V": v.shape[2]})
+                          {"K": kd, "V": v.shape[2]}, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
+        return _reference(q, k, v, float(scale))[0]
     return _sqa(q, k, v, float(scale), name)[0]

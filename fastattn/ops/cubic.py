@@ -5,10 +5,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import select_backend
+from fastattn.ops._autograd import recording_backward, reference_vjp
+from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
 
 __all__ = ["cubic_hidden", "cubic_second_moments"]
+
+
+def _reference(beta: Tensor, x_q: Tensor, w1: Tensor) -> Tensor:
+    """The op in plain torch (any device and dtype, every autodiff transform)."""
+    b, d = beta.shape
+    if b * d * d <= 1 << 24:  # small D: one GEMM on the materialised feature is fastest on CPU
+        return (beta[:, :, None] * x_q[:, None, :]).reshape(b, d * d) @ w1.T
+    return torch.einsum("bi,hij,bj->bh", beta, w1.reshape(-1, d, d), x_q)
 
 
 @torch.library.custom_op("fastattn::cubic_hidden", mutates_args=())
@@ -17,10 +26,7 @@ def _cubic(beta: Tensor, x_q: Tensor, w1: Tensor, backend: str) -> Tensor:
         from fastattn.triton_kernels.cubic.kernel import cubic_hidden_forward
 
         return cubic_hidden_forward(beta.contiguous(), x_q.contiguous(), w1.contiguous())
-    b, d = beta.shape
-    if b * d * d <= 1 << 24:  # small D: one GEMM on the materialised feature is fastest on CPU
-        return (beta[:, :, None] * x_q[:, None, :]).reshape(b, d * d) @ w1.T
-    return torch.einsum("bi,hij,bj->bh", beta, w1.reshape(-1, d, d), x_q)
+    return _reference(beta, x_q, w1)
 
 
 @_cubic.register_fake
@@ -56,6 +62,8 @@ def _setup(ctx, inputs, output):
 
 def _backward(ctx, dout):
     beta, x_q, w1 = ctx.saved_tensors
+    if recording_backward():
+        return (*reference_vjp(_reference, (beta, x_q, w1), dout), None)
     return (*_cubic_bwd(dout, beta, x_q, w1, ctx.backend), None)
 
 
@@ -64,7 +72,8 @@ _cubic.register_autograd(_backward, setup_context=_setup)
 
 def cubic_hidden(beta: Tensor, x_q: Tensor, w1: Tensor, *, backend: str = "auto") -> Tensor:
     """hidden[b, h] = Σ_ij W1[h, i·D + j] β_bi x_q,bj, i.e. W1 z with z = (β x_qᵀ).flatten()
-    (row-major), never materialising z. Differentiable in all inputs.
+    (row-major), never materialising z. Differentiable in all inputs, to any order and under
+    every torch.func transform (see :func:`fastattn.ops.icl_readout`).
 
     Args:
         beta: [B, D].
@@ -80,7 +89,10 @@ def cubic_hidden(beta: Tensor, x_q: Tensor, w1: Tensor, *, backend: str = "auto"
     check("x_q", x_q, "[B, D]", (b, d))
     check("w1", w1, "[H, D*D]", (None, d * d))
     check_same(["beta", "x_q", "w1"], [beta, x_q, w1])
-    name = select_backend("cubic_hidden", backend, beta.device, beta.dtype, {"D": d})
+    transform = active_transform(beta, x_q, w1)
+    name = select_backend("cubic_hidden", backend, beta.device, beta.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
+        return _reference(beta, x_q, w1)
     return _cubic(beta, x_q, w1, name)
 
 

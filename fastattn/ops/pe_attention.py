@@ -7,8 +7,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import backend_reason, select_backend
+from fastattn.ops._autograd import recording_backward, reference_vjp
+from fastattn.ops._dispatch import active_transform, backend_reason, select_backend
 from fastattn.ops._validate import check, check_same
+from fastattn.triton_kernels.pe_attention.reference import pe_attention_reference
 
 __all__ = ["pe_attention", "pe_attention_backend"]
 
@@ -20,8 +22,6 @@ def _pe(q: Tensor, k: Tensor, v: Tensor, p: Tensor, lookahead: int, backend: str
 
         return pe_attention_forward(q.contiguous(), k.contiguous(), v.contiguous(), p.contiguous(),
                                     lookahead)
-    from fastattn.triton_kernels.pe_attention.reference import pe_attention_reference
-
     return pe_attention_reference(q, k, v, p, lookahead)
 
 
@@ -56,6 +56,9 @@ def _setup(ctx, inputs, output):
 
 def _backward(ctx, dout):
     q, k, v, p = ctx.saved_tensors
+    if recording_backward():
+        return (*reference_vjp(lambda *a: pe_attention_reference(*a, ctx.lookahead), (q, k, v, p),
+                               dout), None, None)
     return (*_pe_bwd(dout.contiguous(), q, k, v, p, ctx.lookahead, ctx.backend), None, None)
 
 
@@ -82,6 +85,8 @@ def pe_attention(q: Tensor, k: Tensor, v: Tensor, p: Tensor, *, lookahead: int =
     with a multiplicative positional matrix (Sander et al. Eq. 2; spec §7 item 2). Differentiable
     in q, k, v and p; p's gradient is reduced over the batch deterministically on every backend.
     A P shared by the heads can be passed as ``P.expand(H, Tq, Tk)`` (autograd sums over heads).
+    Differentiable to any order and under every torch.func transform (see
+    :func:`fastattn.ops.icl_readout`).
 
     Args:
         q: [B, H, Tq, K]. k: [B, H, Tk, K]. v: [B, H, Tk, V]. p: [H, Tq, Tk].
@@ -94,7 +99,10 @@ def pe_attention(q: Tensor, k: Tensor, v: Tensor, p: Tensor, *, lookahead: int =
         [B, H, Tq, V].
     """
     dims = _check(q, k, v, p, lookahead)
-    name = select_backend("pe_attention", backend, q.device, q.dtype, dims)
+    transform = active_transform(q, k, v, p)
+    name = select_backend("pe_attention", backend, q.device, q.dtype, dims, transform)
+    if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
+        return pe_attention_reference(q, k, v, p, lookahead)
     return _pe(q, k, v, p, lookahead, name)
 
 
@@ -102,5 +110,6 @@ def pe_attention_backend(q: Tensor, k: Tensor, v: Tensor, p: Tensor, *, lookahea
                          backend: str = "auto") -> tuple[str, str]:
     """(backend, reason): what :func:`pe_attention` runs these inputs on, and why."""
     dims = _check(q, k, v, p, lookahead)
-    name = select_backend("pe_attention", backend, q.device, q.dtype, dims)
-    return name, backend_reason("pe_attention", name, q.device, q.dtype, dims)
+    transform = active_transform(q, k, v, p)
+    name = select_backend("pe_attention", backend, q.device, q.dtype, dims, transform)
+    return name, backend_reason("pe_attention", name, q.device, q.dtype, dims, transform)

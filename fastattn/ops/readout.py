@@ -5,8 +5,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fastattn.ops._dispatch import select_backend
+from fastattn.ops._autograd import recording_backward, reference_vjp
+from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
+from fastattn.triton_kernels.icl_readout.reference import (
+    icl_readout_next_token_reference,
+    icl_readout_reference,
+)
 
 __all__ = ["icl_readout", "icl_readout_next_token"]
 
@@ -61,6 +66,8 @@ def _readout_backward(ctx, dout, _dbeta):
     x, y, x_q, gamma, beta = ctx.saved_tensors
     if dout is None:
         dout = x.new_zeros(x.shape[0], gamma.shape[0])
+    if recording_backward():
+        return (*reference_vjp(icl_readout_reference, (x, y, x_q, gamma), dout), None)
     dx, dy, dxq, dgamma = _readout_bwd(dout, x, y, x_q, gamma, beta, ctx.backend)
     return dx, dy, dxq, dgamma, None
 
@@ -73,7 +80,11 @@ def icl_readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, *, backend: st
     """Per-head ICL linear read-out ŷ[b, h] = β_bᵀ Γ_h x_q,b with β_b = (1/N) Σ_n y_bn x_bn.
 
     Merged attention passes Γ_h = v_h U_h, separate rank-R attention Γ_h = v_h K_hᵀ Q_h; the
-    model's prediction is the sum over heads. Differentiable in all four inputs.
+    model's prediction is the sum over heads. Differentiable in all four inputs, to any order and
+    under every torch.func transform: a backward run with ``create_graph=True`` records the
+    reference's backward (double backward, Hessians, on every backend); under torch.func or
+    forward-mode AD (which the custom op has no rule for) the reference runs as plain torch,
+    "auto" choosing it and "triton" failing in one line that names the transform.
 
     Args:
         x: [B, N, D] context inputs.
@@ -94,7 +105,10 @@ def icl_readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, *, backend: st
     check_same(["x", "y", "x_q", "gamma"], [x, y, x_q, gamma])
     if n == 0:
         raise ValueError("x must have at least one context token (N >= 1); got N = 0")
-    name = select_backend("icl_readout", backend, x.device, x.dtype, {"D": d})
+    transform = active_transform(x, y, x_q, gamma)
+    name = select_backend("icl_readout", backend, x.device, x.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch: the custom op does not compose
+        return icl_readout_reference(x, y, x_q, gamma)
     return _readout(x, y, x_q, gamma, name)[0]
 
 
@@ -104,8 +118,6 @@ def _next(x: Tensor, y: Tensor, gamma: Tensor, backend: str) -> Tensor:
         from fastattn.triton_kernels.icl_readout.kernel import icl_readout_next_token_forward
 
         return icl_readout_next_token_forward(x.contiguous(), y.contiguous(), gamma.contiguous())
-    from fastattn.triton_kernels.icl_readout.reference import icl_readout_next_token_reference
-
     return icl_readout_next_token_reference(x, y, gamma)
 
 
@@ -151,6 +163,8 @@ def _next_setup(ctx, inputs, output):
 
 def _next_backward(ctx, dout):
     x, y, gamma = ctx.saved_tensors
+    if recording_backward():
+        return (*reference_vjp(icl_readout_next_token_reference, (x, y, gamma), dout), None)
     dx, dy, dgamma = _next_bwd(dout, x, y, gamma, ctx.backend)
     return dx, dy, dgamma, None
 
@@ -167,7 +181,7 @@ def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str 
         x: [B, T, D], T >= 2.
         y: [B, T].
         gamma: [H, D, D].
-        backend: "auto", "triton" or "reference" (see :func:`icl_readout`).
+        backend: "auto", "triton" or "reference" (see :func:`icl_readout`, also for autodiff).
 
     Returns:
         [B, T−1, H]; entry t−1 predicts y at 0-based position t.
@@ -179,5 +193,8 @@ def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str 
     check_same(["x", "y", "gamma"], [x, y, gamma])
     if t < 2:
         raise ValueError(f"x must have T >= 2 tokens for next-token predictions; got T = {t}")
-    name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d})
+    transform = active_transform(x, y, gamma)
+    name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d}, transform)
+    if transform is not None:    # the reference, as plain torch (see icl_readout)
+        return icl_readout_next_token_reference(x, y, gamma)
     return _next(x, y, gamma, name)
