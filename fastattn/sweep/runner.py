@@ -118,6 +118,15 @@ def batch_key(item: RunItem) -> str | None:
 
 
 # ------------------------------------------------------------------------------ measuring
+#: the columns `measure` writes and their kinds (the results table's schema: fastattn.sweep.schema)
+MEASURED: dict[str, Any] = {
+    "final_loss": float, "final_population_loss": float, "final_time": float, "n_plateaus": int,
+    "n_drops": int, "n_conspicuous": int, "plateau_levels": list[float],
+    "plateau_starts": list[float], "plateau_ends": list[float], "drop_times": list[float],
+    "first_drop_time": float,
+}
+
+
 def measure(traj) -> Columns:
     """Paper-independent columns of a finished run: final loss and time, plateaus and drops;
     sampled runs of a pair with a closed form: the exact population loss of the final state."""

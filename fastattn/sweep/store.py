@@ -98,42 +98,16 @@ def load_rows(out: Path) -> list[dict[str, Any]]:
     return [row for row in rows if row is not None]
 
 
-FLOAT_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_", "target_loss", "risk")
-LIST_COLUMNS = ("theory_levels", "plateau_levels", "plateau_starts", "plateau_ends", "drop_times")
-
-
-def to_frame(rows: list[dict[str, Any]]):
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    for col in LIST_COLUMNS:
-        if col in df:
-            df[col] = df[col].map(lambda v: [float(x) if x is not None else float("nan") for x in v]
-                                  if isinstance(v, list) else None)
-    for col in df.columns:              # object columns of mixed scalars: keep one type
-        if df[col].dtype == object and col not in LIST_COLUMNS:
-            kinds = {type(v) for v in df[col] if v is not None}
-            if len(kinds) > 1 and not kinds <= {int, float}:
-                df[col] = df[col].map(lambda v: None if v is None else str(v))
-            elif kinds <= {int, float} and (kinds or col.startswith(FLOAT_PREFIXES)):
-                df[col] = df[col].astype(float)
-    if "key" in df:
-        df = df.sort_values("key", kind="stable").reset_index(drop=True)
-    return df
-
-
 def write_table(out: Path) -> Path:
-    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path. Columns with a unit
-    (the papers' hooks' `units`) carry it in their Parquet field metadata ("unit")."""
-    import pyarrow as pa
+    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path. Every column has the
+    type `fastattn.sweep.schema` declares (never null), columns with a unit (the papers' hooks'
+    `units`) carry it in their field metadata ("unit"), and the schema its version."""
     import pyarrow.parquet as pq
 
     from fastattn.sweep.hooks import units
+    from fastattn.sweep.schema import to_table
 
-    table = pa.Table.from_pandas(to_frame(load_rows(out)), preserve_index=False)
-    known = units()
-    fields = [f.with_metadata({"unit": known[f.name]}) if f.name in known else f for f in table.schema]
-    table = pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
+    table = to_table(load_rows(out), units())
     path = Path(out) / TABLE
     atomic_write(path, lambda fh: pq.write_table(table, fh), "wb")
     return path

@@ -137,12 +137,17 @@ def atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
         raise
 
 
+#: the layout of a run record's JSON (its keys and their meaning); raised when one changes
+RECORD_SCHEMA_VERSION = 1
+
+
 def write_record(path: str | os.PathLike, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
-    """Write `path.json` (meta) and `path.npz` (arrays) atomically; `path` has no suffix."""
+    """Write `path.json` (meta, with "schema_version") and `path.npz` (arrays) atomically; `path`
+    has no suffix."""
     base = Path(path)
     npz = base.with_name(base.name + ".npz")
     atomic_write(npz, lambda fh: np.savez(fh, **arrays), "wb")
-    meta = {**to_jsonable(meta), "arrays": f"{npz.name}"}
+    meta = {"schema_version": RECORD_SCHEMA_VERSION, **to_jsonable(meta), "arrays": f"{npz.name}"}
     atomic_write(base.with_name(base.name + ".json"),
                   lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
     return base.with_name(base.name + ".json")
@@ -168,6 +173,10 @@ def read_record(path: str | os.PathLike, required: tuple[str, ...] = ()
     missing = [k for k in ("arrays", *required) if not isinstance(meta, dict) or k not in meta]
     if missing:
         raise RecordError(f"{json_path}: not a run record (no {', '.join(map(repr, missing))})")
+    version = meta.get("schema_version", 0)     # records before versioning: 0, the same layout
+    if not isinstance(version, int) or version > RECORD_SCHEMA_VERSION:
+        raise RecordError(f"{json_path}: run record schema version {version!r}, newer than this "
+                          f"fastattn reads ({RECORD_SCHEMA_VERSION}); upgrade fastattn")
     npz = json_path.with_name(str(meta["arrays"]))
     try:
         with np.load(npz) as data:
