@@ -110,21 +110,25 @@ def test_global_error_vs_white_merged_closed_form(method):
 def test_order_of_convergence(rng, method, order):
     """Work-precision slope: the global error of the propagated solution falls like n_steps^-p
     (Rodas4 and stabilized: p = 4) as the tolerance is tightened (record grid
-    not binding)."""
+    not binding). The step-size controller makes one problem's slope noisy (stiff: mean -4.20, SD
+    0.24 over 700 random problems; -5.44 to -3.43 over 2500, 1 in 70 outside the bounds below), so
+    the slope is the mean over 3 random problems (SD 0.13; outside the bounds with chance ~1e-5)."""
     family, dims = "separate", (3, 2, 2)
-    m, _, _ = random_moments(rng, 3)
-    th = random_params(rng, family, dims, scale=0.5)
-    ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0, rtol=1e-13,
-                    atol=1e-16)
-    ns, es = [], []
-    for rt in np.geomspace(1e-4, 1e-9, 6):
-        r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0, rtol=rt,
-                      atol=rt * 1e-2)
-        assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
-        ns.append(r.n_steps)
-        es.append(np.abs(r.final_params - ref.final_params).max())
-    slope = np.polyfit(np.log(ns), np.log(es), 1)[0]
-    assert -order - 0.8 < slope < -order + 0.5, (slope, ns, es)
+    slopes = []
+    for _ in range(3):
+        m, _, _ = random_moments(rng, 3)
+        th = random_params(rng, family, dims, scale=0.5)
+        ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0,
+                        rtol=1e-13, atol=1e-16)
+        ns, es = [], []
+        for rt in np.geomspace(1e-4, 1e-9, 6):
+            r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0,
+                          rtol=rt, atol=rt * 1e-2)
+            assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
+            ns.append(r.n_steps)
+            es.append(np.abs(r.final_params - ref.final_params).max())
+        slopes.append(np.polyfit(np.log(ns), np.log(es), 1)[0])
+    assert -order - 0.8 < np.mean(slopes) < -order + 0.5, slopes
 
 
 @pytest.mark.parametrize(("family", "dims", "s_identity"),
