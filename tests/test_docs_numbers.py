@@ -111,7 +111,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# the cases that train for tens of seconds (CI runs them; `-m "not slow"` leaves them out)
+SLOW = ("musat2025.md: Fig. 18 --quick", "musat2025.md: Figs. 4/5 --quick", "sander2024.md: Fig. 9 --quick",
+        "he2025.md: E6 --quick")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c
+                                  for c in sorted(CASES)])
 def test_docs_quote_what_the_quick_command_gives(case, tmp_path):
     doc, render = CASES[case]
     text = render(tmp_path) if "tmp_path" in render.__code__.co_varnames else render()

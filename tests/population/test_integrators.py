@@ -228,6 +228,7 @@ def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     assert loss_and_grad("separate", kt.final_params, dims, m)[0] <= target
 
 
+@pytest.mark.slow
 def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     """P > 2000 (separate D = H = 32, rank 1: P = 2080): `auto` runs the stabilized explicit method
     — the rk45 trajectory at a fraction of its cost, no Hessian — with Hessian-free Rodas4 episodes
