@@ -63,7 +63,9 @@ def test_aligned_exact_values_monte_carlo_and_the_paper_formula(rng):
     mean, se = _mc_reduced(rng, s, n, np.diag(p), np.diag(q), 100_000)
     exact = np.concatenate([[loss], np.diag(grad[:4]).ravel(), np.diag(grad[4:]).ravel()])
     # 33 components at once: 5.5 SE each keeps a correct objective's chance of failing below 1e-6
-    # (Bonferroni, 33 × 3.8e-8); at 4 SE it was ~2e-3 a run (measured: largest |z| 3.04 over 50 seeds)
+    # (Bonferroni, 33 × 3.8e-8); at 4 SE it was ~2e-3 a run (measured: largest |z| 3.04 over 50 seeds).
+    # It flags errors above ~1 on ∂L/∂p₁ (SE 0.16-0.20): the paper's term here (+0.85) was 3.7-5.1 SE
+    # off, so the larger-sample N = 4 check below is the one that rejects it
     assert np.all(np.abs(mean - exact) < 5.5 * se + 1e-12)
     # the paper's diagonal-Ŝ gradient has Tr(S) s² p q²/N in place of s p K_q/N
     def paper_gp1(n_):
