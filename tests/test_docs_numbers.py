@@ -28,7 +28,17 @@ def _musat_gd_lr100() -> str:
     return f"gives {s['T_gamma']}/{s['T_beta']}/{s['T_alpha']} for γ/β.1/α.1"
 
 
+def _quoted_range(doc: str, prefix: str) -> tuple[float, float]:
+    """(lo, hi) of the range "lo–hi |" that follows `prefix` in the docs (a row's first cells)."""
+    found = re.search(re.escape(prefix) + r"([0-9.]+)–([0-9.]+) \|", _text(doc))
+    assert found, f"no row with a range beginning {prefix!r} in {doc}"
+    return float(found[1]), float(found[2])
+
+
 def _musat_quick(fig: str, fig_label: str) -> str:
+    """The quick rows of a figure. The full model's loss (sampled float32 SGD of 28D² weights, which
+    amplifies last-place differences between CPUs) is checked within the range the docs quote over
+    seeds and CPU kernel sets; the first steps and the 3-parameter run's loss are checked as quoted."""
     from fastattn.experiments import registry
     from fastattn.experiments.musat2025 import dynamics
 
@@ -42,8 +52,14 @@ def _musat_quick(fig: str, fig_label: str) -> str:
         first = s["runs"][run]["first_step"]
         steps = " / ".join("–" if first[k] is None else str(first[k]) for k in order)
         size = f"{st['D']}, {st['N']}, {st['batch']}, {st['steps']}"
-        rows.append(f"| {fig_label} | {size} | {label} | {steps} | "
-                    f"{s['runs'][run]['mean_loss_last_tenth']:.3f} |")
+        row = f"| {fig_label} | {size} | {label} | {steps} | "
+        loss = s["runs"][run]["mean_loss_last_tenth"]
+        if run == "full":
+            lo, hi = _quoted_range("musat2025.md", row)
+            assert lo <= loss <= hi, f"Fig. {fig_label} full model: loss {loss:.3f} outside {lo}–{hi}"
+            rows.append(f"{row}{lo:.2f}–{hi:.2f} |")
+        else:
+            rows.append(f"{row}{loss:.3f} |")
     return " ".join(rows)
 
 
@@ -95,7 +111,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# the cases that train for tens of seconds (CI runs them; `-m "not slow"` leaves them out)
+SLOW = ("musat2025.md: Fig. 18 --quick", "musat2025.md: Figs. 4/5 --quick", "sander2024.md: Fig. 9 --quick",
+        "he2025.md: E6 --quick")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c
+                                  for c in sorted(CASES)])
 def test_docs_quote_what_the_quick_command_gives(case, tmp_path):
     doc, render = CASES[case]
     text = render(tmp_path) if "tmp_path" in render.__code__.co_varnames else render()

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import ModuleType
 
 __all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "interpreting",
            "persistent_programs", "recording_launches", "register_budget", "sm_count",
@@ -154,7 +155,8 @@ class TritonKernel:
 def _with_interpreted_library(launch: Callable) -> Callable:
     """Wrap an interpreted launch so that library device functions (``tl.sum``, ``tl.randn``, ...)
     that were built as compiled ``JITFunction`` objects, because triton was imported before
-    TRITON_INTERPRET=1 was set, run through the interpreter too during this launch."""
+    TRITON_INTERPRET=1 was set, run through the interpreter too during this launch; afterwards
+    ``triton.language`` is as before the launch (see :func:`_language_restored`)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -166,8 +168,37 @@ def _with_interpreted_library(launch: Callable) -> Callable:
 
         JITFunction.__call__ = call
         try:
-            return launch(*args, **kwargs)
+            with _language_restored():
+                return launch(*args, **kwargs)
         finally:
             JITFunction.__call__ = original
 
     return run
+
+
+@contextmanager
+def _language_restored() -> Iterator[None]:
+    """Undo, on exit, what the interpreter patched into ``triton.language``. A device-function call
+    under the interpreter (``InterpretedFunction.__call__``: ``tl.sum`` from a kernel) patches the
+    language's builtins, tensor methods and reductions to the interpreter's and, in Triton 3.9,
+    never restores them (only the kernel-level patches are scoped); a kernel compiled later in the
+    same process (the AOT report) then fails with "'value' object has no attribute 'dtype'"."""
+    import triton.language as tl
+
+    owners = [tl, tl.core, tl.math, tl.tensor, tl.dtype,
+              getattr(tl.core, "condition", None), getattr(tl.core, "tensor_descriptor_base", None)]
+    owners = [o for o in owners if o is not None]
+    saved = [(o, dict(vars(o))) for o in owners]
+    try:
+        yield
+    finally:
+        for owner, before in saved:
+            now = vars(owner)
+            for name in [n for n in now if n not in before and not isinstance(now[n], ModuleType)]:
+                delattr(owner, name)          # a submodule imported meanwhile stays
+            for name, value in before.items():
+                if now.get(name, _ABSENT) is not value:
+                    setattr(owner, name, value)
+
+
+_ABSENT = object()

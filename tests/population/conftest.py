@@ -1,21 +1,13 @@
-"""Random moment and parameter generators for the population tests (fresh randomness per run)."""
+"""Random moment and parameter generators for the population tests (drawn from the `rng` fixture of
+tests/conftest.py: fresh per run, replayed with `--fastattn-seed N`)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from fastattn.experiments import zhang2025
 from fastattn.population import Moments, n_params
 from fastattn.theory.zhang2025 import minimum_loss
-
-
-@pytest.fixture
-def rng(request):
-    seed = int(np.random.SeedSequence().entropy % (2**32))
-    request.node.user_properties.append(("seed", seed))
-    print(f"seed={seed}")
-    return np.random.default_rng(seed)
 
 
 def random_moments(rng, D: int, *, s_identity: bool = False, inv_n: float | None = None,

@@ -52,6 +52,7 @@ def test_monte_carlo_and_finite_differences(s0):
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_cli_runs_aug_exactly_to_prop_2(tmp_path):
     """The exact flow reaches ℓ*; exact GD's records are the objective at its parameters, falling."""
     base = ["train", "--task", "autoregressive", "--model", "aug", "--encoding", "augmented",

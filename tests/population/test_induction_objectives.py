@@ -213,6 +213,7 @@ def _orbit(batch, D: int):
     return type(batch)(torch.tensor(np.array(Xs)), torch.tensor(np.array(ys)), batch.q.repeat(len(Xs)))
 
 
+@pytest.mark.slow
 def test_full_model_gd_stays_in_the_subspace_and_follows_the_exact_flows(rng):
     """Acceptance (issue 18, spec §11.3): plain GD of all 28D² weights of the full model on the exact
     population gradient (the orbit mean, no projection anywhere) stays in the 19-dim subspace to

@@ -110,21 +110,25 @@ def test_global_error_vs_white_merged_closed_form(method):
 def test_order_of_convergence(rng, method, order):
     """Work-precision slope: the global error of the propagated solution falls like n_steps^-p
     (Rodas4 and stabilized: p = 4) as the tolerance is tightened (record grid
-    not binding)."""
+    not binding). The step-size controller makes one problem's slope noisy (stiff: mean -4.20, SD
+    0.24 over 700 random problems; -5.44 to -3.43 over 2500, 1 in 70 outside the bounds below), so
+    the slope is the mean over 3 random problems (SD 0.13; outside the bounds with chance ~1e-5)."""
     family, dims = "separate", (3, 2, 2)
-    m, _, _ = random_moments(rng, 3)
-    th = random_params(rng, family, dims, scale=0.5)
-    ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0, rtol=1e-13,
-                    atol=1e-16)
-    ns, es = [], []
-    for rt in np.geomspace(1e-4, 1e-9, 6):
-        r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0, rtol=rt,
-                      atol=rt * 1e-2)
-        assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
-        ns.append(r.n_steps)
-        es.append(np.abs(r.final_params - ref.final_params).max())
-    slope = np.polyfit(np.log(ns), np.log(es), 1)[0]
-    assert -order - 0.8 < slope < -order + 0.5, (slope, ns, es)
+    slopes = []
+    for _ in range(3):
+        m, _, _ = random_moments(rng, 3)
+        th = random_params(rng, family, dims, scale=0.5)
+        ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0,
+                        rtol=1e-13, atol=1e-16)
+        ns, es = [], []
+        for rt in np.geomspace(1e-4, 1e-9, 6):
+            r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0,
+                          rtol=rt, atol=rt * 1e-2)
+            assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
+            ns.append(r.n_steps)
+            es.append(np.abs(r.final_params - ref.final_params).max())
+        slopes.append(np.polyfit(np.log(ns), np.log(es), 1)[0])
+    assert -order - 0.8 < np.mean(slopes) < -order + 0.5, slopes
 
 
 @pytest.mark.parametrize(("family", "dims", "s_identity"),
@@ -224,6 +228,7 @@ def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     assert loss_and_grad("separate", kt.final_params, dims, m)[0] <= target
 
 
+@pytest.mark.slow
 def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     """P > 2000 (separate D = H = 32, rank 1: P = 2080): `auto` runs the stabilized explicit method
     — the rk45 trajectory at a fraction of its cost, no Hessian — with Hessian-free Rodas4 episodes
@@ -265,13 +270,24 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
 def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
     dims, m, th, lstar = fig3_setting(rng, 1e-3)
     r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e8,
-                  record_times=np.geomspace(1, 1e8, 80))
+                  record_times=np.geomspace(1, 1e8, 80), record_params=True)
     assert r.status == "t_end"
     assert abs(r.loss[-1] - lstar) < 1e-8
-    # auto's records inside its steps are interpolated: on the trajectory to within the tolerance,
-    # so the recorded loss decreases only to ~1e-10 (measured up to 6.5e-11 over 12 seeds)
-    assert r.times.size == 80 and np.all(np.diff(r.loss) <= (1e-9 if method == "auto" else 1e-12))
-    if method == "auto":
+    assert r.times.size == 80
+    if method == "stiff":   # Rodas4 lands on every record: the flow's loss, non-increasing
+        assert np.all(np.diff(r.loss) <= 1e-12)
+    else:
+        # auto's records inside its steps are dense output, θ(t) + δ with |δ|∞ ≤ 1e-3 max|θ| (what
+        # test_auto_interpolates_records_inside_its_steps asserts), so a record's loss is off the
+        # flow's by at most |∇L| |δ|₂ + ½ λ_max |δ|₂² (λ_max of the Hessian at the minimum, where
+        # the records crowd): consecutive records may rise by the sum of two such bounds. The flow
+        # itself never rises; a fixed 1e-9 failed (seed 1965411792: +1.1e-8 at t = 1.2e5, a record
+        # 7.7e-5 off the trajectory beside the minimum, ½ λ_max |δ|² with λ_max = 1.26).
+        delta = 1e-3 * np.abs(r.params).max() * np.sqrt(th.size)
+        lam = np.linalg.eigvalsh(hessian("separate", r.final_params, dims, m)).max()
+        grad = np.array([np.linalg.norm(loss_and_grad("separate", p, dims, m)[1]) for p in r.params])
+        off = grad * delta + 0.5 * lam * delta**2
+        assert np.all(np.diff(r.loss) <= off[1:] + off[:-1])
         # explicit RK45 needs ~2e5 evaluations for only t ~ 2e5 here (stiff at the minimum);
         # auto's stiff phases are the stabilized method and Hessian-free Rodas4 (no dense Hessian)
         assert r.n_evals <= 20_000 and r.n_jac == 0

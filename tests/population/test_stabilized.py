@@ -79,6 +79,7 @@ def test_recurrence_reproduces_the_node_polynomial(rng):
     np.testing.assert_allclose(cur, np.prod([1 - z / r for r in nodes], axis=0), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_generator_stages_reproduce_a_shipped_table():
     """Each stage of the generator on the shipped table (cheap: one LP, not the bisection; eight
     starts of the finishing solve, not forty): ℓ_s is the longest feasible interval, the recurrence of

@@ -3,6 +3,7 @@ p1 = q2 = 0 is invariant (the full model's own flow stays there to rounding) and
 flows from there coincide; a fixed task set, which breaks the λ → −λ symmetry, is not reduced."""
 
 import numpy as np
+import pytest
 
 from fastattn import population
 from fastattn.models import build_model, config_from_dict
@@ -18,6 +19,7 @@ def _model(**kw):
                                          "init_scale": 0.3, **kw}))
 
 
+@pytest.mark.slow
 def test_full_model_flow_stays_on_p1_q2_zero_and_equals_the_reduced_flow():
     task = WishartTasks(D, spectrum="2,1,0.5", tasks=None, context=8)
     full = FullModelObjective(task.s, task.context, task.U, None)

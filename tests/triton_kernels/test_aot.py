@@ -4,6 +4,8 @@ compiler checks it makes (a real compile for sm_80 of two small kernels; no GPU 
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 import torch
 import triton.language as tl
@@ -93,16 +95,42 @@ def _matmul_last_axis(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
 
 
+def _report_toy(fn, monkeypatch, cache) -> aot.KernelReport:
+    """The report of ``fn`` compiled for sm_80 in an empty Triton cache (a cached kernel would skip
+    the front end, where a broken ``triton.language`` fails)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    x = torch.empty(16, 16, device="meta")
+    launch = _launch.Launch(_launch.TritonKernel(fn), (1,), (x, x, x), {"BLOCK": 16})
+    return aot._report_one("toy", launch, aot.TARGETS["sm_80"])
+
+
 @pytest.mark.parametrize("fn", [_matmul_axis1, _matmul_last_axis])
-def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn):
+def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn, monkeypatch, tmp_path):
     """A broadcast-multiply-sum over axis 1 becomes a tt.dot inside Triton (TF32 on sm_80+ with
     Triton 3.6: pe_attention's float32 error on an H100); the report refuses it. The same product
     reduced over the last axis compiles to plain FMAs."""
-    x = torch.empty(16, 16, device="meta")
-    launch = _launch.Launch(_launch.TritonKernel(fn), (1,), (x, x, x), {"BLOCK": 16})
-    rep = aot._report_one("toy", launch, aot.TARGETS["sm_80"])
+    rep = _report_toy(fn, monkeypatch, tmp_path)
     assert rep.registers and rep.registers > 0 and rep.spilled_bytes == 0, rep.error
     if fn is _matmul_axis1:
         assert not rep.compiled and rep.implicit_dots == 1 and "tt.dot" in rep.error
     else:
         assert rep.compiled and rep.implicit_dots == 0 and rep.mma == 0, rep.error
+
+
+def test_an_interpreted_launch_leaves_triton_language_as_it_found_it(monkeypatch, tmp_path):
+    """The interpreter patches ``triton.language`` when a kernel calls a device function (``tl.sum``)
+    and Triton 3.9 leaves those patches in place; the launcher undoes them, so that a kernel compiled
+    later in the same process (the AOT report after an interpreted test) still compiles."""
+    owners = (tl, tl.core, tl.math, tl.tensor, tl.dtype)
+
+    def attributes():  # a submodule imported by the launch (tl.semantic) is no patch
+        return [{k: v for k, v in vars(o).items() if not isinstance(v, ModuleType)} for o in owners]
+
+    before = attributes()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = torch.ones(3, 2)
+    ops.cubic_hidden(x, x, torch.ones(2, 4), backend="triton")      # its kernel calls tl.sum
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert attributes() == before
+    rep = _report_toy(_matmul_last_axis, monkeypatch, tmp_path)
+    assert rep.compiled, rep.error
