@@ -58,6 +58,7 @@ def _one(args: argparse.Namespace) -> int:
 
 def _all(args: argparse.Namespace) -> int:
     from fastattn.experiments import batch
+    from fastattn.experiments.claims import headline
     from fastattn.experiments.report import write_report
 
     if args.option:
@@ -79,6 +80,7 @@ def _all(args: argparse.Namespace) -> int:
     print(f"{len(names)} figures: {n_done} computed, {n_cached} already finished, "
           f"{len(result.failed)} failed; {result.wall_time:.1f} s")
     print("claims: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(headline(ledger))
     print(f"wrote {out / 'claims.json'} and {page}")
     for o in result.failed:
         print(f"FAILED {o.name}: {o.error}", file=sys.stderr)
@@ -99,7 +101,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from fastattn.experiments.report import compare, write_report
+    from fastattn.experiments.claims import headline
+    from fastattn.experiments.report import compare, tally_text, write_report
 
     if args.compare:
         old, new = (Path(p) for p in args.compare)
@@ -120,6 +123,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise _Error(f"{folder} is not a folder")
     ledger, page = write_report(folder)
     print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
+    print(headline(ledger))
+    print(tally_text(ledger))
     if args.docs:
         from fastattn.experiments.report import update_docs
 
