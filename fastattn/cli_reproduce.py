@@ -116,6 +116,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(line)
         print(f"{len(changes)} claims changed between {old} and {new}")
         return 0
+    if args.mutations is not None:
+        return _mutations(args)
     if not args.dir:
         raise _Error("give a folder written by fastattn reproduce, or --compare OLD NEW")
     folder = Path(args.dir)
@@ -140,6 +142,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
                                     {paper}):
                 print(f"wrote the claims ledger block of {path}")
     return 0
+
+
+def _mutations(args: argparse.Namespace) -> int:
+    """`report DIR --mutations [KEY ...]`: plant each bug in a copy, rerun its quick figures into
+    DIR/<key>/, list the claims that flipped (DIR/mutations.json); exit 1 if a bug flips none."""
+    from fastattn.experiments import mutations
+    from fastattn.training.records import atomic_write
+
+    try:
+        chosen = mutations.get(args.mutations or None)
+    except ValueError as exc:
+        raise _Error(f"--mutations: {exc}") from None
+    if not args.dir:
+        raise _Error("--mutations needs a folder for the rerun figures: fastattn report DIR "
+                     "--mutations")
+    work = Path(args.dir)
+    if work.exists() and not work.is_dir():
+        raise _Error(f"{work} is not a folder")
+    print(f"{len(chosen)} planted bugs; baseline and planted quick figures under {work}")
+    results = mutations.check(chosen, work, report=print)
+    atomic_write(work / "mutations.json", lambda fh: fh.write(json.dumps(results, indent=2)), "w")
+    holes = [r["key"] for r in results if not r["flipped"]]
+    print(f"{len(results) - len(holes)} of {len(results)} planted bugs flipped a claim"
+          + (f"; none flipped by {holes}" if holes else "") + f"; wrote {work / 'mutations.json'}")
+    return FAILED if holes else 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -177,4 +204,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "DOCS_DIR/<paper>.md (between the claims-ledger markers)")
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
+    p.add_argument("--mutations", nargs="*", metavar="KEY",
+                   help="plant each bug of fastattn/experiments/mutations.py (or those named) in a "
+                   "temporary copy of the package, rerun the quick figures it affects into DIR/KEY, "
+                   "and list the claims that flipped (DIR/mutations.json; exit 1 if a bug flips "
+                   "none)")
     p.set_defaults(func=_cmd_report)

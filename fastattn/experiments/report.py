@@ -267,7 +267,8 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                         f"{_e(doc.get('caption', ''))}<br>"
                         f'<span class="muted">{doc.get("wall_time", 0.0):.1f} s, '
                         f"{len(doc.get('runs', {}))} runs</span><br>")
-            parts.append(f'<figure id="fig-{_e(name)}"><figcaption><b>{_e(FIGURES[name].title)}'
+            title = (doc or {}).get("title") or FIGURES[name].title     # a quick one says so
+            parts.append(f'<figure id="fig-{_e(name)}"><figcaption><b>{_e(title)}'
                          f"</b></figcaption>{body}<code>{_e(command)}</code></figure>")
         parts.append("</div></section>")
 

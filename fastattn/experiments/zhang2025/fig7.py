@@ -19,10 +19,10 @@ def runs(quick: bool) -> list[RunSpec]:
     for d in dims:
         task = LinearRegression(d, context=127, spectrum=tuple(spectrum("inverse", d)), rotate=True)
         specs.append(RunSpec(f"merged_D{d}", task, MergedConfig(d, 8, init_scale=1e-2),
-                             rk45_config(3e4, task, snapshots=10), {"model": "merged", "dim": d}))
+                             rk45_config(3e4, snapshots=10), {"model": "merged", "dim": d}))
         t_end = {8: 3e6, 16: 3e6, 32: 3e5}[d]
         specs.append(RunSpec(f"separate_D{d}", task, SeparateConfig(d, d, 1, init_scale=1e-2),
-                             rk45_config(t_end, task, snapshots=10), {"model": "separate", "dim": d}))
+                             rk45_config(t_end, snapshots=10), {"model": "separate", "dim": d}))
     return specs
 
 
