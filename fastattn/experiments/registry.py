@@ -283,9 +283,9 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     fig = recipe.plot(runs, summary)
     # a quick figure says so, and what it shrank, where a reader of the picture or page looks
     title, caption = figure.title, recipe.caption
-    if quick:
+    if quick:   # the PNG's caption (it wraps) says QUICK; its title line does not wrap: page only
         title, caption = f"{title} [QUICK]", f"{quick_note(recipe, **options)}. {caption}"
-    plots.suptitle(fig, title, caption)
+    plots.suptitle(fig, figure.title, caption)
     png = plots.save(fig, out / f"{name}.png")
     doc = {"name": name, "title": title, "caption": caption, "quick": quick,
            "options": options, "png": png.name, "wall_time": time.perf_counter() - start,

@@ -21,3 +21,11 @@ def test_quick_note_names_what_quick_shrank():
     assert note.startswith("QUICK")
     assert "2 of 3 runs" in note and "steps 300 → 40" in note
     assert "lr" not in note                   # a setting both forms share is not listed
+
+
+def test_a_quick_figure_says_so_in_its_title_and_caption(tmp_path):
+    from fastattn.experiments import registry
+
+    doc = registry.reproduce("zhang2025-fig14", tmp_path, quick=True)
+    assert doc["title"].endswith("[QUICK]")
+    assert doc["caption"].startswith("QUICK") and "2 of 6 runs" in doc["caption"]

@@ -59,9 +59,11 @@ def flow_config(t_end: float, snapshots: int = 40, **kw) -> TrainConfig:
 GRAD_TOL = 1e-8
 
 
-def rk45_config(t_end: float, records: int = 800, snapshots: int = 60) -> TrainConfig:
+def rk45_config(t_end: float, records: int = 800, snapshots: int = 60,
+                grad_tol: float = GRAD_TOL) -> TrainConfig:
     """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow), stopped at
-    the horizon `t_end` or once the gradient norm falls below `GRAD_TOL` (at the minimum the flow
-    is stiff for an explicit method, and the converged tail carries no information)."""
+    the horizon `t_end` or once the gradient norm falls below `grad_tol` (at the minimum the flow
+    is stiff for an explicit method, and the converged tail carries no information). Flatter
+    plateaus (smaller inits, longer contexts) need a smaller `grad_tol`."""
     return TrainConfig(method="flow", t_end=t_end, integrator="rk45", n_records=records,
-                       n_snapshots=snapshots, grad_tol=GRAD_TOL)
+                       n_snapshots=snapshots, grad_tol=grad_tol)
