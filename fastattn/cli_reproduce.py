@@ -58,6 +58,7 @@ def _one(args: argparse.Namespace) -> int:
 
 def _all(args: argparse.Namespace) -> int:
     from fastattn.experiments import batch
+    from fastattn.experiments.claims import headline
     from fastattn.experiments.report import write_report
 
     if args.option:
@@ -79,6 +80,7 @@ def _all(args: argparse.Namespace) -> int:
     print(f"{len(names)} figures: {n_done} computed, {n_cached} already finished, "
           f"{len(result.failed)} failed; {result.wall_time:.1f} s")
     print("claims: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(headline(ledger))
     print(f"wrote {out / 'claims.json'} and {page}")
     for o in result.failed:
         print(f"FAILED {o.name}: {o.error}", file=sys.stderr)
@@ -99,7 +101,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from fastattn.experiments.report import compare, write_report
+    from fastattn.experiments.claims import headline
+    from fastattn.experiments.report import compare, tally_text, write_report
 
     if args.compare:
         old, new = (Path(p) for p in args.compare)
@@ -113,6 +116,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(line)
         print(f"{len(changes)} claims changed between {old} and {new}")
         return 0
+    if args.mutations is not None:
+        return _mutations(args)
     if not args.dir:
         raise _Error("give a folder written by fastattn reproduce, or --compare OLD NEW")
     folder = Path(args.dir)
@@ -120,6 +125,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise _Error(f"{folder} is not a folder")
     ledger, page = write_report(folder)
     print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
+    print(headline(ledger))
+    print(tally_text(ledger))
     if args.docs:
         from fastattn.experiments.report import update_docs
 
@@ -135,6 +142,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
                                     {paper}):
                 print(f"wrote the claims ledger block of {path}")
     return 0
+
+
+def _mutations(args: argparse.Namespace) -> int:
+    """`report DIR --mutations [KEY ...]`: plant each bug in a copy, rerun its quick figures into
+    DIR/<key>/, list the claims that flipped (DIR/mutations.json); exit 1 if a bug flips none."""
+    from fastattn.experiments import mutations
+    from fastattn.training.records import atomic_write
+
+    try:
+        chosen = mutations.get(args.mutations or None)
+    except ValueError as exc:
+        raise _Error(f"--mutations: {exc}") from None
+    if not args.dir:
+        raise _Error("--mutations needs a folder for the rerun figures: fastattn report DIR "
+                     "--mutations")
+    work = Path(args.dir)
+    if work.exists() and not work.is_dir():
+        raise _Error(f"{work} is not a folder")
+    print(f"{len(chosen)} planted bugs; baseline and planted quick figures under {work}")
+    results = mutations.check(chosen, work, report=print)
+    atomic_write(work / "mutations.json", lambda fh: fh.write(json.dumps(results, indent=2)), "w")
+    holes = [r["key"] for r in results if not r["flipped"]]
+    print(f"{len(results) - len(holes)} of {len(results)} planted bugs flipped a claim"
+          + (f"; none flipped by {holes}" if holes else "") + f"; wrote {work / 'mutations.json'}")
+    return FAILED if holes else 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -172,4 +204,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "DOCS_DIR/<paper>.md (between the claims-ledger markers)")
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
+    p.add_argument("--mutations", nargs="*", metavar="KEY",
+                   help="plant each bug of fastattn/experiments/mutations.py (or those named) in a "
+                   "temporary copy of the package, rerun the quick figures it affects into DIR/KEY, "
+                   "and list the claims that flipped (DIR/mutations.json; exit 1 if a bug flips "
+                   "none)")
     p.set_defaults(func=_cmd_report)

@@ -109,9 +109,17 @@ class Claim:
             raise ValueError(f"claim {self.paper}/{self.key}: a number printed in the paper needs "
                              "its quote")
 
-    def within(self, measured: float, target: float) -> bool:
-        """Whether `measured` satisfies the claim with `target` in place of the paper's value."""
-        tol = self.tolerance * (abs(target) if self.relative else 1.0)
+    def within(self, measured: float, target: float, se: float | None = None) -> bool:
+        """Whether `measured` satisfies the claim with `target` in place of the paper's value
+        (with `se_field`, `se` is the measured value's standard error and the tolerance counts
+        standard errors)."""
+        if self.se_field:
+            if se is None:
+                raise ValueError(f"claim {self.paper}/{self.key}: se_field given but no standard "
+                                 "error measured")
+            tol = self.tolerance * se
+        else:
+            tol = self.tolerance * (abs(target) if self.relative else 1.0)
         if self.compare == "at_most":
             return measured <= target + tol
         if self.compare == "at_least":
@@ -170,15 +178,35 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _read(doc: dict[str, Any], claim: Claim, field: str) -> Any:
+    """The value at `field` (the claim's `field` or `se_field`) of a figure's JSON, taking the
+    entry the claim's `at` names."""
+    head, _, tail = field.partition(".[]")
+    value = lookup(doc, head)
+    if claim.at is not None:
+        value = value[list(lookup(doc, claim.at[0])).index(claim.at[1])]
+    if tail:
+        value = lookup(value, tail.lstrip("."))
+    return value
+
+
 def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
-    """The ledger row of `claim` against the figures in `folder` (a run of mode `quick`)."""
+    """The ledger row of `claim` against the figures in `folder` (a run of mode `quick`).
+
+    The row carries the claim's provenance (`source`, `where`, `quote`, `kind`), the measured
+    value, its standard error `se` (claims with `se_field`, else None), `deviation` = |measured −
+    paper_value| and `deviation_se` = deviation / se. `not_run_reason` says why a claim was not
+    measured: "quick" (a full-settings claim in a quick folder), "figure" (its figure was not run
+    or failed) or "value" (no finite value, or the field is missing)."""
     row: dict[str, Any] = {
         "paper": claim.paper, "key": claim.key, "figure": claim.figure or None,
         "field": (claim.field + (f" at {claim.at[0]} = {claim.at[1]:g}" if claim.at else "")
                   if claim.field else claim.measure), "claim": claim.claim,
         "paper_value": claim.paper_value, "corrected": claim.corrected, "measured": None,
+        "se": None, "deviation": None, "deviation_se": None,
         "tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare,
-        "tolerance_reason": claim.reason, "status": "not_run", "note": "",
+        "tolerance_in_se": bool(claim.se_field),
+        "tolerance_reason": claim.reason, "status": "not_run", "not_run_reason": None, "note": "",
         "source": claim.source or None, "where": claim.where or None, "quote": claim.quote or None,
         "kind": claim.kind}
     if claim.measure:
@@ -187,44 +215,53 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
             row["measured"] = _number(getattr(importlib.import_module(module), attr)())
         except Exception as exc:
             row["note"] = f"measure failed: {type(exc).__name__}: {exc}"
+            row["not_run_reason"] = "value"
             return row
     else:
         path = folder / f"{claim.figure}.json"
         if not path.exists():
             row["note"] = "figure not run (or it failed)"
+            row["not_run_reason"] = "figure"
             return row
         doc = json.loads(path.read_text())
+        if doc.get("quick") and not claim.quick:
+            # a number of the smaller settings would read as a result
+            row["note"] = "not run (quick): measured only at full settings; run without --quick"
+            row["not_run_reason"] = "quick"
+            return row
         try:
-            head, _, tail = claim.field.partition(".[]")
-            value = lookup(doc, head)
-            if claim.at is not None:
-                value = value[list(lookup(doc, claim.at[0])).index(claim.at[1])]
-            if tail:
-                value = lookup(value, tail.lstrip("."))
-            row["measured"] = _number(value)
+            row["measured"] = _number(_read(doc, claim, claim.field))
             if claim.magnitude and row["measured"] is not None:
                 row["measured"] = abs(row["measured"])
+            if claim.se_field:
+                row["se"] = _number(_read(doc, claim, claim.se_field))
         except (KeyError, IndexError, ValueError, TypeError):
+            row["measured"] = None
             row["note"] = (f"the figure's JSON has no {claim.field}"
+                           + (f" or {claim.se_field}" if claim.se_field else "")
                            + (" (the quick form does not compute it)" if doc.get("quick") else ""))
+            row["not_run_reason"] = "value"
             return row
-        if doc.get("quick") and not claim.quick:
-            row["measured"] = None      # a number of the smaller settings would read as a result
-            row["note"] = "the quick form does not measure it (smaller settings); run without --quick"
-            return row
-    measured = row["measured"]
-    if measured is None:
-        row["note"] = "no finite value measured"
+    measured, se = row["measured"], row["se"]
+    if measured is None or (claim.se_field and (se is None or se <= 0)):
+        row["note"] = ("no finite value measured" if measured is None
+                       else f"no positive standard error at {claim.se_field}")
+        row["not_run_reason"] = "value"
         return row
-    if claim.within(measured, claim.paper_value):
+    row["deviation"] = abs(measured - claim.paper_value)
+    if se is not None:
+        row["deviation_se"] = row["deviation"] / se
+    if claim.within(measured, claim.paper_value, se):
         row["status"] = "reproduced"
         row["note"] = claim.note if claim.corrected is None else ""
-    elif claim.corrected is not None and claim.within(measured, claim.corrected):
+    elif claim.corrected is not None and claim.within(measured, claim.corrected, se):
         row["status"] = "erratum"
         row["note"] = claim.note
     else:
         row["status"] = "not_reproduced"
-        row["note"] = claim.note or f"measured {measured:.6g} vs the paper's {claim.paper_value:.6g}"
+        row["note"] = claim.note or (f"measured {measured:.6g}"
+                                     + (f" ± {se:.2g}" if se is not None else "")
+                                     + f" vs the paper's {claim.paper_value:.6g}")
     return row
 
 
@@ -235,3 +272,40 @@ def ledger(folder: Path, claims: Iterable[Claim] | None = None) -> list[dict[str
     if manifest.exists():
         quick = json.loads(manifest.read_text()).get("quick")
     return [evaluate(c, folder, quick) for c in (load() if claims is None else claims)]
+
+
+#: the headline's first group: reproductions of numbers the paper prints or its equations give
+HEADLINE_SOURCES = ("paper", "derived")
+
+
+def tally(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ledger rows counted by kind × source × status, reproductions of `paper`/`derived` numbers
+    first: one dict per (kind, source) present, {"kind", "source", "total", <status>: n …}
+    (a row without a source counts under source "none")."""
+    order = [(k, s) for k in KINDS for s in (*SOURCES, "none")]
+    counts: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        cell = (r.get("kind") or "reproduction", r.get("source") or "none")
+        entry = counts.setdefault(cell, {"kind": cell[0], "source": cell[1], "total": 0,
+                                         **{s: 0 for s in STATUSES}})
+        entry[r["status"]] += 1
+        entry["total"] += 1
+    return [counts[c] for c in order if c in counts]
+
+
+def headline(rows: Iterable[dict[str, Any]]) -> str:
+    """One line: the reproductions of the papers' printed or derived numbers by status, then the
+    other claims by status, e.g. "reproductions of paper/derived numbers: 30 of 40 reproduced, 2
+    erratum, …; other claims (…): …"."""
+    rows = list(rows)
+    first = [r for r in rows if (r.get("kind") or "reproduction") == "reproduction"
+             and r.get("source") in HEADLINE_SOURCES]
+    rest = [r for r in rows if r not in first]
+
+    def by_status(group: list[dict[str, Any]]) -> str:
+        parts = [f"{sum(r['status'] == s for r in group)} {s.replace('_', ' ')}"
+                 for s in STATUSES if any(r["status"] == s for r in group)]
+        return f"{len(group)} ({', '.join(parts) or 'none'})"
+
+    return (f"reproductions of paper/derived numbers: {by_status(first)}; other claims "
+            f"(theory checks, authors' code, specs, no source): {by_status(rest)}")

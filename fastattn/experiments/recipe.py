@@ -149,3 +149,53 @@ def summarize(recipe: Recipe, runs: list[Run], quick: bool) -> dict[str, Any]:
     if "quick" in inspect.signature(recipe.summarize).parameters:
         return recipe.summarize(runs, quick=quick)
     return recipe.summarize(runs)
+
+
+def quick_note(recipe: Recipe, **options: Any) -> str:
+    """What `--quick` shrinks in `recipe`, in words, for its title and caption: the runs it drops
+    and each setting that differs between the quick and the full run of the same label, e.g.
+    "QUICK (smaller settings; the claims measured only at full settings are not run): 2 of 6 runs;
+    steps 300 → 40; t_end 3e+05 → 1e+05". Compares the recipes' own run lists, so no recipe states
+    it by hand."""
+    from dataclasses import fields, is_dataclass
+
+    quick, full = recipe.runs(True, **options), recipe.runs(False, **options)
+    parts = []
+    if len(quick) != len(full):
+        parts.append(f"{len(quick)} of {len(full)} runs")
+    by_label = {s.label: s for s in full}
+    changed: dict[str, set[tuple[str, str]]] = {}
+    for q in quick:
+        f = by_label.get(q.label)
+        if f is None:
+            continue
+        for part in ("train", "model", "task"):
+            a, b = getattr(f, part), getattr(q, part)
+            if not (is_dataclass(a) and is_dataclass(b)) or type(a) is not type(b):
+                continue
+            for fld in fields(a):
+                va, vb = getattr(a, fld.name), getattr(b, fld.name)
+                if _differs(va, vb):
+                    changed.setdefault(fld.name, set()).add((_short(va), _short(vb)))
+    for name, pairs in sorted(changed.items()):
+        parts.append(f"{name} " + ", ".join(f"{a} → {b}" for a, b in sorted(pairs)))
+    if not quick and "quick" in inspect.signature(recipe.summarize).parameters:
+        parts.append("fewer samples in its Monte Carlo (sized by the recipe's summarize)")
+    head = "QUICK (smaller settings; claims measured only at full settings are not run)"
+    return head + (": " + "; ".join(parts) if parts else "")
+
+
+def _differs(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except (TypeError, ValueError):       # arrays: compare their contents
+        import numpy as np
+
+        return not np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 24 else text[:21] + "…"

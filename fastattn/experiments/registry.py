@@ -45,6 +45,7 @@ from fastattn.experiments.recipe import (
     Run,
     RunSpec,
     objective_config,
+    quick_note,
     summarize,
     trainer_kind,
 )
@@ -280,9 +281,13 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
             "final_loss": run.traj.final_loss, "n_evals": run.traj.n_evals,
             "wall_time": run.traj.wall_time, "config": run.traj.config}
     fig = recipe.plot(runs, summary)
-    plots.suptitle(fig, figure.title, recipe.caption)
+    # a quick figure says so, and what it shrank, where a reader of the picture or page looks
+    title, caption = figure.title, recipe.caption
+    if quick:   # the PNG's caption (it wraps) says QUICK; its title line does not wrap: page only
+        title, caption = f"{title} [QUICK]", f"{quick_note(recipe, **options)}. {caption}"
+    plots.suptitle(fig, figure.title, caption)
     png = plots.save(fig, out / f"{name}.png")
-    doc = {"name": name, "title": figure.title, "caption": recipe.caption, "quick": quick,
+    doc = {"name": name, "title": title, "caption": caption, "quick": quick,
            "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
            "summary": summary, "runs": records, "meta": environment()}
     atomic_write(out / f"{name}.json",

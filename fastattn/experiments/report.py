@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fastattn.experiments.claims import STATUSES, ledger
+from fastattn.experiments.claims import STATUSES, headline, ledger, tally
 from fastattn.training.records import atomic_write, git_revision, to_jsonable
 
 _COLOURS = {"reproduced": "#1a7f37", "erratum": "#8250df", "not_reproduced": "#cf222e",
@@ -81,9 +81,32 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _badge(status: str) -> str:
+def _badge(status: str, label: str | None = None) -> str:
     return (f'<span class="badge" style="background:{_COLOURS.get(status, "#6e7781")}">'
-            f"{_e(status.replace('_', ' '))}</span>")
+            f"{_e(label or status.replace('_', ' '))}</span>")
+
+
+def tally_table_html(rows: list[dict[str, Any]]) -> str:
+    """The claims by kind × source × status (reproductions of paper/derived numbers first)."""
+    out = ['<table id="tally"><tr><th>kind</th><th>source</th>'
+           + "".join(f"<th>{_badge(s)}</th>" for s in STATUSES) + "<th>claims</th></tr>"]
+    for t in tally(rows):
+        out.append(f"<tr><td>{_e(t['kind'])}</td><td>{_e(t['source'])}</td>"
+                   + "".join(f'<td class="num">{t[s]}</td>' for s in STATUSES)
+                   + f'<td class="num">{t["total"]}</td></tr>')
+    out.append("</table>")
+    return "".join(out)
+
+
+def tally_text(rows: list[dict[str, Any]]) -> str:
+    """`tally` as a plain-text table (for `fastattn report` and the README)."""
+    head = ["kind", "source", *STATUSES, "claims"]
+    lines = ["| " + " | ".join(h.replace("_", " ") for h in head) + " |",
+             "|" + "---|" * len(head)]
+    for t in tally(rows):
+        lines.append("| " + " | ".join([t["kind"], t["source"], *(str(t[s]) for s in STATUSES),
+                                        str(t["total"])]) + " |")
+    return "\n".join(lines)
 
 
 def _fmt(value: Any) -> str:
@@ -94,9 +117,26 @@ def _fmt(value: Any) -> str:
     return _e(value)
 
 
+def _status_label(row: dict[str, Any]) -> str:
+    """The status as shown: "not run (quick)" for a full-settings claim of a quick folder."""
+    if row["status"] == "not_run" and row.get("not_run_reason") == "quick":
+        return "not run (quick)"
+    return row["status"].replace("_", " ")
+
+
+def _measured(row: dict[str, Any], fmt=None) -> str:
+    """The measured value, with its standard error where the claim has one."""
+    fmt = fmt or _plain
+    text = fmt(row["measured"])
+    if row.get("se") is not None and row["measured"] is not None:
+        text += f" ± {fmt(row['se'])}"
+    return text
+
+
 def _tolerance(row: dict[str, Any]) -> str:
     tol = row["tolerance"]
-    text = f"{tol:.3g}" + (" rel." if row["relative"] else " abs.")
+    text = f"{tol:.3g}" + (" s.e." if row.get("tolerance_in_se")
+                           else " rel." if row["relative"] else " abs.")
     if row["compare"] == "at_most":
         text = "≤ paper + " + text
     elif row["compare"] == "at_least":
@@ -155,7 +195,9 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                  f"command <code>fastattn reproduce --all{' --quick' if mode == 'quick' else ''}"
                  f" --out DIR</code></p>")
 
-    # summary
+    # summary: reproductions of the papers' numbers first, then the rest (kind × source × status)
+    parts.append(f"<p><b>{_e(headline(rows))}</b></p>")
+    parts.append(tally_table_html(rows))
     parts.append('<table id="summary"><tr><th>paper</th><th>figures (ok / failed / listed)</th>'
                  "<th>figure wall time</th>"
                  + "".join(f"<th>{_badge(s)}</th>" for s in STATUSES) + "<th>claims</th></tr>")
@@ -192,9 +234,9 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                      f"<h2>{_e(paper)}</h2>")
         mine = [r for r in rows if r["paper"] == paper]
         parts.append(f"<h3>Claims ({len(mine)})</h3>")
-        parts.append('<table class="claims"><tr><th>claim</th><th>figure · field</th>'
-                     "<th>paper</th><th>measured</th><th>tolerance (why)</th><th>status</th>"
-                     "<th>note</th></tr>")
+        parts.append('<table class="claims"><tr><th>claim</th><th>kind · source (where)</th>'
+                     "<th>figure · field</th><th>paper</th><th>measured</th>"
+                     "<th>tolerance (why)</th><th>status</th><th>note</th></tr>")
         for r in mine:
             where = (f'<a href="#fig-{_e(r["figure"])}">{_e(r["figure"])}</a>'
                      if r["figure"] else "closed form")
@@ -203,10 +245,13 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                 if r["corrected"] is not None else "")
             parts.append(
                 f'<tr class="claim" data-paper="{_e(paper)}" data-status="{_e(r["status"])}">'
-                f"<td>{_e(r['claim'])}</td><td>{where}<br><code>{_e(r['field'])}</code></td>"
-                f'<td class="num">{paper_value}</td><td class="num">{_fmt(r["measured"])}</td>'
+                f"<td>{_e(r['claim'])}</td><td>{_e(_provenance(r))}"
+                + (f'<br><span class="muted">“{_e(r["quote"])}”</span>' if r.get("quote") else "")
+                + f"</td><td>{where}<br><code>{_e(r['field'])}</code></td>"
+                f'<td class="num">{paper_value}</td><td class="num">{_measured(r, _fmt)}</td>'
                 f"<td>{_e(_tolerance(r))}<br><span class=\"muted\">{_e(r['tolerance_reason'])}"
-                f"</span></td><td>{_badge(r['status'])}</td><td>{_e(r['note'])}</td></tr>")
+                f"</span></td><td>{_badge(r['status'], _status_label(r))}</td>"
+                f"<td>{_e(r['note'])}</td></tr>")
         parts.append("</table>")
         parts.append('<h3>Figures</h3><div class="figs">')
         for name in [n for n in FIGURES if n.startswith(paper + "-")]:
@@ -222,7 +267,8 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                         f"{_e(doc.get('caption', ''))}<br>"
                         f'<span class="muted">{doc.get("wall_time", 0.0):.1f} s, '
                         f"{len(doc.get('runs', {}))} runs</span><br>")
-            parts.append(f'<figure id="fig-{_e(name)}"><figcaption><b>{_e(FIGURES[name].title)}'
+            title = (doc or {}).get("title") or FIGURES[name].title     # a quick one says so
+            parts.append(f'<figure id="fig-{_e(name)}"><figcaption><b>{_e(title)}'
                          f"</b></figcaption>{body}<code>{_e(command)}</code></figure>")
         parts.append("</div></section>")
 
@@ -279,6 +325,12 @@ def compare(old: list[dict[str, Any]], new: list[dict[str, Any]], rel: float = 1
     return lines
 
 
+def _provenance(row: dict[str, Any]) -> str:
+    """"kind · source (where)", e.g. "reproduction · paper (Fig. 6 caption)"."""
+    return (f"{row.get('kind') or 'reproduction'} · {row.get('source') or 'no source'}"
+            + (f" ({row['where']})" if row.get("where") else ""))
+
+
 def _plain(value: Any) -> str:
     return "none" if value is None else f"{value:.6g}"
 
@@ -304,14 +356,17 @@ def docs_table(rows: list[dict[str, Any]], paper: str, mode: str, revision: str 
              "the claim's definition (paper value, tolerance, status). The claims and their "
              f"reasons: `fastattn/experiments/{paper}/claims.py`.",
              "",
-             "| key | claim | figure · field | paper | measured | tolerance | status | note |",
-             "|---|---|---|---|---|---|---|---|"]
+             headline(mine),
+             "",
+             "| key | claim | kind · source (where) | figure · field | paper | measured | "
+             "tolerance | status | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in mine:
         paper_value = _plain(r["paper_value"]) + (
             f" (correct: {_plain(r['corrected'])})" if r["corrected"] is not None else "")
-        lines.append(f"| {r['key']} | {_md(r['claim'])} | {_md(r['figure'] or 'closed form')} · "
-                     f"`{_md(r['field'])}` | {paper_value} | {_plain(r['measured'])} | "
-                     f"{_md(_tolerance(r))} | {r['status']} | {_md(r['note'])} |")
+        lines.append(f"| {r['key']} | {_md(r['claim'])} | {_md(_provenance(r))} | "
+                     f"{_md(r['figure'] or 'closed form')} · `{_md(r['field'])}` | {paper_value} | "
+                     f"{_measured(r)} | {_md(_tolerance(r))} | {r['status']} | {_md(r['note'])} |")
     lines.append(DOCS_END)
     return "\n".join(lines)
 
@@ -338,16 +393,25 @@ def update_docs(docs: Path, rows: list[dict[str, Any]], mode: str, revision: str
 
 
 def parse_docs_table(text: str) -> list[dict[str, str]]:
-    """The rows of a generated ledger block (key, paper, measured, status, …) as strings."""
+    """The rows of a generated ledger block (key, paper, measured, se, status, …) as strings
+    ("se": the measured value's standard error, "" where the claim has none)."""
     if DOCS_BEGIN not in text:
         return []
     block = text.partition(DOCS_BEGIN)[2].partition(DOCS_END)[0]
+    names = {"key": "key", "claim": "claim", "kind · source (where)": "provenance",
+             "figure · field": "where", "paper": "paper", "measured": "measured",
+             "tolerance": "tolerance", "status": "status", "note": "note"}
+    columns: list[str] = []
     out = []
     for line in block.splitlines():
-        if not line.startswith("| ") or line.startswith("| key ") or line.startswith("|---"):
+        if not line.startswith("| ") or line.startswith("|---"):
             continue
         cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-        out.append(dict(zip(("key", "claim", "where", "paper", "measured", "tolerance", "status",
-                             "note"), cells, strict=False)))
+        if line.startswith("| key "):
+            # by the block's own header: blocks written before a column was added still parse
+            columns = [names.get(c, c) for c in cells]
+            continue
+        row = dict(zip(columns, cells, strict=False))
+        row["measured"], _, row["se"] = row.get("measured", "").partition(" ± ")
+        out.append(row)
     return out
-

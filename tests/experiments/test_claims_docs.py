@@ -33,14 +33,16 @@ def test_docs_ledger_matches_the_claims(paper):
             f" (correct: {report._plain(claim.corrected)})" if claim.corrected is not None else "")
         assert row["paper"] == paper_value, row
         assert row["tolerance"] == report._tolerance(
-            {"tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare})
+            {"tolerance": claim.tolerance, "relative": claim.relative, "compare": claim.compare,
+             "tolerance_in_se": bool(claim.se_field)})
         if row["measured"] == "none":
             assert row["status"] == "not_run", row
             continue
         measured = float(row["measured"])
-        if claim.within(measured, claim.paper_value):
+        se = float(row["se"]) if row["se"] else None
+        if claim.within(measured, claim.paper_value, se):
             expected = "reproduced"
-        elif claim.corrected is not None and claim.within(measured, claim.corrected):
+        elif claim.corrected is not None and claim.within(measured, claim.corrected, se):
             expected = "erratum"
         else:
             expected = "not_reproduced"

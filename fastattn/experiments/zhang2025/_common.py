@@ -35,6 +35,17 @@ def level_summary(runs: list[Run]) -> dict[str, Any]:
     return out
 
 
+def conservation_drift(run: Run) -> float:
+    """The largest change over the run's snapshots of the quantities gradient flow conserves
+    (Eq. 55 for ATTN_M: w₂w₂ᵀ − W₁W₁ᵀ; Eq. 89 for ATTN_S: ‖k_i‖² − ‖q_i‖² and ‖k_i‖² − v_i²),
+    relative to the largest squared weight of the run: 0 for an exact flow."""
+    family = "separate" if run.model.kind == "separate" else "merged"
+    params = run.traj.params                                           # [S, P]
+    drift = max(float(np.max(np.abs(c - c[:1])))
+                for c in population.conserved_quantities(family, params, run.model.dims).values())
+    return drift / float(np.max(params ** 2))
+
+
 def by_label(runs: list[Run]) -> dict[str, Run]:
     return {r.spec.label: r for r in runs}
 

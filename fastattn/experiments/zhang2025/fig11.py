@@ -18,7 +18,7 @@ from fastattn.theory import zhang2025 as theory
 def runs(quick: bool) -> list[RunSpec]:
     return [RunSpec(f"R{r}", rotated_task(D4, seed=0),
                     SeparateConfig(4, 5, r, init_scale=1e-2, init_seed=0),
-                    rk45_config(1e6, rotated_task(D4), snapshots=400), {"rank": r}) for r in (2, 3, 4)]
+                    rk45_config(1e6, snapshots=400), {"rank": r}) for r in (2, 3, 4)]
 
 
 def value_escapes(run: Run) -> list[float]:

@@ -23,7 +23,7 @@ def runs(quick: bool) -> list[RunSpec]:
         for s in range(2 if quick else 6):
             task = rotated_task(D4_REPEATED, seed=s)
             model = SeparateConfig(4, 4, rank, init_scale=1e-2, init_seed=s)
-            flow = rk45_config(1e6, task, records=800, snapshots=20)
+            flow = rk45_config(1e6, records=800, snapshots=20)
             out.append(RunSpec(f"R{rank}_seed{s}", task, model, flow,
                                {"rank": rank, "seed": s}))
     return out

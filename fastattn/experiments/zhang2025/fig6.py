@@ -11,7 +11,13 @@ import numpy as np
 from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import MIN_DECADES, loss_panel, nearest_m
-from fastattn.experiments.zhang2025.settings import D4, eq19_levels, rk45_config, rotated_task
+from fastattn.experiments.zhang2025.settings import (
+    D4,
+    GRAD_TOL,
+    eq19_levels,
+    rk45_config,
+    rotated_task,
+)
 from fastattn.models import MergedConfig, SeparateConfig
 from fastattn.theory import zhang2025 as theory
 
@@ -34,7 +40,10 @@ def runs(quick: bool) -> list[RunSpec]:
             model = (MergedConfig(4, 8, init_scale=w, init_seed=0) if panel == "attn_m"
                      else SeparateConfig(4, 4, 1, init_scale=w, init_seed=0))
             out.append(RunSpec(f"{panel}_init{w:g}", task, model,
-                               rk45_config(horizon(panel, w), task, records=800, snapshots=40),
+                               # plateau gradients scale as w²: GRAD_TOL stops init 1e-3's
+                               # ATTN_S on its m = 2 plateau (L = 0.3774)
+                               rk45_config(horizon(panel, w), records=800, snapshots=40,
+                                           grad_tol=GRAD_TOL * min(1.0, (w / 1e-2) ** 2)),
                                {"panel": panel, "init_scale": w}))
     return out
 
@@ -89,6 +98,11 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             "saddles_visited": saddles_visited(r), "final_loss": float(r.traj.loss[-1]), "L_star": l_star,
             "status": r.traj.status}
     out["theory"] = {"attn_m": "Eq. 54 with s(0) = ‖v(0)‖²", "attn_s": "Eq. 72 with |v(0)| of the e_1 head"}
+    # Eq. 72: ATTN_S's first plateau lasts ∝ 1/|v(0)|, so a ten times smaller init waits ten times
+    # longer (both inits are run at both settings)
+    s = out["attn_s"]
+    small, large = s["attn_s_init0.01"]["first_drop_time"], s["attn_s_init0.1"]["first_drop_time"]
+    out["attn_s_first_drop_ratio_init0.01_vs_0.1"] = (small / large if small and large else None)
     return out
 
 

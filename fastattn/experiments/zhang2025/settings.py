@@ -50,11 +50,20 @@ def flow_config(t_end: float, snapshots: int = 40, **kw) -> TrainConfig:
     return TrainConfig(method="flow", t_end=t_end, n_snapshots=snapshots, **kw)
 
 
-def rk45_config(t_end: float, task: LinearRegression | None = None, records: int = 800,
-                snapshots: int = 60) -> TrainConfig:
-    """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow). Given the task,
-    stop once the loss is within 1e-6 relative of L* (Eq. 19, m = D): at the minimum the flow is stiff
-    for an explicit method, and the converged tail carries no information."""
-    target = None if task is None else float(eq19_levels(task)[-1]) * (1 + 1e-6)
+#: gradient norm at which an RK45 flow counts as converged. The plateaus of the D ≤ 8 figures lie
+#: above it (during the m-th plateau ‖∇L‖ ≈ λ_m² v² with v ≳ the init scale 1e-2, ≳ 2e-8 for the
+#: D = 8, λ ∝ 1/d spectrum), and at the minimum the loss excess ≈ ‖∇L‖²/(2h) is far below the
+#: claims' tolerances (fig4 R8: 0.2100690879 vs Eq. 19's 0.2100690879). A tighter 1e-10 is not
+#: reached in 3e6 time units: RK45 at the stiff minimum holds the gradient near its error floor.
+#: A rule that does not know L*: a bug that moves the minimum moves the measured final loss.
+GRAD_TOL = 1e-8
+
+
+def rk45_config(t_end: float, records: int = 800, snapshots: int = 60,
+                grad_tol: float = GRAD_TOL) -> TrainConfig:
+    """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow), stopped at
+    the horizon `t_end` or once the gradient norm falls below `grad_tol` (at the minimum the flow
+    is stiff for an explicit method, and the converged tail carries no information). Flatter
+    plateaus (smaller inits, longer contexts) need a smaller `grad_tol`."""
     return TrainConfig(method="flow", t_end=t_end, integrator="rk45", n_records=records,
-                       n_snapshots=snapshots, target_loss=target)
+                       n_snapshots=snapshots, grad_tol=grad_tol)

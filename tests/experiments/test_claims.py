@@ -1,0 +1,88 @@
+"""The claims ledger's rules (fastattn/experiments/claims.py): provenance on every claim, standard
+errors in tolerances, and the kind × source × status counts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from fastattn.experiments import claims
+from fastattn.experiments.claims import Claim
+from fastattn.experiments.registry import PAPERS
+
+#: papers whose claims all carry their provenance; the others' helpers are filling it in (issue 35)
+_PROVENANCE_DONE = {"zhang2025"}
+
+
+def _write_fig(folder: Path, name: str, summary: dict, quick: bool = True) -> None:
+    (folder / f"{name}.json").write_text(json.dumps({"name": name, "quick": quick,
+                                                     "summary": summary}))
+
+
+@pytest.mark.parametrize("paper", [
+    p if p in _PROVENANCE_DONE else pytest.param(
+        p, marks=pytest.mark.xfail(reason="provenance being filled in by the paper's helper"))
+    for p in PAPERS])
+def test_every_claim_says_where_its_number_comes_from(paper):
+    """Each claim names its source and the paper's location; a reproduction measures a run, never
+    a `measure` closed form (that is at most a theory check)."""
+    mine = claims.load([paper])
+    assert mine
+    for c in mine:
+        assert c.source in claims.SOURCES, (c.key, c.source)
+        assert c.where.strip(), c.key
+        assert not (c.kind == "reproduction" and c.measure), (
+            f"{c.key}: a reproduction reads runs, not the closed form {c.measure}")
+        assert not re.search(r"\bspecs?\b", c.claim, re.IGNORECASE), (
+            f"{c.key}: claim texts cite the paper, not the specs")
+
+
+def test_tolerance_in_standard_errors(tmp_path):
+    """With `se_field` the tolerance counts standard errors: 0.2430 ± 0.0005 is 4.6 s.e. from
+    0.2407 (not reproduced at 3 s.e.), although 1 % relative would pass it."""
+    _write_fig(tmp_path, "zhang2025-fig1", {"risk": 0.2430, "risk_se": 0.0005})
+    base = dict(paper="p", figure="zhang2025-fig1", field="summary.risk", reason="r",
+                se_field="summary.risk_se", source="derived", where="Eq. 1")
+    far = claims.evaluate(Claim(key="a", claim="c", paper_value=0.2407, tolerance=3, **base),
+                          tmp_path, True)
+    assert far["status"] == "not_reproduced"
+    assert far["se"] == 0.0005 and far["deviation"] == pytest.approx(0.0023)
+    assert far["deviation_se"] == pytest.approx(4.6)
+    near = claims.evaluate(Claim(key="b", claim="c", paper_value=0.2425, tolerance=3, **base),
+                           tmp_path, True)
+    assert near["status"] == "reproduced" and near["deviation_se"] == pytest.approx(1.0)
+    relative = claims.evaluate(Claim(key="c", claim="c", paper_value=0.2407, tolerance=0.01,
+                                     **{**base, "se_field": ""}), tmp_path, True)
+    assert relative["status"] == "reproduced" and relative["se"] is None
+    missing = claims.evaluate(Claim(key="d", claim="c", paper_value=0.2407, tolerance=3,
+                                    **{**base, "se_field": "summary.nope"}), tmp_path, True)
+    assert missing["status"] == "not_run" and missing["not_run_reason"] == "value"
+
+
+def test_full_only_claim_in_a_quick_folder_is_not_run_quick(tmp_path):
+    _write_fig(tmp_path, "zhang2025-fig1", {"x": 1.0})
+    row = claims.evaluate(Claim("p", "k", "c", 1.0, "zhang2025-fig1", "summary.x", reason="r",
+                                quick=False), tmp_path, True)
+    assert row["status"] == "not_run" and row["not_run_reason"] == "quick"
+    assert row["measured"] is None
+
+
+def test_tally_puts_reproductions_of_paper_numbers_first():
+    rows = [{"kind": "theory_check", "source": "derived", "status": "reproduced"},
+            {"kind": "reproduction", "source": "spec", "status": "not_run"},
+            {"kind": "reproduction", "source": "paper", "status": "reproduced"},
+            {"kind": "reproduction", "source": "paper", "status": "not_reproduced"},
+            {"kind": "reproduction", "source": "derived", "status": "erratum"}]
+    table = claims.tally(rows)
+    assert [(t["kind"], t["source"]) for t in table] == [
+        ("reproduction", "paper"), ("reproduction", "derived"), ("reproduction", "spec"),
+        ("theory_check", "derived")]
+    assert table[0]["reproduced"] == 1 and table[0]["not_reproduced"] == 1
+    assert table[0]["total"] == 2
+    line = claims.headline(rows)
+    assert line.startswith("reproductions of paper/derived numbers: 3 (1 reproduced, 1 erratum, "
+                           "1 not reproduced)")
+    assert "other claims" in line and ": 2 (1 reproduced, 1 not run)" in line

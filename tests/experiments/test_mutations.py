@@ -1,0 +1,49 @@
+"""The planted bugs of fastattn/experiments/mutations.py: each applies to today's code, and the CI
+subset (one per paper at least) flips a claim when planted in a copy of the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import fastattn
+from fastattn.experiments import FIGURES, mutations
+from fastattn.experiments.registry import PAPERS
+
+PACKAGE = Path(fastattn.__file__).resolve().parent
+
+
+def test_every_mutation_names_text_that_exists_once():
+    """A refactor that moves a planted bug's text must update the list, not silently drop it."""
+    keys = [m.key for m in mutations.MUTATIONS]
+    assert len(keys) == len(set(keys))
+    for m in mutations.MUTATIONS:
+        assert (PACKAGE / m.file).read_text().count(m.old) == 1, m.key
+        assert m.old != m.new and m.figures and m.description, m.key
+        assert all(f in FIGURES and f.startswith(m.paper + "-") for f in m.figures), m.key
+
+
+def test_every_paper_has_planted_bugs_and_a_ci_one():
+    for paper in PAPERS:
+        mine = [m for m in mutations.MUTATIONS if m.paper == paper]
+        assert mine, paper
+        assert any(m.ci for m in mine), paper
+    assert sum(m.paper == "zhang2025" for m in mutations.MUTATIONS) >= 3
+
+
+def test_plant_edits_only_the_copy(tmp_path):
+    m = mutations.get(["zhang-cubic-transpose"])[0]
+    root = mutations.package_copy(tmp_path)
+    mutations.plant(m, root)
+    assert m.new in (root / "fastattn" / m.file).read_text()
+    assert m.new not in (PACKAGE / m.file).read_text()
+    with pytest.raises(ValueError, match="not once"):
+        mutations.plant(m, root)                      # the old text is gone now
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", [m.key for m in mutations.MUTATIONS if m.ci])
+def test_planted_bug_flips_a_claim(key, tmp_path):
+    (result,) = mutations.check(mutations.get([key]), tmp_path)
+    assert result["flipped"], mutations.format_result(result)
