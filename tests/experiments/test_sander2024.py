@@ -71,7 +71,9 @@ def test_fig7_quick_training_learns_in_context():
         assert r["test_mse_final"] < r["test_mse_init"] / 2, r
     zero = runs[0].spec.task.zero_loss() / (7 * 5)                    # predicting 0: ‖s‖² / d
     assert zero == pytest.approx(0.2) and all(r["test_mse_final"] < zero for r in s["runs"].values())
-    assert set(s) == {"runs", "k1", "k2"} and s["k2"]["heads"] == [1, 4]
+    assert set(s) == {"runs", "k1", "k2", "test_mse_init_range"} and s["k2"]["heads"] == [1, 4]
+    init = [r["test_mse_init"] for r in s["runs"].values()]
+    assert s["test_mse_init_range"] == [min(init), max(init)]
 
 
 def test_fig8_heads_decorrelate_from_equal_initialisation():
