@@ -259,6 +259,13 @@ CLAIMS = (
       relative=False, quick=False, source="paper", where="§Non-Isotropic Covariates",
       quote="Empirically, Ω often appears close to the inverse covariance matrix, i.e., Ω≈Σ⁻¹, "
             "especially when L is large."),
+    C("e10-improves-with-L", "§Non-Isotropic Covariates: Ω is closer to Σ⁻¹ at large L (cosine at "
+      "L = 160 minus cosine at L = 20)", 0.0, "he2025-e10",
+      "summary.cosine_longest_minus_shortest_L", 0.0,
+      "'especially when L is large' read as a larger cosine at the longest L", relative=False,
+      compare="at_least", quick=False, source="paper", where="§Non-Isotropic Covariates",
+      quote="Empirically, Ω often appears close to the inverse covariance matrix, i.e., Ω≈Σ⁻¹, "
+            "especially when L is large."),
     C("e11-H3-superposition", "§Multi-Task: the three-head model has a head that is positive for "
       "one task and negative for the other (number of such heads)", 1.0, "he2025-e11",
       "summary.models.H3.n_superposed_heads", 0.0, "at least one head", relative=False,
