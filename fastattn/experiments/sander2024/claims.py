@@ -49,7 +49,7 @@ CLAIMS = (
     C("prop4-example", "Prop. 4: l(C, p) = ‖p‖²‖C‖²_F + p²_{T−1} S(CᵀC) − 2 Tr(C) p_T + d; at "
       "C = [[1, 2], [3, 4]], p = (0.5, −1, 2) it gives 197.5; measured: Monte Carlo of the DIAG "
       "model's loss there", 197.5, "sander2024-props", "summary.prop4.mean", 4.0,
-      "Monte Carlo over sampled 𝒞_U contexts (4 000 quick, 10⁵ full)", relative=False,
+      "Monte Carlo over sampled 𝒞_U contexts (4·10⁴ quick, 2·10⁵ full: s.e. ≈ 0.8, 0.3)", relative=False,
       se_field="summary.prop4.se", corrected=167.5, source="derived",
       where="Prop. 4 at the example point", kind="theory_check",
       note="the printed formula counts the j = k, t = t' = T−1 term twice (exceeds the truth by "

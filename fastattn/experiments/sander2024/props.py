@@ -79,7 +79,7 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     pab = [float((r.model.P[0, 1] * r.model.A[0, 0] * r.model.B[0, 0]).detach()) for r in scalar]
     out["prop5"] = {"n_inits": len(scalar), "final_pab": pab,
                     "fraction_converged": float(np.mean([abs(v - 1) < 1e-4 for v in pab]))}
-    out["prop4"] = prop4_monte_carlo(4_000 if quick else 100_000)
+    out["prop4"] = prop4_monte_carlo(40_000 if quick else 200_000)
     return out
 
 
