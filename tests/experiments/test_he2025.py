@@ -145,3 +145,23 @@ def test_e2_runs_are_the_batched_fused_runs_it_trained_before():
         np.testing.assert_array_equal(run.model.to_flat(), model.to_flat())
     s = e2.summarize(runs)
     assert set(s["models"]) == {"H2_seed0"} and np.isfinite(s["models"]["H2_seed0"]["gamma"])
+
+
+def test_e4_multi_head_pools_every_seed():
+    """`_multi_head` reads every H ≥ 2 run (no chosen seed): medians over runs, the fraction at the
+    text's limits, the spread of the per-H medians and the single-head ratio."""
+    from fastattn.experiments.he2025.e4 import _multi_head
+
+    def run(h, gamma, mu_plus, risk):
+        return {"heads": h, "gamma": gamma, "mu_plus": mu_plus, "eta_eff": 2 * gamma * mu_plus,
+                "zero_sum": 0.0, "sign_match": 1.0, "mean": [risk]}
+
+    out = {"models": {"H1_seed0": run(1, 0.52, 0.0, 0.41), "H2_seed0": run(2, 0.13, 3.4, 0.245),
+                      "H2_seed1": run(2, 0.52, 0.0, 0.407), "H4_seed0": run(4, 0.128, 3.45, 0.246)},
+           "by_heads": {"H1": {"median_L_train": 0.41}, "H2": {"median_L_train": 0.326},
+                        "H4": {"median_L_train": 0.246}}}
+    agg = _multi_head(out, 0)
+    assert agg["n_runs"] == 3 and agg["gamma"]["median"] == 0.13
+    assert agg["fraction_at_limits"] == pytest.approx(2 / 3)
+    assert agg["median_risk_relative_spread"] == pytest.approx(0.08 / 0.286)
+    assert agg["single_over_multi_head_risk"] == pytest.approx(0.41 / 0.246)

@@ -68,6 +68,10 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
                 "linearised_closed_form": th.risk_linear(gamma, L, SIGMA2, cov=COV),
                 "optimal_pdgd_closed_form": th.risk_linear(best, L, SIGMA2, cov=COV),
                 "final_train_loss": run.traj.final_loss}
+    by_L = sorted(out["models"].values(), key=lambda m: m["L"])
+    # > 0: Γ is closer to Σ⁻¹ at the longest context than at the shortest
+    out["cosine_longest_minus_shortest_L"] = (by_L[-1]["cosine_to_inverse_cov"]
+                                              - by_L[0]["cosine_to_inverse_cov"])
     return out
 
 

@@ -90,8 +90,22 @@ def _summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
             "patterned_kernel_risk": monte_carlo_risk(MultiTaskKernel(c["omega"], c["mu"]), t, n,
                                                       seed=3)._asdict(),
             "linearised_closed_form": float(linear.mean()),
-            "final_train_loss": run.traj.final_loss}
+            "final_train_loss": run.traj.final_loss, **_local_pattern(c, mask)}
     return out
+
+
+def _local_pattern(c: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, Any]:
+    """The text's local patterns in numbers: mean |ω_j| of the live heads on the shared features
+    S* over that on the rest S^c (H = 1, 2: ω̆* > ω̆^c), the number of heads whose μ^(h) has both
+    signs across tasks (H = 3: superposition), and the largest off-pattern ratio of KQ_21 and
+    OV_21 over the heads (the global pattern: both zero)."""
+    mu, omega = np.asarray(c["mu"]), np.asarray(c["omega"])
+    live = np.abs(mu).max(-1) >= 0.1 * np.abs(mu).max()
+    shared = mask.prod(0).astype(bool)
+    w = np.abs(omega[live])
+    return {"shared_over_rest_omega": float(w[:, shared].mean() / w[:, ~shared].mean()),
+            "n_superposed_heads": int(((mu[live] > 0).any(-1) & (mu[live] < 0).any(-1)).sum()),
+            "max_off_pattern_ratio": float(max(np.max(c["kq21_ratio"]), np.max(c["ov21_ratio"])))}
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:

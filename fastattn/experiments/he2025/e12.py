@@ -65,7 +65,12 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
                 "risk": r.mean, "risk_se": r.se,
                 "dgd_at_eta_eff": float(th.risk_dgd(eta, D, L_TRAIN, SIGMA2)),
                 "step": np.rint(run.traj.snapshot_time / (2 * run.spec.train.lr)),
-                "omega_inf": omega_inf, "final_train_loss": run.traj.final_loss}
+                "omega_inf": omega_inf, "omega_inf_peak_over_final": max(omega_inf) / omega_inf[-1],
+                "final_train_loss": run.traj.final_loss}
+    models = out["models"].values()
+    # the text's "same emergent patterns" for every f: a ± pair, each head sign-matched
+    out["fraction_patterned"] = float(np.mean([m["sign_match"] and m["opposite_heads"]
+                                               for m in models]))
     return out
 
 

@@ -63,6 +63,9 @@ def _summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
             m["eta_train"] = float(np.trace(gamma) / D)
             m["closed_form"] = [th.risk_linear(gamma * L / L_TRAIN, L, SIGMA2, debiased=False)
                                 for L in lengths]
+            m["mc_minus_closed_in_se"] = [(r.mean - c) / r.se
+                                          for r, c in zip(risks, m["closed_form"], strict=True)]
+            m["max_abs_mc_minus_closed_in_se"] = float(np.abs(m["mc_minus_closed_in_se"]).max())
         i40, i100 = lengths.index(L_TRAIN), lengths.index(100)
         m["risk_100_minus_risk_40_in_se"] = ((m["mean"][i100] - m["mean"][i40])
                                              / np.hypot(m["se"][i100], m["se"][i40]))

@@ -69,8 +69,29 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             "first_step_M1_above_0.99": _first(m["step"], m1 > 0.99),
             "first_step_M6_equals_1": _first(m["step"], m["sign_match"] == 1),
             "max_abs_omega_step": int(m["step"][np.argmax(np.abs(m["omega"]).max(-1))]),
-            "final_loss": run.traj.final_loss}
+            "final_loss": run.traj.final_loss,
+            **_shape(m, live)}
+    out["pooled"] = {key: {"median": float(np.median(v)), "min": float(np.min(v)),
+                           "max": float(np.max(v))}
+                     for key in ("omega_peak_over_final", "mu_plus_rising_fraction",
+                                 "final_mu_plus_over_mu_gamma", "final_eta_eff")
+                     for v in [[r[key] for r in out["runs"].values()]]}
     return out
+
+
+def _shape(m: dict[str, np.ndarray], live: np.ndarray) -> dict[str, float]:
+    """Key Finding 4 in numbers: the peak of max_h |ω_h(t)| over its final value (> 1: it rose,
+    then fell); the fraction of snapshot steps where μ₊ does not fall by more than 2 % of its
+    largest value ("increases steadily"); at the end, μ₊ over μ_γ(γ̂) of the solution manifold
+    and η_eff = Σ_h μ_h ω_h."""
+    omega = np.abs(np.where(live, m["omega"], 0.0)).max(-1)
+    mu_plus = np.asarray(m["mu_plus"])
+    rising = np.diff(mu_plus) >= -0.02 * np.abs(mu_plus).max()
+    return {"omega_peak_over_final": float(omega.max() / omega[-1]),
+            "mu_plus_rising_fraction": float(rising.mean()),
+            "final_mu_plus_over_mu_gamma": float(
+                mu_plus[-1] / th.mu_gamma(float(m["gamma"][-1]), D, L_TRAIN, SIGMA2)),
+            "final_eta_eff": float(m["eta_eff"][-1])}
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):

@@ -50,6 +50,7 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             **{k: m[k] for k in ("omega", "mu", "gamma", "mu_plus", "eta_eff", "zero_sum",
                                  "n_dummy", "sign_match")}}
     out["by_heads"] = _by_heads(out, lengths.index(L_TRAIN))
+    out["multi_head"] = _multi_head(out, lengths.index(L_TRAIN))
     return out
 
 
@@ -67,8 +68,40 @@ def _by_heads(out: dict[str, Any], at_train: int) -> dict[str, Any]:
         at_dgd = [k for k, r, e in zip(labels, risk[:, at_train], se, strict=True)
                   if abs(r - dgd) <= 2 * e]
         by_heads[f"H{h}"] = {"runs": labels, "median": np.median(risk, 0), "min": risk.min(0),
-                             "max": risk.max(0), "at_dgd": at_dgd, "n_at_dgd": len(at_dgd)}
+                             "max": risk.max(0), "at_dgd": at_dgd, "n_at_dgd": len(at_dgd),
+                             "fraction_at_dgd": len(at_dgd) / len(labels),
+                             "median_L_train": float(np.median(risk[:, at_train]))}
     return by_heads
+
+
+#: a run "has the text's limits" when γ and μ₊ are this close to 0.13 and 3.5 (He et al., Key Finding 4)
+LIMIT_BAND = (0.03, 0.5)
+
+
+def _multi_head(out: dict[str, Any], at_train: int) -> dict[str, Any]:
+    """Every run with H ≥ 2, pooled over H and seeds (no chosen seed): median, min and max of γ,
+    μ₊ and η_eff = Σ_h μ_h ω_h; the fraction of runs within `LIMIT_BAND` of the text's limits
+    (γ, μ₊) = (0.13, 3.5); the spread of the per-H median risks at the training length relative
+    to their mean; the single head's median risk over the multi-head one's."""
+    runs = [m for m in out["models"].values() if m["heads"] >= 2]
+    if not runs:
+        return {}
+    agg: dict[str, Any] = {"n_runs": len(runs)}
+    for key in ("gamma", "mu_plus", "eta_eff", "zero_sum"):
+        v = np.array([m[key] for m in runs], dtype=float)
+        agg[key] = {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+    agg["fraction_at_limits"] = float(np.mean([
+        abs(m["gamma"] - 0.13) <= LIMIT_BAND[0] and abs(m["mu_plus"] - 3.5) <= LIMIT_BAND[1]
+        for m in runs]))
+    agg["fraction_sign_matched"] = float(np.mean([m["sign_match"] == 1 for m in runs]))
+    medians = {h: g["median_L_train"] for h, g in out["by_heads"].items() if h != "H1"}
+    agg["median_risk_relative_spread"] = float(
+        (max(medians.values()) - min(medians.values())) / np.mean(list(medians.values())))
+    if "H1" in out["by_heads"]:
+        agg["single_over_multi_head_risk"] = float(
+            out["by_heads"]["H1"]["median_L_train"]
+            / np.median([m["mean"][at_train] for m in runs]))
+    return agg
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):

@@ -57,6 +57,10 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             "eta_eff": (m * w).sum(-1), "eta_star": th.eta_star(D, L_TRAIN, s2),
             "final_sign_match": bool(np.all((w[-1] * m[-1] > 0) | ~live[-1])),
             "final_mu_plus_over_mu_gamma": float(mu_plus[-1] / th.mu_gamma(gamma[-1], D, L_TRAIN, s2)),
+            "final_abs_sum_mu_over_mu_plus": float(abs(m[-1].sum()) / abs(mu_plus[-1])),
+            "final_gamma_cv": float(np.nanstd(np.where(live[-1], np.abs(w[-1]), np.nan))
+                                    / gamma[-1]),
+            "final_eta_eff": float((m[-1] * w[-1]).sum()),
             "n_evals": traj.n_evals, "wall_time": traj.wall_time}
     return out
 

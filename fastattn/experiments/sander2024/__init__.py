@@ -25,6 +25,8 @@ FIGURES = (
            "commuting unitary contexts", f"{__name__}.fig9:RECIPE"),
     Figure("sander2024-fig10", "Sander et al. 2024, Fig. 10: softmax + MLP transformer (L = 1..6) vs "
            "inner-loss GD", f"{__name__}.fig10:RECIPE", {"size": ("cpu", "paper")}),
+    Figure("sander2024-props", "Sander et al. 2024, Props. 2, 4, 5: AUG-1's exact flow, Prop. 4's "
+           "example by Monte Carlo, the scalar flow", f"{__name__}.props:RECIPE"),
     Figure("sander2024-fig1", "Sander et al. 2024, Fig. 1: AR(1) orbits of two orthogonal context "
            "matrices in R³", f"{__name__}.fig1:RECIPE"),
 )

@@ -35,7 +35,12 @@ def runs(quick: bool) -> list[RunSpec]:
            RunSpec("orthogonal_H10", AutoRegressive(dim=D, context=TMAX, context_dist="orthogonal"),
                    ARDiagConfig(D, 10, TMAX, init_scale=0.1, init_seed=0),
                    TrainConfig(method="gd", lr=1e-3, steps=orth_steps // 4, n_records=200),
-                   {"context": "orthogonal", "heads": 10})]
+                   {"context": "orthogonal", "heads": 10}),
+           # Prop. 3's H ≥ d: with H = 8 < d heads on unitary contexts no zero of the loss exists
+           RunSpec("unitary_H8", AutoRegressive(dim=D, context=TMAX, context_dist="unitary"),
+                   ARDiagConfig(D, 8, TMAX, init_scale=0.1, init_seed=0),
+                   TrainConfig(method="gd", lr=1e-2, steps=400, n_records=100),
+                   {"context": "unitary", "heads": 8})]
     return out
 
 
@@ -58,7 +63,8 @@ def structure(run: Run) -> dict[str, Any]:
            "p_T_mean": float(p_last.mean()), "p_T_spread": float(np.ptp(p_last)),
            "p_Tm1_mean": float(p_before.mean()), "p_Tm1_spread": float(np.ptp(p_before)),
            "p_other_max": float(np.abs(P[mask]).max()),
-           "p_T_times_C_ii": float(p_last.mean() * np.diag(C).mean())}
+           "p_T_times_C_ii": float(p_last.mean() * np.diag(C).mean()),
+           "p_Tm1_over_p_T": float(p_before.mean() / p_last.mean())}
     block = np.zeros_like(C, dtype=bool)
     for k in range(D // 2):
         block[2 * k:2 * k + 2, 2 * k:2 * k + 2] = True

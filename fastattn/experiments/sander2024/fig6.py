@@ -47,8 +47,28 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             "last_row_argmin_t": int(np.argmin(last)) + 1,
             "p_T_range": [float(superdiag.min()), float(superdiag.max())],
             "toeplitz_deviation": _toeplitz_deviation(P),
-            "H_top_eigenvalues": np.linalg.eigvalsh(theory.pe_hessian(TMAX, mu))[::-1][:3]}
+            "last_row_argmax_t": int(np.argmax(last)) + 1,
+            "H_top_eigenvalues": np.linalg.eigvalsh(theory.pe_hessian(TMAX, mu))[::-1][:3],
+            **_sampled_hessian(run.spec.task, mu)}
     return out
+
+
+#: contexts λ ~ 𝒲(μ) drawn for Prop. 7's Hessian by Monte Carlo
+N_HESSIAN = 20_000
+
+
+def _sampled_hessian(task: AutoRegressive, mu: float) -> dict[str, Any]:
+    """Prop. 7's Hessian H_tt' = Re E λ^{2(t'−t)} `[T, T]` from contexts the task's sampler draws
+    (not from the closed form): its eigenvalues σ₁ ≥ σ₂ relative to T (Prop. 7: σ₁ → T and
+    σ_{t>1} → 0 as μ → ∞), and the largest deviation from the closed form `pe_hessian`."""
+    lam = task.sample(N_HESSIAN, 0).W.reshape(N_HESSIAN).numpy().astype(np.complex128)
+    k = np.arange(TMAX)
+    moments = np.array([np.mean(lam ** (2 * j)).real for j in k])    # E Re λ^{2k}
+    H = moments[np.abs(np.subtract.outer(k, k))]
+    sigma = np.linalg.eigvalsh(H)[::-1]
+    return {"H_sampled_sigma1_over_T": float(sigma[0] / TMAX),
+            "H_sampled_sigma2_over_T": float(sigma[1] / TMAX),
+            "H_sampled_max_abs_minus_closed": float(np.abs(H - theory.pe_hessian(TMAX, mu)).max())}
 
 
 def _toeplitz_deviation(P: np.ndarray) -> float:

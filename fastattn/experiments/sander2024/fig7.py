@@ -62,6 +62,8 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
                         "test_mse_final": [r["test_mse_final"] for r in mine],
                         # > 1: more heads help (MSE at the fewest heads over MSE at the most)
                         "gain_fewest_to_most_heads": mine[0]["test_mse_final"] / mine[-1]["test_mse_final"]}
+    init = [r["test_mse_init"] for r in out["runs"].values()]
+    out["test_mse_init_range"] = [min(init), max(init)]
     return out
 
 

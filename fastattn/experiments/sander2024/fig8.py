@@ -71,6 +71,12 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
     for name in init:
         key = "B=WoWv" if name == "W_O W_V" else "B=Wv"
         out[key] = {"init": orthogonality(init[name]), "trained": orthogonality(trained[name])}
+        # < 0: training made the heads more orthogonal than their (nearly equal) initialisation
+        out[key]["head_cosine_change"] = (out[key]["trained"]["head_cosine_mean"]
+                                          - out[key]["init"]["head_cosine_mean"])
+        out[key]["off_diagonal_energy_change"] = (
+            out[key]["trained"]["off_diagonal_energy_ratio"]
+            - out[key]["init"]["off_diagonal_energy_ratio"])
     return out
 
 
