@@ -2,7 +2,7 @@
 
 DIR/sweep.json            the sweep (grid, settings) as last started
 DIR/runs/<key>.json       the result row of one finished (or failed) run; written last, atomically:
-                          its presence means the run is done
+                          its presence means the run is done (unless it failed transiently)
 DIR/records/<key>.json    the run record (config, provenance) beside records/<key>.npz (curves, params)
 DIR/results.parquet       every row of runs/, rewritten atomically (rebuilt from runs/ on demand)
 
@@ -81,10 +81,12 @@ def read_row(path: Path) -> dict[str, Any] | None:
 
 def finished_keys(out: Path, include_failed: bool = True) -> set[str]:
     """Keys of the runs whose row exists and is readable (failed ones too unless
-    include_failed=False)."""
+    include_failed=False). A run that failed transiently (an OSError: disk full, permission
+    denied; its row has "transient": true) is never finished: a resume runs it again."""
     rows = (read_row(p) for p in (Path(out) / RUNS).glob("*.json"))
     return {row["key"] for row in rows
-            if row is not None and (include_failed or row["status"] != "error")}
+            if row is not None and not row.get("transient")
+            and (include_failed or row["status"] != "error")}
 
 
 def table_size(out: Path) -> int:
