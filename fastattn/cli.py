@@ -32,6 +32,9 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
         raise CommandError(f"--name {name!r} must be a plain file name (no directory part)")
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a directory")
+    from fastattn.outputs import Output
+
+    Output(out, "train").check_kind()                # not a `reproduce` or sweep folder
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".{name}.probe"
@@ -39,6 +42,10 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
         probe.unlink()
     except OSError as exc:
         raise CommandError(f"--out {out} is not writable ({exc.strerror or exc})") from None
+    linked = [p for p in (out / f"{name}{x}" for x in (".json", ".npz", ".png")) if p.is_symlink()]
+    if linked:
+        raise CommandError(f"{linked[0]} is a symlink; fastattn writes nothing through links: "
+                           "remove the link or give another --out")
     existing = [p for p in (out / f"{name}.json", out / f"{name}.npz") if p.exists()]
     if existing and not overwrite:
         raise CommandError(f"{existing[0]} exists (a run record); give another --name or --out, "

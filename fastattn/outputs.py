@@ -94,6 +94,12 @@ class Output:
             raise OutputError(f"--out {self.root} is {WHAT[found]}; {WHAT[self.kind]} would mix "
                               "with it: give another --out")
 
+    def claim(self) -> None:
+        """Check the folder's kind (`check_kind`) and mark it as this kind's (its manifest)."""
+        self.check_kind()
+        with self._locked() as doc:
+            doc["kind"] = self.kind
+
     def path(self, rel: str | Path) -> Path:
         """`root/rel`, refused if a folder on the way below `root`, or the path itself, is a
         symlink (writing there would reach outside the folder)."""
@@ -122,7 +128,7 @@ class Output:
             doc = self.manifest()
             before = json.dumps(doc, sort_keys=True)
             yield doc
-            if json.dumps(doc, sort_keys=True) != before:
+            if json.dumps(doc, sort_keys=True) != before or not (self.root / MANIFEST).exists():
                 atomic_write(self.root / MANIFEST,
                              lambda fh: fh.write(json.dumps(doc, indent=1, sort_keys=True)), "w")
         finally:

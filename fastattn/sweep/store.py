@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from fastattn.outputs import Output
 from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
@@ -34,11 +35,16 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
 
 def check_writable(out: Path) -> None:
     """Create the sweep folder `out` (and runs/, records/) and check that files can be written
-    there, before any run starts; a clear OSError naming the folder otherwise."""
+    there, before any run starts; a clear OSError naming the folder otherwise. A folder of
+    another kind (`fastattn.outputs`: a `reproduce` or `train` folder), or runs/ or records/ that
+    are symlinks, raise `OutputError`."""
     out = Path(out)
+    output = Output(out, "sweep")
+    output.check_kind()             # not a `reproduce` or `train` folder
     try:
-        for d in (out, out / RUNS, out / RECORDS):
+        for d in (out, output.path(RUNS), output.path(RECORDS)):
             d.mkdir(parents=True, exist_ok=True)
+        output.claim()
         atomic_write(out / ".write-test", lambda fh: fh.write("ok"), "w")
         (out / ".write-test").unlink()
     except OSError as exc:
@@ -51,6 +57,7 @@ def check_key_format(out: Path, expected: int) -> None:
     """Raise if `out` holds finished runs keyed by another key format than `expected` (their keys
     cannot be matched to this version's, so resuming would silently rerun everything)."""
     out = Path(out)
+    Output(out, "sweep").check_kind()       # another kind's runs/ is not this sweep's
     n = sum(1 for _ in (out / RUNS).glob("*.json"))
     if not n:
         return
