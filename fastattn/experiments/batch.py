@@ -201,7 +201,9 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     """Reproduce `names` into `out`, skipping finished ones (unless `overwrite`), `workers`
     processes at a time (1: in this process). `report(k, n, outcome)` is called as each figure
     ends. Failures are collected, never raised; the result is also written to
-    `out/reproduce.json` (manifest + per-figure outcomes and wall times)."""
+    `out/reproduce.json` (manifest + per-figure outcomes and wall times). Ctrl-C (or SIGTERM
+    turned into KeyboardInterrupt) stops the batch: the worker processes are ended, the figures
+    in flight are marked "interrupted" in the manifest, and the KeyboardInterrupt propagates."""
     out = Path(out)
     manifest = prepare(out, quick, overwrite)
     start = time.perf_counter()
@@ -218,7 +220,10 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
         else:
             todo.append(name)
 
+    running: set[str] = set()          # figures in flight
+
     def record(name: str, wall: float, error: str, tb: str) -> None:
+        running.discard(name)
         outcome = Outcome(name, "failed" if error else "done", wall, error, tb)
         result.outcomes.append(outcome)
         if report:
@@ -227,26 +232,37 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     try:
         if workers <= 1:
             for name in todo:
+                running.add(name)
                 record(*_run_one(name, str(out), quick, 1, not overwrite))
         else:
-            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock; the workers
+            # ignore Ctrl-C (the terminal sends it to the whole group): this process ends them
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_ignore_ctrl_c)
             try:
                 names_of = {pool.submit(_run_one, name, str(out), quick, workers, not overwrite): name
                             for name in todo}
                 pending = set(names_of)
                 while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    running.update(names_of[f] for f in pending if f.running())
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=1.0)
                     for future in done:
                         try:
                             record(*future.result())
                         except Exception as exc:    # the worker died (e.g. killed for memory)
                             record(names_of[future], 0.0,
                                    f"worker process failed: {type(exc).__name__}: {exc}", "")
-            except BaseException:   # Ctrl-C: drop the queue, keep what finished
-                pool.shutdown(wait=False, cancel_futures=True)
+            except BaseException:   # Ctrl-C, SIGTERM: end the workers, keep what finished
+                from fastattn.sweep.executors import _stop
+
+                running.update(names_of[f] for f in pending if f.running())
+                _stop(pool)
                 raise
             pool.shutdown()
+    except BaseException:
+        for name in running:
+            manifest["figures"][name] = {"status": "interrupted", "wall_time": 0.0, "error": ""}
+        raise
     finally:
         result.wall_time = time.perf_counter() - start
         order = {name: i for i, name in enumerate(names)}
@@ -257,6 +273,12 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
         Output(out, "reproduce").write(
             out / MANIFEST, lambda fh: fh.write(json.dumps(to_jsonable(manifest), indent=2)), "w")
     return result
+
+
+def _ignore_ctrl_c() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def progress_printer(stream: Any = None) -> Callable[[int, int, Outcome], None]:
