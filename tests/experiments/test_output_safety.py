@@ -240,3 +240,23 @@ def test_train_and_reproduce_refuse_each_others_folders(e8, tmp_path, capsys):
     assert main(["train", "--method", "sgd", "--lr", "0.01", "--steps", "3", "--batch-size", "4",
                  "--out", str(figures), "--quiet"]) == 2
     assert "is a `fastattn reproduce` folder" in _one_error_line(capsys.readouterr().err, "train")
+
+
+def test_the_report_never_replaces_a_page_fastattn_did_not_write(tmp_path, capsys):
+    precious = _precious(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").symlink_to(precious / "thesis.tex")
+    assert main(["report", str(out)]) == 2
+    assert "index.html is a symlink" in _one_error_line(capsys.readouterr().err, "report")
+    assert (out / "index.html").is_symlink() and not (out / "claims.json").exists()
+    (out / "index.html").unlink()
+    (out / "index.html").write_text("the user's page")
+    assert main(["report", str(out)]) == 2
+    assert "index.html was not written by fastattn" in _one_error_line(capsys.readouterr().err,
+                                                                       "report")
+    assert (out / "index.html").read_text() == "the user's page"
+    (out / "index.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert main(["report", str(out)]) == 0                # its own page: replaced
+    assert (precious / "thesis.tex").read_text() == "years of work"
