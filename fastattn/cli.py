@@ -50,6 +50,8 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
     if existing and not overwrite:
         raise CommandError(f"{existing[0]} exists (a run record); give another --name or --out, "
                            "or --overwrite to replace it")
+    for path in (*existing, out / f"{name}.png"):     # --overwrite replaces fastattn's files only
+        Output(out, "train").check_writable(path)
 
 
 TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAME.npz) and a plot.
@@ -197,8 +199,11 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
 def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     """Write a run's record and plot, print its summary; the exit status it calls for."""
     from fastattn import plots
+    from fastattn.outputs import Output
 
+    output = Output(out, "train")
     record = traj.save(out / name)
+    output.record(record, record.with_suffix(".npz"))
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
     x = "step" if config.method == "adam" else "time"      # Adam has no flow time (conventions)
@@ -220,7 +225,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
         ax.text(0.5, 0.5, f"diverged at {where}", transform=ax.transAxes, ha="center",
                 va="center", color="C3", fontsize=14)
     ax.legend()
-    png = plots.save(fig, out / f"{name}.png")
+    png = plots.save(fig, out / f"{name}.png", output)
     final = (f"final population loss={float(exact[-1]):.6g} (batch {traj.final_loss:.6g})"
              if exact is not None and len(exact) else f"final loss={traj.final_loss:.6g}")
     print(f"{config.method}: status={traj.status}, {final}, "

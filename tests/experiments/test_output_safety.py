@@ -260,3 +260,17 @@ def test_the_report_never_replaces_a_page_fastattn_did_not_write(tmp_path, capsy
     assert main(["report", str(out)]) == 0
     assert main(["report", str(out)]) == 0                # its own page: replaced
     assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+def test_train_overwrite_replaces_only_its_own_record(tmp_path, capsys):
+    args = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "3", "--batch-size", "4",
+            "--out", str(tmp_path), "--quiet"]
+    (tmp_path / "run.json").write_text('{"the user": "wrote this"}')
+    assert main([*args, "--overwrite"]) == 2
+    assert "run.json was not written by fastattn" in _one_error_line(capsys.readouterr().err,
+                                                                     "train")
+    assert json.loads((tmp_path / "run.json").read_text()) == {"the user": "wrote this"}
+    (tmp_path / "run.json").unlink()
+    assert main(args) == 0 and main([*args, "--overwrite"]) == 0      # its own: replaced
+    assert Output(tmp_path, "train").complete([tmp_path / f"run{x}" for x in (".json", ".npz",
+                                                                             ".png")])
