@@ -122,7 +122,7 @@ class Output:
         import fcntl
 
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / f"{MANIFEST}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+        fd = os.open(self.root / f"{MANIFEST}.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             doc = self.manifest()

@@ -281,6 +281,9 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     specs = recipe.runs(quick, **options)
     final, png, js = output.path(name), output.path(f"{name}.png"), output.path(f"{name}.json")
     folder = final if resume else output.path(f".{name}.new")
+    if final.exists() and not final.is_dir():
+        raise OutputError(f"{final} is a file, where the figure's run records go: move it away or "
+                          "give another --out")
     for path in (png, js):
         output.check_writable(path)
     if not resume:
