@@ -32,14 +32,11 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
         raise CommandError(f"--name {name!r} must be a plain file name (no directory part)")
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a directory")
-    from fastattn.outputs import Output
+    from fastattn.outputs import Output, probe
 
     Output(out, "train").check_kind()                # not a `reproduce` or sweep folder
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".{name}.probe"
-        probe.touch()
-        probe.unlink()
+        probe(out)
     except OSError as exc:
         raise CommandError(f"--out {out} is not writable ({exc.strerror or exc})") from None
     linked = [p for p in (out / f"{name}{x}" for x in (".json", ".npz", ".png")) if p.is_symlink()]

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,15 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def probe(folder: Path) -> None:
+    """Create `folder` and check that a file can be created there, touching no existing file (a
+    fresh temporary name, removed at once). Raises OSError."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fastattn-probe-")
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def detect_kind(root: Path) -> str | None:

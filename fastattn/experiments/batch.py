@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fastattn.experiments.store import RunStore
-from fastattn.outputs import Output, OutputError
+from fastattn.outputs import Output, OutputError, probe
 from fastattn.training.records import to_jsonable
 
 MANIFEST = "reproduce.json"
@@ -133,10 +133,7 @@ def _writable(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; give a directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".reproduce.probe"
-        probe.touch()
-        probe.unlink()
+        probe(out)
     except OSError as exc:
         raise OutputError(f"--out {out} is not writable ({exc.strerror or exc})") from None
 

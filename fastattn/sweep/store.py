@@ -44,9 +44,7 @@ def check_writable(out: Path) -> None:
     try:
         for d in (out, output.path(RUNS), output.path(RECORDS)):
             d.mkdir(parents=True, exist_ok=True)
-        output.claim()
-        atomic_write(out / ".write-test", lambda fh: fh.write("ok"), "w")
-        (out / ".write-test").unlink()
+        output.claim()                # writes the manifest: files can be written there
     except OSError as exc:
         what = exc.strerror or type(exc).__name__
         raise OSError(f"cannot write to the sweep folder {out} ({what}); choose a writable --out "

@@ -274,3 +274,26 @@ def test_train_overwrite_replaces_only_its_own_record(tmp_path, capsys):
     assert main(args) == 0 and main([*args, "--overwrite"]) == 0      # its own: replaced
     assert Output(tmp_path, "train").complete([tmp_path / f"run{x}" for x in (".json", ".npz",
                                                                              ".png")])
+
+
+def test_the_write_checks_touch_no_existing_file(tmp_path, e8):
+    """The probes that check --out is writable use a fresh name: a user's file (or link) with the
+    old fixed probe names is neither followed nor removed."""
+    from fastattn.sweep import run_sweep
+
+    precious = _precious(tmp_path)
+    names = (".reproduce.probe", ".run.probe", ".write-test")
+    for kind in ("figures", "run", "sweep"):
+        (tmp_path / kind).mkdir()
+        for name in names:
+            (tmp_path / kind / name).symlink_to(precious / "thesis.tex")
+    registry.reproduce(NAME, tmp_path / "figures", quick=True)
+    batch.prepare(tmp_path / "figures", quick=True, overwrite=False)
+    assert main(["train", "--method", "sgd", "--lr", "0.01", "--steps", "3", "--batch-size", "4",
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    pytest.importorskip("pyarrow")
+    run_sweep({"model": "separate", "dim": 2, "heads": 2, "time": 1.0}, tmp_path / "sweep",
+              workers=0, progress=False)
+    for kind in ("figures", "run", "sweep"):
+        assert all((tmp_path / kind / name).is_symlink() for name in names)
+    assert (precious / "thesis.tex").read_text() == "years of work"
