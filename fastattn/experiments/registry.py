@@ -300,34 +300,43 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
             if path.name not in keep and not path.is_symlink() and path.is_file():
                 output.remove(path)
     store = RunStore.of(out) if (resume if share is None else share) else None
-    runs = run_specs(specs, folder, store, output)
-    summary = summarize(recipe, runs, quick)
-    records = {}
-    for run in runs:
-        records[run.spec.label] = {
-            "record": f"{name}/{run.spec.label}.json", "kind": trainer_kind(run.spec, run.model),
-            "group": run.spec.group, "status": run.traj.status,
-            "final_loss": run.traj.final_loss, "n_evals": run.traj.n_evals,
-            "wall_time": run.traj.wall_time, "config": run.traj.config}
-    fig = recipe.plot(runs, summary)
-    plots.suptitle(fig, figure.title, recipe.caption)
-    drawn = plots.save(fig, png if resume else output.path(f".{name}.png.new"), output)
-    doc = {"name": name, "title": figure.title, "caption": recipe.caption, "quick": quick,
-           "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
-           "summary": summary, "runs": records, "meta": environment()}
-    text = json.dumps(to_jsonable(doc), indent=2, allow_nan=True)
-    if resume:
-        output.write(js, lambda fh: fh.write(text), "w")
-        return doc
-    old = output.path(f".{name}.old")
-    with _signals_held():           # the swap: a few renames, not cut in the middle by Ctrl-C
-        output.remove(js)           # from here until the new JSON the figure is not finished
-        if final.is_dir():
-            output.rename(final, old)
-        if folder.is_dir():
-            output.rename(folder, final)
-        output.rename(drawn, png)
-        output.write(js, lambda fh: fh.write(text), "w")
+    drawn = png if resume else output.path(f".{name}.png.new")
+    output.check_writable(drawn)
+    try:
+        runs = run_specs(specs, folder, store, output)
+        summary = summarize(recipe, runs, quick)
+        records = {}
+        for run in runs:
+            records[run.spec.label] = {
+                "record": f"{name}/{run.spec.label}.json",
+                "kind": trainer_kind(run.spec, run.model), "group": run.spec.group,
+                "status": run.traj.status, "final_loss": run.traj.final_loss,
+                "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
+                "config": run.traj.config}
+        fig = recipe.plot(runs, summary)
+        plots.suptitle(fig, figure.title, recipe.caption)
+        plots.save(fig, drawn, output)
+        doc = {"name": name, "title": figure.title, "caption": recipe.caption, "quick": quick,
+               "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
+               "summary": summary, "runs": records, "meta": environment()}
+        text = json.dumps(to_jsonable(doc), indent=2, allow_nan=True)
+        if resume:
+            output.write(js, lambda fh: fh.write(text), "w")
+            return doc
+        old = output.path(f".{name}.old")
+        with _signals_held():       # the swap: a few renames, not cut in the middle by Ctrl-C
+            output.remove(js)       # from here until the new JSON the figure is not finished
+            if final.is_dir():
+                output.rename(final, old)
+            if folder.is_dir():
+                output.rename(folder, final)
+            output.rename(drawn, png)
+            output.write(js, lambda fh: fh.write(text), "w")
+    except BaseException:
+        if not resume:              # an overwrite cut short: the old result stays, nothing beside
+            output.remove_tree(folder)
+            output.remove(drawn)
+        raise
     output.remove_tree(old)
     return doc
 

@@ -172,8 +172,8 @@ def test_an_interrupted_overwrite_leaves_the_old_result_whole(e8, tmp_path, monk
     monkeypatch.setattr(registry, "_train", ctrl_c_in_second)
     with pytest.raises(KeyboardInterrupt):
         registry.reproduce(NAME, tmp_path, quick=True, resume=False)
-    after = {k: v for k, v in _files(tmp_path).items() if not k.startswith(f".{NAME}.new/")}
-    assert after == before
+    assert _files(tmp_path) == before                       # nothing of the attempt left
+    assert not (tmp_path / f".{NAME}.new").exists()
     assert batch.finished(tmp_path, NAME, quick=True)
     # the next overwrite completes, and leaves nothing of the attempt beside the figure
     monkeypatch.setattr(registry, "_train", real)
@@ -297,3 +297,16 @@ def test_the_write_checks_touch_no_existing_file(tmp_path, e8):
     for kind in ("figures", "run", "sweep"):
         assert all((tmp_path / kind / name).is_symlink() for name in names)
     assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+def test_a_failed_overwrite_leaves_the_old_result_whole(e8, tmp_path, monkeypatch):
+    registry.reproduce(NAME, tmp_path, quick=True)
+    before = _files(tmp_path)
+
+    def broken(runs, summary):
+        raise RuntimeError("the plot failed")
+
+    monkeypatch.setattr(e8, "RECIPE", dataclasses.replace(e8.RECIPE, plot=broken))
+    with pytest.raises(RuntimeError, match="the plot failed"):
+        registry.reproduce(NAME, tmp_path, quick=True, resume=False)
+    assert _files(tmp_path) == before and batch.finished(tmp_path, NAME, quick=True)
