@@ -196,11 +196,12 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
 def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     """Write a run's record and plot, print its summary; the exit status it calls for."""
     from fastattn import plots
-    from fastattn.outputs import Output
+    from fastattn.outputs import Output, signals_held
 
     output = Output(out, "train")
-    record = traj.save(out / name)
-    output.record(record, record.with_suffix(".npz"))
+    with signals_held():                 # the record and its manifest entries together
+        record = traj.save(out / name)
+        output.record(record, record.with_suffix(".npz"))
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
     x = "step" if config.method == "adam" else "time"      # Adam has no flow time (conventions)

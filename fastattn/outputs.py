@@ -24,7 +24,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,22 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block; they are delivered (and raise) after it. A
+    file's rename and its manifest entry are one step this way: a Ctrl-C between the two would
+    leave a file fastattn wrote that its manifest does not list. Only the main thread receives
+    signals; elsewhere the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def probe(folder: Path) -> None:
@@ -182,8 +200,9 @@ class Output:
     def write(self, path: Path, write: Callable[[Any], None], mode: str) -> Path:
         """Write `path` atomically (`records.atomic_write`) if it may be, and record it."""
         self.check_writable(path)
-        atomic_write(path, write, mode)
-        self.record(path)
+        with signals_held():
+            atomic_write(path, write, mode)
+            self.record(path)
         return path
 
     def remove(self, path: Path) -> bool:

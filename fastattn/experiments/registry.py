@@ -50,7 +50,7 @@ from fastattn.experiments.recipe import (
 from fastattn.experiments.store import RunStore, link_record
 from fastattn.models import build_model
 from fastattn.models.base import ICLModel
-from fastattn.outputs import Output, OutputError
+from fastattn.outputs import Output, OutputError, signals_held
 from fastattn.training import RecordError, RunsInterrupted, Trajectory, flow, run_config, train_many
 from fastattn.training.records import environment, to_jsonable
 from fastattn.training.threads import torch_threads
@@ -207,9 +207,10 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
                 files = [base.with_name(base.name + suffix) for suffix in (".npz", ".json")]
                 for path in files if output is not None else ():
                     output.check_writable(path)
-                traj.save(base)
-                if output is not None:
-                    output.record(*files)
+                with signals_held():        # the files and their manifest entries together
+                    traj.save(base)
+                    if output is not None:
+                        output.record(*files)
                 if store is not None and traj.status != "interrupted":
                     store.publish(identities[k], folder / specs[k].label)
 
@@ -324,7 +325,7 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
             output.write(js, lambda fh: fh.write(text), "w")
             return doc
         old = output.path(f".{name}.old")
-        with _signals_held():       # the swap: a few renames, not cut in the middle by Ctrl-C
+        with signals_held():       # the swap: a few renames, not cut in the middle by Ctrl-C
             output.remove(js)       # from here until the new JSON the figure is not finished
             if final.is_dir():
                 output.rename(final, old)
@@ -346,23 +347,6 @@ def _refuse_foreign(folder: Path, left: list[Path]) -> None:
         raise OutputError(f"{folder} holds {left[0].name}" + (f" and {len(left) - 1} more files"
                           if len(left) > 1 else "") + " that fastattn did not write: move them "
                           "away or give another --out (nothing was changed)")
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """Hold SIGINT and SIGTERM back for the block (they are delivered after it)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def plateau_table(traj: Trajectory, predicted: np.ndarray, **detect: Any) -> dict[str, Any]:

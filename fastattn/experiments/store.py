@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fastattn.outputs import Output
+from fastattn.outputs import Output, signals_held
 from fastattn.training.records import atomic_write
 
 #: the store's folder inside a `reproduce` output folder
@@ -49,15 +49,16 @@ def link_record(src: Path, dst: Path, output: Output | None = None) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = npz.with_name(npz.name + ".link")
     tmp.unlink(missing_ok=True)
-    try:
-        os.link(src.with_name(src.name + ".npz"), tmp)
-    except OSError:
-        shutil.copy2(src.with_name(src.name + ".npz"), tmp)
-    os.replace(tmp, npz)
-    meta = {**json.loads(src.with_name(src.name + ".json").read_text()), "arrays": npz.name}
-    atomic_write(js, lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
-    if output is not None:
-        output.record(npz, js)
+    with signals_held():                   # the files and their manifest entries together
+        try:
+            os.link(src.with_name(src.name + ".npz"), tmp)
+        except OSError:
+            shutil.copy2(src.with_name(src.name + ".npz"), tmp)
+        os.replace(tmp, npz)
+        meta = {**json.loads(src.with_name(src.name + ".json").read_text()), "arrays": npz.name}
+        atomic_write(js, lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
+        if output is not None:
+            output.record(npz, js)
 
 
 class RunStore:

@@ -38,8 +38,8 @@ def pausing(specs, models, *rest):
     out = real(specs, models, *rest)
     if not paused:               # after the first run: the signal lands here
         paused.append(1)
-        print("ran", flush=True)
         try:
+            print("ran", flush=True)
             time.sleep(600)
         except KeyboardInterrupt:
             if not swallow:
