@@ -150,6 +150,8 @@ def test_finished_means_every_file_as_written(e8, tmp_path):
     whole = png.read_bytes()
     png.write_bytes(whole[: len(whole) // 2])                 # truncated (disk full, ulimit -f)
     assert not batch.finished(tmp_path, NAME, quick=True)
+    png.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))      # same size, one bit changed
+    assert not batch.finished(tmp_path, NAME, quick=True)
     png.write_bytes(whole)
     assert batch.finished(tmp_path, NAME, quick=True)
     record = next((tmp_path / NAME).glob("*.npz"))
