@@ -33,17 +33,23 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
         raise CommandError(f"--name {name!r} must be a plain file name (no directory part)")
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a directory")
+    from fastattn.outputs import Output, probe
+
+    Output(out, "train").check_kind()                # not a `reproduce` or sweep folder
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".{name}.probe"
-        probe.touch()
-        probe.unlink()
+        probe(out)
     except OSError as exc:
         raise CommandError(f"--out {out} is not writable ({exc.strerror or exc})") from None
+    linked = [p for p in (out / f"{name}{x}" for x in (".json", ".npz", ".png")) if p.is_symlink()]
+    if linked:
+        raise CommandError(f"{linked[0]} is a symlink; fastattn writes nothing through links: "
+                           "remove the link or give another --out")
     existing = [p for p in (out / f"{name}.json", out / f"{name}.npz") if p.exists()]
     if existing and not overwrite:
         raise CommandError(f"{existing[0]} exists (a run record); give another --name or --out, "
                            "or --overwrite to replace it")
+    for path in (*existing, out / f"{name}.png"):     # --overwrite replaces fastattn's files only
+        Output(out, "train").check_writable(path)
 
 
 TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAME.npz) and a plot.
@@ -191,8 +197,12 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
 def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     """Write a run's record and plot, print its summary; the exit status it calls for."""
     from fastattn import plots
+    from fastattn.outputs import Output, signals_held
 
-    record = traj.save(out / name)
+    output = Output(out, "train")
+    with signals_held():                 # the record and its manifest entries together
+        record = traj.save(out / name)
+        output.record(record, record.with_suffix(".npz"))
     # Sampled runs: the exact population loss where the pair has one, the noisy batch loss beside
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
     x = "step" if config.method == "adam" else "time"      # Adam has no flow time (conventions)
@@ -214,7 +224,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
         ax.text(0.5, 0.5, f"diverged at {where}", transform=ax.transAxes, ha="center",
                 va="center", color="C3", fontsize=14)
     ax.legend()
-    png = plots.save(fig, out / f"{name}.png")
+    png = plots.save(fig, out / f"{name}.png", output)
     final = (f"final population loss={float(exact[-1]):.6g} (batch {traj.final_loss:.6g})"
              if exact is not None and len(exact) else f"final loss={traj.final_loss:.6g}")
     print(f"{config.method}: status={traj.status}, {final}, "

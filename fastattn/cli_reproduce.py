@@ -9,9 +9,13 @@ NEW` lists the claims whose measured value or status changed between two folders
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 #: exit status of a batch in which some figure failed (the others ran)
@@ -56,7 +60,7 @@ def _one(args: argparse.Namespace) -> int:
     return 0
 
 
-def _all(args: argparse.Namespace) -> int:
+def _all(args: argparse.Namespace, got: list[int]) -> int:
     from fastattn.experiments import batch
     from fastattn.experiments.claims import headline
     from fastattn.experiments.report import write_report
@@ -69,8 +73,16 @@ def _all(args: argparse.Namespace) -> int:
     names = batch.select(args.paper)
     out = Path(args.out)
     show = not args.quiet and sys.stderr.isatty()
+    printer = batch.progress_printer() if show else None
+
+    def report(k: int, n: int, outcome: batch.Outcome) -> None:
+        if printer is not None:
+            printer(k, n, outcome)
+        if got:                     # a signal something swallowed: no further figure starts
+            raise KeyboardInterrupt
+
     result = batch.run_all(names, out, args.quick, workers=args.workers, overwrite=args.overwrite,
-                           report=batch.progress_printer() if show else None)
+                           report=report)
     ledger, page = write_report(out)
     counts: dict[str, int] = {}
     for claim in ledger:
@@ -88,12 +100,49 @@ def _all(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    """Ctrl-C or SIGTERM: one line, the batch manifest updated (`batch.run_all`), exit 128 + the
+    signal's number (130, 143); a signal that something swallowed still stops the batch after
+    the figure in flight."""
+    got: list[int] = []
+    try:
+        with _signals_interrupt(got):
+            code = _reproduce(args, got)
+            if got:                   # swallowed on the way (an "Exception ignored in ..."): stop
+                raise KeyboardInterrupt
+            return code
+    except KeyboardInterrupt:
+        signum = got[0] if got else signal.SIGINT
+        print(f"fastattn reproduce: interrupted ({signal.Signals(signum).name}); finished figures "
+              f"and runs are kept: rerun the same command to continue", file=sys.stderr)
+        return 128 + signum
+
+
+@contextlib.contextmanager
+def _signals_interrupt(got: list[int]) -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM raise KeyboardInterrupt and are noted in `got` (a
+    trainer turns the interrupt into an "interrupted" run; the batch stops)."""
+    def interrupt(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _reproduce(args: argparse.Namespace, got: list[int]) -> int:
     if args.list:
         return _list()
     if args.all or args.paper:
         if args.name:
             raise _Error(f"give a figure name or --all/--paper, not both (got {args.name!r})")
-        return _all(args)
+        return _all(args, got)
     if not args.name:
         raise _Error("give a figure name (e.g. zhang2025-fig3), --paper NAME or --all; "
                      "--list lists them")

@@ -12,6 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from fastattn.outputs import Output, OutputError
+from fastattn.training.records import atomic_write
 from fastattn.training.trajectory import Trajectory
 
 
@@ -73,11 +75,25 @@ def category_colors(values) -> dict:
     return {v: cmap(i) for i, v in enumerate(vals)}
 
 
-def save(fig: plt.Figure, path: str | Path) -> Path:
+def save(fig: plt.Figure, path: str | Path, output: Output | None = None) -> Path:
+    """Draw `fig` into the PNG `path` through a temporary name renamed into place (a failed write
+    leaves the old file whole), never through a symlink at `path` (refused); with `output` (the
+    folder's `fastattn.outputs.Output`), only over a file fastattn wrote, and entered in its
+    manifest."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():
+        raise OutputError(f"{path} is a symlink; fastattn writes no figure through links: remove "
+                          "the link or give another --out")
     if fig.get_layout_engine() is None:   # a figure made with layout="constrained" lays itself out
         fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    try:
+        def draw(fh) -> None:
+            fig.savefig(fh, dpi=130, format="png")
+
+        if output is not None:
+            output.write(path, draw, "wb")
+        else:
+            atomic_write(path, draw, "wb")
+    finally:
+        plt.close(fig)
     return path

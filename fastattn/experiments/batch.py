@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -26,13 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from fastattn.experiments.store import RunStore
-from fastattn.training.records import atomic_write, to_jsonable
+from fastattn.outputs import Output, OutputError, probe
+from fastattn.training.records import to_jsonable
 
 MANIFEST = "reproduce.json"
-
-
-class OutputError(ValueError):
-    """The output folder cannot take this run (not a folder, not writable, another mode)."""
 
 
 @dataclass
@@ -73,55 +69,71 @@ def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
 
 
 def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
-    """Check `out` before any work: a writable folder whose earlier runs (if any) have the same
-    mode. Returns the manifest (written to `out`)."""
+    """Check `out` before any work: a writable folder of `reproduce` (not a sweep's or a train
+    run's) whose earlier figures (if any) have the same mode. Returns the manifest (written to
+    `out`). `overwrite` empties the folder's run store of the records fastattn wrote there."""
     _writable(out)
+    output = Output(out, "reproduce")
+    output.check_kind()
     mode = "quick" if quick else "full"
-    manifest_path = out / MANIFEST
+    manifest_path = output.path(MANIFEST)
     old: dict[str, Any] = {}
     if manifest_path.exists():
         try:
             old = json.loads(manifest_path.read_text())
         except (OSError, ValueError):
             old = {}
-        if old.get("mode") != mode and not overwrite:
+    if not overwrite:
+        if old and old.get("mode") != mode:
             raise OutputError(f"--out {out} holds a {old.get('mode', 'unknown')} run; a {mode} run "
                               "would mix the two: give another --out, or --overwrite to replace it")
-    elif not overwrite:
-        foreign = [p.name for p in out.glob("*.json") if p.name != MANIFEST]
-        modes = {_mode_of(out / n) for n in foreign} - {None}
-        if modes - {mode}:
-            raise OutputError(f"--out {out} holds {', '.join(sorted(modes))} figures; a {mode} run "
-                              "would mix them: give another --out, or --overwrite")
+        _check_mode(out, mode)
+    output.check_writable(manifest_path)
     manifest = {"mode": mode, "quick": quick, "figures": {}}
     if not overwrite:
         manifest["figures"] = old.get("figures", {})
     else:       # the batch trains every run again, once: figures share only what it trains
-        shutil.rmtree(RunStore.of(out).root, ignore_errors=True)
-    atomic_write(manifest_path, lambda fh: fh.write(json.dumps(manifest, indent=2)), "w")
+        output.remove_tree(RunStore.of(out).root)
+    output.write(manifest_path, lambda fh: fh.write(json.dumps(manifest, indent=2)), "w")
     return manifest
 
 
+def _check_mode(out: Path, mode: str) -> None:
+    """Refuse a `mode` run into `out` if a figure there is of the other mode."""
+    modes = {_mode_of(p) for p in out.glob("*.json") if p.name != MANIFEST} - {None}
+    if modes - {mode}:
+        raise OutputError(f"--out {out} holds {', '.join(sorted(modes))} figures; a {mode} run "
+                          "would mix them: give another --out, or --overwrite")
+
+
 def check_figure_output(out: Path, name: str, quick: bool, overwrite: bool) -> None:
-    """Before one figure's work: `out` is a writable folder, and a finished `NAME.json` there is
-    replaced only with `overwrite` (and never silently by the other mode)."""
+    """Before one figure's work: `out` is a writable `reproduce` folder whose figures and batch
+    (`reproduce.json`) are of this mode, and a finished `NAME.json` there is replaced only with
+    `overwrite`."""
     _writable(out)
+    Output(out, "reproduce").check_kind()
+    now = "quick" if quick else "full"
     mode = _mode_of(out / f"{name}.json")
     if mode is not None and not overwrite:
-        now = "quick" if quick else "full"
         what = f"a {mode} run" + (f"; a {now} run would mix the two" if mode != now else "")
         raise OutputError(f"{out / (name + '.json')} exists ({what}): give another --out, or "
                           "--overwrite to replace it")
+    if not overwrite:
+        try:
+            batch = json.loads((out / MANIFEST).read_text()).get("mode")
+        except (OSError, ValueError, AttributeError):
+            batch = None
+        if batch not in (None, now):
+            raise OutputError(f"--out {out} holds a {batch} run; a {now} figure would mix the "
+                              "two: give another --out, or --overwrite to replace it")
+        _check_mode(out, now)
 
 
 def _writable(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; give a directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".reproduce.probe"
-        probe.touch()
-        probe.unlink()
+        probe(out)
     except OSError as exc:
         raise OutputError(f"--out {out} is not writable ({exc.strerror or exc})") from None
 
@@ -137,15 +149,20 @@ def _mode_of(path: Path) -> str | None:
 
 
 def finished(out: Path, name: str, quick: bool) -> bool:
-    """Whether `out/NAME.json` is a finished figure of this mode (default options)."""
+    """Whether `out/NAME` is a finished figure of this mode (default options): its JSON, PNG and
+    run records all present, each as fastattn wrote it (size and hash in the folder's manifest)."""
     path = out / f"{name}.json"
     if not path.exists():
         return False
     try:
         doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        records = [out / run["record"] for run in doc.get("runs", {}).values()]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return False
-    return doc.get("quick") == quick and not doc.get("options") and (out / f"{name}.png").exists()
+    if doc.get("quick") != quick or doc.get("options"):
+        return False
+    files = [path, out / f"{name}.png", *records, *(r.with_suffix(".npz") for r in records)]
+    return Output(out, "reproduce").complete(files)
 
 
 def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True
@@ -181,7 +198,9 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     """Reproduce `names` into `out`, skipping finished ones (unless `overwrite`), `workers`
     processes at a time (1: in this process). `report(k, n, outcome)` is called as each figure
     ends. Failures are collected, never raised; the result is also written to
-    `out/reproduce.json` (manifest + per-figure outcomes and wall times)."""
+    `out/reproduce.json` (manifest + per-figure outcomes and wall times). Ctrl-C (or SIGTERM
+    turned into KeyboardInterrupt) stops the batch: the worker processes are ended, the figures
+    in flight are marked "interrupted" in the manifest, and the KeyboardInterrupt propagates."""
     out = Path(out)
     manifest = prepare(out, quick, overwrite)
     start = time.perf_counter()
@@ -198,7 +217,10 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
         else:
             todo.append(name)
 
+    running: set[str] = set()          # figures in flight
+
     def record(name: str, wall: float, error: str, tb: str) -> None:
+        running.discard(name)
         outcome = Outcome(name, "failed" if error else "done", wall, error, tb)
         result.outcomes.append(outcome)
         if report:
@@ -207,26 +229,37 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
     try:
         if workers <= 1:
             for name in todo:
+                running.add(name)
                 record(*_run_one(name, str(out), quick, 1, not overwrite))
         else:
-            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock; the workers
+            # ignore Ctrl-C (the terminal sends it to the whole group): this process ends them
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_ignore_ctrl_c)
             try:
                 names_of = {pool.submit(_run_one, name, str(out), quick, workers, not overwrite): name
                             for name in todo}
                 pending = set(names_of)
                 while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    running.update(names_of[f] for f in pending if f.running())
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED, timeout=1.0)
                     for future in done:
                         try:
                             record(*future.result())
                         except Exception as exc:    # the worker died (e.g. killed for memory)
                             record(names_of[future], 0.0,
                                    f"worker process failed: {type(exc).__name__}: {exc}", "")
-            except BaseException:   # Ctrl-C: drop the queue, keep what finished
-                pool.shutdown(wait=False, cancel_futures=True)
+            except BaseException:   # Ctrl-C, SIGTERM: end the workers, keep what finished
+                from fastattn.sweep.executors import _stop
+
+                running.update(names_of[f] for f in pending if f.running())
+                _stop(pool)
                 raise
             pool.shutdown()
+    except BaseException:
+        for name in running:
+            manifest["figures"][name] = {"status": "interrupted", "wall_time": 0.0, "error": ""}
+        raise
     finally:
         result.wall_time = time.perf_counter() - start
         order = {name: i for i, name in enumerate(names)}
@@ -234,9 +267,15 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
         manifest["figures"].update({o.name: {"status": o.status, "wall_time": o.wall_time,
                                              "error": o.error} for o in result.outcomes})
         manifest["wall_time"] = result.wall_time
-        atomic_write(out / MANIFEST,
-                     lambda fh: fh.write(json.dumps(to_jsonable(manifest), indent=2)), "w")
+        Output(out, "reproduce").write(
+            out / MANIFEST, lambda fh: fh.write(json.dumps(to_jsonable(manifest), indent=2)), "w")
     return result
+
+
+def _ignore_ctrl_c() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def progress_printer(stream: Any = None) -> Callable[[int, int, Outcome], None]:

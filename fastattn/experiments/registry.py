@@ -31,7 +31,6 @@ import dataclasses
 import hashlib
 import importlib
 import json
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,8 +51,9 @@ from fastattn.experiments.recipe import (
 from fastattn.experiments.store import RunStore, link_record
 from fastattn.models import build_model
 from fastattn.models.base import ICLModel
+from fastattn.outputs import Output, OutputError, signals_held
 from fastattn.training import RecordError, RunsInterrupted, Trajectory, flow, run_config, train_many
-from fastattn.training.records import atomic_write, environment, to_jsonable
+from fastattn.training.records import environment, to_jsonable
 from fastattn.training.threads import torch_threads
 from fastattn.training.trainer import dispatch
 
@@ -108,10 +108,12 @@ def _identity(spec: RunSpec, model: ICLModel) -> dict[str, Any]:
     return json.loads(json.dumps(to_jsonable(out)))
 
 
-def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path
-            ) -> Trajectory | None:
-    """The finished record at `path` of this very run (same identity, not interrupted), or None."""
-    if not path.with_name(path.name + ".json").exists():
+def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path,
+            output: Output | None = None) -> Trajectory | None:
+    """The finished record at `path` of this very run (same identity, not interrupted), or None;
+    with `output`, only a record fastattn wrote there (in the folder's manifest, unchanged)."""
+    files = [path.with_name(path.name + suffix) for suffix in (".json", ".npz")]
+    if not files[0].exists() or (output is not None and not output.complete(files)):
         return None
     try:
         traj = Trajectory.load(path)
@@ -149,7 +151,7 @@ def _train(specs: list[RunSpec], models: list[ICLModel],
 
 
 def run_specs(specs: list[RunSpec], records: str | Path | None = None,
-              store: RunStore | None = None) -> list[Run]:
+              store: RunStore | None = None, output: Output | None = None) -> list[Run]:
     """Train `specs` through `fastattn.training.train_many` and return the finished runs in order.
 
     `records`: a folder of run records (`reproduce`'s `DIR/NAME`): a run whose record
@@ -164,6 +166,9 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
     (`experiments/store.py`): a run found there is linked into `records` instead of trained,
     every run trained is published there, and a run another process is training (its lock is
     held) is set aside and taken from the store once that process lets go of it.
+
+    `output` (with `records`): the output folder's manifest (`fastattn.outputs`): only records
+    fastattn wrote are reused or replaced, and every record written is entered there.
     """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
@@ -175,7 +180,7 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
     identities = [_identity(s, m) for s, m in zip(specs, models, strict=True)]
     trajs: list[Trajectory | None] = [None] * len(specs)
     if folder is not None:
-        trajs = [_cached(s, m, i, folder / s.label)
+        trajs = [_cached(s, m, i, folder / s.label, output)
                  for s, m, i in zip(specs, models, identities, strict=True)]
 
     def shared(k: int) -> bool:
@@ -183,9 +188,9 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
         if store is None:
             return False
         path = store.record(identities[k])
-        trajs[k] = _cached(specs[k], models[k], identities[k], path)
+        trajs[k] = _cached(specs[k], models[k], identities[k], path, store.output)
         if trajs[k] is not None:
-            link_record(path, folder / specs[k].label)
+            link_record(path, folder / specs[k].label, output)
         return trajs[k] is not None
 
     def train(call: list[int]) -> None:
@@ -199,7 +204,14 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
             traj.config = identities[k]
             trajs[k] = traj
             if folder is not None:
-                traj.save(folder / specs[k].label)
+                base = folder / specs[k].label
+                files = [base.with_name(base.name + suffix) for suffix in (".npz", ".json")]
+                for path in files if output is not None else ():
+                    output.check_writable(path)
+                with signals_held():        # the files and their manifest entries together
+                    traj.save(base)
+                    if output is not None:
+                        output.record(*files)
                 if store is not None and traj.status != "interrupted":
                     store.publish(identities[k], folder / specs[k].label)
 
@@ -242,12 +254,17 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     """Run figure `name`, write `out/NAME.png`, `out/NAME.json` and `out/NAME/<run>.{json,npz}`.
 
     `resume`: reuse the run records already in `out/NAME/` that are the same runs (`run_specs`),
-    and delete those of runs the figure no longer lists; False: train every run again.
+    and delete those of runs the figure no longer lists; False (--overwrite): train every run
+    again into `out/.NAME.new/` beside the old result, and swap it in only once the figure is
+    complete (an interrupted or failed overwrite leaves the old result whole).
     `share`: take runs that other figures of `out` finished from the shared store `out/runs/`
     (`experiments/store.py`) and publish the runs trained here to it; False: neither; None
     (default): as `resume` (`reproduce --all --overwrite` gives False and True: it empties the
     store first, so every run is trained again, once).
-    Returns the JSON document (also written to disk).
+
+    The folder's manifest (`fastattn.outputs`) lists what fastattn wrote: nothing else there is
+    deleted or replaced, and no symlink is followed out of `out` (both refused in one line, before
+    any training). Returns the JSON document (also written to disk).
     """
     from fastattn import plots  # matplotlib: only when a figure is drawn, not for --list
 
@@ -261,38 +278,80 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     recipe = figure.load()
     start = time.perf_counter()
     out = Path(out)
+    output = Output(out, "reproduce")
+    output.check_kind()
     specs = recipe.runs(quick, **options)
-    folder = out / name
-    if folder.is_dir():
-        if not resume:
-            shutil.rmtree(folder)
-        else:                       # records of runs this figure no longer lists
-            keep = {f"{s.label}{suffix}" for s in specs for suffix in (".json", ".npz")}
-            for path in folder.iterdir():
-                if path.is_file() and path.name not in keep:
-                    path.unlink()
-    runs = run_specs(specs, folder, RunStore.of(out) if (resume if share is None else share) else None)
-    summary = summarize(recipe, runs, quick)
-    records = {}
-    for run in runs:
-        records[run.spec.label] = {
-            "record": f"{name}/{run.spec.label}.json", "kind": trainer_kind(run.spec, run.model),
-            "group": run.spec.group, "status": run.traj.status,
-            "final_loss": run.traj.final_loss, "n_evals": run.traj.n_evals,
-            "wall_time": run.traj.wall_time, "config": run.traj.config}
-    fig = recipe.plot(runs, summary)
-    # a quick figure says so, and what it shrank, where a reader of the picture or page looks
-    title, caption = figure.title, recipe.caption
-    if quick:   # the PNG's caption (it wraps) says QUICK; its title line does not wrap: page only
-        title, caption = f"{title} [QUICK]", f"{quick_note(recipe, **options)}. {caption}"
-    plots.suptitle(fig, figure.title, caption)
-    png = plots.save(fig, out / f"{name}.png")
-    doc = {"name": name, "title": title, "caption": caption, "quick": quick,
-           "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
-           "summary": summary, "runs": records, "meta": environment()}
-    atomic_write(out / f"{name}.json",
-                  lambda fh: fh.write(json.dumps(to_jsonable(doc), indent=2, allow_nan=True)), "w")
+    final, png, js = output.path(name), output.path(f"{name}.png"), output.path(f"{name}.json")
+    folder = final if resume else output.path(f".{name}.new")
+    if final.exists() and not final.is_dir():
+        raise OutputError(f"{final} is a file, where the figure's run records go: move it away or "
+                          "give another --out")
+    for path in (png, js):
+        output.check_writable(path)
+    if not resume:
+        for stale in (folder, output.path(f".{name}.old")):   # an earlier overwrite, cut short
+            _refuse_foreign(stale, output.remove_tree(stale))
+        if final.is_dir():
+            _refuse_foreign(final, [p for p in final.rglob("*")
+                                    if not p.is_dir() and not output.owns(p)])
+    elif final.is_dir():            # records of runs this figure no longer lists (fastattn's only)
+        keep = {f"{s.label}{suffix}" for s in specs for suffix in (".json", ".npz")}
+        _refuse_foreign(final, [final / n for n in sorted(keep) if (final / n).exists()
+                                and not output.owns(final / n)])
+        for path in final.iterdir():
+            if path.name not in keep and not path.is_symlink() and path.is_file():
+                output.remove(path)
+    store = RunStore.of(out) if (resume if share is None else share) else None
+    drawn = png if resume else output.path(f".{name}.png.new")
+    output.check_writable(drawn)
+    try:
+        runs = run_specs(specs, folder, store, output)
+        summary = summarize(recipe, runs, quick)
+        records = {}
+        for run in runs:
+            records[run.spec.label] = {
+                "record": f"{name}/{run.spec.label}.json",
+                "kind": trainer_kind(run.spec, run.model), "group": run.spec.group,
+                "status": run.traj.status, "final_loss": run.traj.final_loss,
+                "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
+                "config": run.traj.config}
+        fig = recipe.plot(runs, summary)
+        # a quick figure says so, and what it shrank, where a reader of the picture or page looks
+        title, caption = figure.title, recipe.caption
+        if quick:   # the PNG's caption (it wraps) says QUICK; its title line does not wrap: page only
+            title, caption = f"{title} [QUICK]", f"{quick_note(recipe, **options)}. {caption}"
+        plots.suptitle(fig, figure.title, caption)
+        plots.save(fig, drawn, output)
+        doc = {"name": name, "title": title, "caption": caption, "quick": quick,
+               "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
+               "summary": summary, "runs": records, "meta": environment()}
+        text = json.dumps(to_jsonable(doc), indent=2, allow_nan=True)
+        if resume:
+            output.write(js, lambda fh: fh.write(text), "w")
+            return doc
+        old = output.path(f".{name}.old")
+        with signals_held():       # the swap: a few renames, not cut in the middle by Ctrl-C
+            output.remove(js)       # from here until the new JSON the figure is not finished
+            if final.is_dir():
+                output.rename(final, old)
+            if folder.is_dir():
+                output.rename(folder, final)
+            output.rename(drawn, png)
+            output.write(js, lambda fh: fh.write(text), "w")
+    except BaseException:
+        if not resume:              # an overwrite cut short: the old result stays, nothing beside
+            output.remove_tree(folder)
+            output.remove(drawn)
+        raise
+    output.remove_tree(old)
     return doc
+
+
+def _refuse_foreign(folder: Path, left: list[Path]) -> None:
+    if left:
+        raise OutputError(f"{folder} holds {left[0].name}" + (f" and {len(left) - 1} more files"
+                          if len(left) > 1 else "") + " that fastattn did not write: move them "
+                          "away or give another --out (nothing was changed)")
 
 
 def plateau_table(traj: Trajectory, predicted: np.ndarray, **detect: Any) -> dict[str, Any]:

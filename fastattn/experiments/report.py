@@ -291,12 +291,18 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(folder: Path) -> tuple[list[dict[str, Any]], Path]:
-    """Evaluate every claim against `folder`; write `claims.json` and `index.html` there."""
+    """Evaluate every claim against `folder`; write `claims.json` and `index.html` there (only
+    over files fastattn wrote: the folder's manifest, `fastattn.outputs`)."""
+    from fastattn.outputs import Output
+
+    output = Output(folder, "reproduce")
     rows = ledger(folder)
-    atomic_write(folder / "claims.json",
-                 lambda fh: fh.write(json.dumps(to_jsonable(rows), indent=2)), "w")
     text = page(folder, rows)
-    atomic_write(folder / "index.html", lambda fh: fh.write(text), "w")
+    for path in (folder / "claims.json", folder / "index.html"):
+        output.check_writable(path)
+    output.write(folder / "claims.json",
+                 lambda fh: fh.write(json.dumps(to_jsonable(rows), indent=2)), "w")
+    output.write(folder / "index.html", lambda fh: fh.write(text), "w")
     return rows, folder / "index.html"
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fastattn.outputs import Output, signals_held
 from fastattn.training.records import atomic_write
 
 #: the store's folder inside a `reproduce` output folder
@@ -35,35 +36,44 @@ def key(identity: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def link_record(src: Path, dst: Path) -> None:
+def link_record(src: Path, dst: Path, output: Output | None = None) -> None:
     """Give the record `src` (no suffix) a second name `dst`: its arrays hard-linked where the
     file system allows (copied otherwise), its JSON written anew to name them; each file
     replaced atomically, the JSON last (a record whose JSON exists is whole). Records are
-    rewritten by replacement, never in place, so the two names cannot alter each other."""
+    rewritten by replacement, never in place, so the two names cannot alter each other. With
+    `output` (the folder's manifest), only over files fastattn wrote, and both entered there."""
+    npz, js = dst.with_name(dst.name + ".npz"), dst.with_name(dst.name + ".json")
+    if output is not None:
+        output.check_writable(npz)
+        output.check_writable(js)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    npz = dst.with_name(dst.name + ".npz")
     tmp = npz.with_name(npz.name + ".link")
     tmp.unlink(missing_ok=True)
-    try:
-        os.link(src.with_name(src.name + ".npz"), tmp)
-    except OSError:
-        shutil.copy2(src.with_name(src.name + ".npz"), tmp)
-    os.replace(tmp, npz)
-    meta = {**json.loads(src.with_name(src.name + ".json").read_text()), "arrays": npz.name}
-    atomic_write(dst.with_name(dst.name + ".json"),
-                 lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
+    with signals_held():                   # the files and their manifest entries together
+        try:
+            os.link(src.with_name(src.name + ".npz"), tmp)
+        except OSError:
+            shutil.copy2(src.with_name(src.name + ".npz"), tmp)
+        os.replace(tmp, npz)
+        meta = {**json.loads(src.with_name(src.name + ".json").read_text()), "arrays": npz.name}
+        atomic_write(js, lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
+        if output is not None:
+            output.record(npz, js)
 
 
 class RunStore:
     """The shared records of one output folder (`root` = `DIR/runs`)."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, output: Output | None = None) -> None:
         self.root = Path(root)
+        self.output = output
 
     @classmethod
     def of(cls, out: str | Path) -> RunStore:
-        """The store of the `reproduce` output folder `out`."""
-        return cls(Path(out) / FOLDER)
+        """The store of the `reproduce` output folder `out` (its files entered in the folder's
+        manifest; refused if `out/runs` is a symlink)."""
+        output = Output(out, "reproduce")
+        return cls(output.path(FOLDER), output)
 
     def record(self, identity: dict[str, Any]) -> Path:
         """Where the record of the run with `identity` is (or would be), without suffix."""
@@ -71,7 +81,7 @@ class RunStore:
 
     def publish(self, identity: dict[str, Any], record: Path) -> None:
         """Share the finished record `record` (no suffix) of the run with `identity`."""
-        link_record(record, self.record(identity))
+        link_record(record, self.record(identity), self.output)
 
     @contextlib.contextmanager
     def claim(self, identity: dict[str, Any], wait: bool) -> Iterator[bool]:
@@ -80,8 +90,11 @@ class RunStore:
         import fcntl
 
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.record(identity).with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o644)
+        lock = self.record(identity).with_suffix(".lock")
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
         try:
+            if self.output is not None:
+                self.output.record(lock)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -135,8 +137,14 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
             # installed package. An empty working_dir keeps the workers' imports those of the
             # installed environment.
             kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
+            # ray.init installs its own SIGTERM handler (exit at once, the sweep's markers left
+            # behind): the sweep's (`terminate_as_interrupt`) is put back
+            term = signal.getsignal(signal.SIGTERM)
             ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, term)
             started = True
+        pending: dict[Any, list[RunItem]] = {}
         try:
             task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
             pending = {task.remote(run_batch, g, out, horizon): g for g in groups}
@@ -150,6 +158,11 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
                         rows = lost_rows(group, out, exc)
                     clear_inflight(group, out)
                     collect(rows)
+        except BaseException:       # Ctrl-C, SIGTERM: stop the tasks, keep finished runs
+            for ref, group in pending.items():
+                ray.cancel(ref, force=True)
+                clear_inflight(group, out)
+            raise
         finally:
             if started:
                 ray.shutdown()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,22 @@ class Horizon:
     max_evals: int = 5_000_000
     n_records: int | None = None
     max_run_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        """Bad values fail here, before any run, rather than as an error row of every run."""
+        for name in ("converge_rel", "horizon_factor", "max_run_seconds", "max_evals", "n_records"):
+            value = getattr(self, name)
+            if value is None and name in ("max_run_seconds", "n_records"):
+                continue
+            count = name in ("max_evals", "n_records")
+            if count:
+                ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+            else:
+                ok = isinstance(value, numbers.Real) and not isinstance(value, bool) \
+                    and 0 < value < math.inf
+            if not ok:
+                need = "a whole number >= 1" if count else "a positive finite number"
+                raise ValueError(f"--{name.replace('_', '-')} must be {need}; got {value!r}")
 
     def run_settings(self) -> dict[str, Any]:
         """The settings that change a run beyond its spec (converge_rel and horizon_factor only fill

@@ -2,7 +2,7 @@
 
 DIR/sweep.json            the sweep (grid, settings) as last started
 DIR/runs/<key>.json       the result row of one finished (or failed) run; written last, atomically:
-                          its presence means the run is done
+                          its presence means the run is done (unless it failed transiently)
 DIR/records/<key>.json    the run record (config, provenance) beside records/<key>.npz (curves, params)
 DIR/results.parquet       every row of runs/, rewritten atomically (rebuilt from runs/ on demand)
 
@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from fastattn.outputs import Output
 from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
@@ -34,13 +35,16 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
 
 def check_writable(out: Path) -> None:
     """Create the sweep folder `out` (and runs/, records/) and check that files can be written
-    there, before any run starts; a clear OSError naming the folder otherwise."""
+    there, before any run starts; a clear OSError naming the folder otherwise. A folder of
+    another kind (`fastattn.outputs`: a `reproduce` or `train` folder), or runs/ or records/ that
+    are symlinks, raise `OutputError`."""
     out = Path(out)
+    output = Output(out, "sweep")
+    output.check_kind()             # not a `reproduce` or `train` folder
     try:
-        for d in (out, out / RUNS, out / RECORDS):
+        for d in (out, output.path(RUNS), output.path(RECORDS)):
             d.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / ".write-test", lambda fh: fh.write("ok"), "w")
-        (out / ".write-test").unlink()
+        output.claim()                # writes the manifest: files can be written there
     except OSError as exc:
         what = exc.strerror or type(exc).__name__
         raise OSError(f"cannot write to the sweep folder {out} ({what}); choose a writable --out "
@@ -51,6 +55,7 @@ def check_key_format(out: Path, expected: int) -> None:
     """Raise if `out` holds finished runs keyed by another key format than `expected` (their keys
     cannot be matched to this version's, so resuming would silently rerun everything)."""
     out = Path(out)
+    Output(out, "sweep").check_kind()       # another kind's runs/ is not this sweep's
     n = sum(1 for _ in (out / RUNS).glob("*.json"))
     if not n:
         return
@@ -81,10 +86,12 @@ def read_row(path: Path) -> dict[str, Any] | None:
 
 def finished_keys(out: Path, include_failed: bool = True) -> set[str]:
     """Keys of the runs whose row exists and is readable (failed ones too unless
-    include_failed=False)."""
+    include_failed=False). A run that failed transiently (an OSError: disk full, permission
+    denied; its row has "transient": true) is never finished: a resume runs it again."""
     rows = (read_row(p) for p in (Path(out) / RUNS).glob("*.json"))
     return {row["key"] for row in rows
-            if row is not None and (include_failed or row["status"] != "error")}
+            if row is not None and not row.get("transient")
+            and (include_failed or row["status"] != "error")}
 
 
 def table_size(out: Path) -> int:

@@ -116,11 +116,14 @@ def _finish(item, traj, p0, task, extra, out_dir, horizon, model=None) -> dict[s
 
 
 def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
-    """The row of a failed run: its config columns, the error and the planned theory columns."""
+    """The row of a failed run: its config columns, the error and the planned theory columns.
+    An OSError (disk full, permission denied) is "transient": the machine failed, not the run, so
+    a resume runs it again (`store.finished_keys`)."""
     error = f"{type(exc).__name__}: {exc}"
     trace = "".join(traceback.format_exception(exc))[-4000:]
     return {"key": item.key, **item.columns, "status": "error", "error": error,
-            "traceback": trace, "wall_time": wall, **item.theory}
+            "transient": isinstance(exc, OSError), "traceback": trace, "wall_time": wall,
+            **item.theory}
 
 
 def mark_inflight(group: list[RunItem], out: str) -> None:

@@ -4,19 +4,31 @@ A checkpoint is taken between two steps: the model and optimiser state after `st
 records made so far. Batches are drawn from (data seed, step), so nothing else is needed for the
 continued run to repeat exactly what the uninterrupted one would have done. The file is written
 atomically (`records.atomic_write`): a crash while writing leaves the previous checkpoint.
+
+The file holds data only, so loading it cannot run code: it is read with
+`torch.load(weights_only=True)` (tensors, numbers, strings, lists, tuples and dicts; no pickled
+objects), numpy arrays and scalars travel as tensors tagged with their kind, and the run's config
+as a JSON string. A file that is not such a checkpoint (an older fastattn's pickle, or a crafted
+one) is refused with one line before anything in it is built.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastattn.training.records import RecordError, atomic_write
+
+#: the `format` entry of a checkpoint file of this layout
+FORMAT = "fastattn-checkpoint-2"
+_ARRAY, _SCALAR = "__ndarray__", "__npscalar__"
 
 
 @dataclass(frozen=True)
@@ -24,7 +36,7 @@ class Checkpointing:
     """Where and how often a sampled run checkpoints, and whether it continues from the file.
 
     Attributes:
-        path: the checkpoint file (`torch.save` format).
+        path: the checkpoint file (`torch.save` format, data only: see the module docstring).
         every: seconds between checkpoints (0: before every step).
         resume: continue from `path` (which must exist and belong to the same run).
     """
@@ -50,7 +62,9 @@ class Checkpointer:
 
     def save(self, state: dict[str, Any]) -> None:
         path = Path(self.spec.path)
-        atomic_write(path, lambda fh: torch.save({"config": self.config, **state}, fh), "wb")
+        doc = {"format": FORMAT, "config": json.dumps(self.config, sort_keys=True),
+               "state": _encode(state)}
+        atomic_write(path, lambda fh: torch.save(doc, fh), "wb")
         self.last = time.monotonic()
 
     def load(self) -> dict[str, Any] | None:
@@ -61,10 +75,17 @@ class Checkpointer:
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint to resume from at {path}")
         try:
-            state = torch.load(path, weights_only=False)
+            doc = torch.load(path, weights_only=True)       # data only: no code runs
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise ValueError(f"not a {FORMAT} file")
+            config, state = json.loads(doc["config"]), _decode(doc["state"])
         except Exception as exc:
-            raise RecordError(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})") from exc
-        if state.get("config") != self.config:
+            # torch's own message spans many lines and suggests weights_only=False: not that
+            what = " ".join(str(exc).split("\n", 1)[0].split())[:120]
+            raise RecordError(f"{path}: not a checkpoint this version can read ({what}); it was "
+                              "refused unread (nothing in it was run): delete it to train the run "
+                              "from the start") from None
+        if config != json.loads(json.dumps(self.config, sort_keys=True)):
             raise ValueError(f"{path} is the checkpoint of another run (its task, model or trainer "
                              "options differ); resume with the options it was written with")
         return state
@@ -72,3 +93,34 @@ class Checkpointer:
     def remove(self) -> None:
         if self.spec is not None:
             Path(self.spec.path).unlink(missing_ok=True)
+
+
+
+def _encode(value: Any) -> Any:
+    """`value` as data `torch.load(weights_only=True)` reads back: numpy arrays and scalars become
+    tagged tensors (bit for bit, dtype kept); dicts, lists, tuples, tensors, numbers, strings and
+    None pass through. Anything else is a TypeError (it could not be loaded without pickle)."""
+    if isinstance(value, np.ndarray):
+        return {_ARRAY: torch.from_numpy(np.ascontiguousarray(value).copy())}
+    if isinstance(value, np.generic):
+        return {_SCALAR: torch.from_numpy(np.asarray(value).reshape(1).copy())}
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_encode(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return value
+    raise TypeError(f"a checkpoint holds data only; got a {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    """The inverse of `_encode`."""
+    if isinstance(value, dict):
+        if value.keys() == {_ARRAY}:
+            return value[_ARRAY].numpy()
+        if value.keys() == {_SCALAR}:
+            return value[_SCALAR].numpy()[0]
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_decode(v) for v in value)
+    return value

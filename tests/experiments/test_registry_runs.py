@@ -11,6 +11,7 @@ import pytest
 from fastattn.experiments import registry
 from fastattn.experiments.recipe import RunSpec
 from fastattn.models import KernelRegressorsConfig
+from fastattn.outputs import Output
 from fastattn.population.kernel_regressors import ApproxLossObjective
 from fastattn.training import TrainConfig, Trajectory
 
@@ -169,12 +170,17 @@ def test_reproduce_drops_records_of_runs_no_longer_listed_and_overwrite_retrains
     monkeypatch.setattr(e8, "RECIPE", dataclasses.replace(e8.RECIPE, runs=short, plot=blank))
     name = "he2025-e8"
     registry.reproduce(name, tmp_path, quick=True)
-    (tmp_path / name / "old_run.json").write_text("{}")
+    # a record fastattn wrote of a run the figure no longer lists goes; a file it did not write stays
+    Output(tmp_path, "reproduce").write(tmp_path / name / "old_run.json", lambda fh: fh.write("{}"),
+                                        "w")
+    (tmp_path / name / "mine.txt").write_text("the user's")
     calls = []
     real = registry._train
     monkeypatch.setattr(registry, "_train", lambda s, m, *r: calls.append(s[0].label) or real(s, m, *r))
     doc = registry.reproduce(name, tmp_path, quick=True)
     assert calls == [] and not (tmp_path / name / "old_run.json").exists()
+    assert (tmp_path / name / "mine.txt").read_text() == "the user's"
+    (tmp_path / name / "mine.txt").unlink()
     assert {r["kind"] for r in doc["runs"].values()} == {"flow"}
     registry.reproduce(name, tmp_path, quick=True, resume=False)
     assert calls == [label for label, *_ in e8.CASES]

@@ -13,6 +13,7 @@ import pytest
 from fastattn.cli import main
 from fastattn.experiments import batch, claims, registry, report
 from fastattn.experiments.claims import Claim
+from fastattn.outputs import Output
 
 FAST = ["zhang2025-fig14", "zhang2025-fig8"]
 
@@ -45,16 +46,14 @@ def test_second_run_recomputes_nothing(quick_two, monkeypatch):
 
 
 def test_an_interrupted_figure_is_recomputed_and_its_stale_records_removed(quick_two, tmp_path):
+    import shutil
+
     out = tmp_path / "o"
-    out.mkdir()
-    for name in FAST:
-        for suffix in (".json", ".png"):
-            (out / f"{name}{suffix}").write_bytes((quick_two / f"{name}{suffix}").read_bytes())
-    (out / batch.MANIFEST).write_text(json.dumps({"mode": "quick"}))
+    shutil.copytree(quick_two, out)
     # the second figure was in flight: no JSON, a stray run record of a run that no longer exists
-    (out / f"{FAST[1]}.json").unlink()
-    (out / FAST[1]).mkdir()
-    (out / FAST[1] / "old_seed9.json").write_text("{}")
+    owned = Output(out, "reproduce")
+    assert owned.remove(out / f"{FAST[1]}.json")
+    owned.write(out / FAST[1] / "old_seed9.json", lambda fh: fh.write("{}"), "w")
     result = batch.run_all(FAST, out, quick=True)
     assert [o.status for o in result.outcomes] == ["cached", "done"]
     assert not (out / FAST[1] / "old_seed9.json").exists()
@@ -67,8 +66,8 @@ def test_an_interrupted_figure_resumes_from_its_finished_runs(quick_two, tmp_pat
     import shutil
 
     out = tmp_path / "o"
-    shutil.copytree(quick_two / FAST[1], out / FAST[1])
-    (out / batch.MANIFEST).write_text(json.dumps({"mode": "quick"}))
+    shutil.copytree(quick_two, out)
+    assert Output(out, "reproduce").remove(out / f"{FAST[1]}.json")
     trained = []
     real = registry._train
     monkeypatch.setattr(registry, "_train", lambda s, m, *r: trained.append(s) or real(s, m, *r))
@@ -135,12 +134,12 @@ def test_quick_and_full_do_not_mix_without_overwrite(tmp_path, monkeypatch, caps
 
 
 def test_overwrite_recomputes_everything(quick_two, tmp_path):
+    import shutil
+
     out = tmp_path / "o"
-    out.mkdir()
-    for name in FAST:
-        for suffix in (".json", ".png"):
-            (out / f"{name}{suffix}").write_bytes((quick_two / f"{name}{suffix}").read_bytes())
-    (out / batch.MANIFEST).write_text(json.dumps({"mode": "full"}))
+    shutil.copytree(quick_two, out)
+    Output(out, "reproduce").write(out / batch.MANIFEST,
+                                   lambda fh: fh.write(json.dumps({"mode": "full"})), "w")
     result = batch.run_all(FAST[:1], out, quick=True, overwrite=True)
     assert [o.status for o in result.outcomes] == ["done"]
     assert json.loads((out / batch.MANIFEST).read_text())["mode"] == "quick"

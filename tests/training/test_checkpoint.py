@@ -54,3 +54,45 @@ def test_a_checkpoint_resumes_only_its_own_run(tmp_path):
         train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **dict(kw, lr=0.03))
     with pytest.raises(ValueError, match="checkpoints are for sampled runs"):
         train(model(), TASK, method="flow", t_end=1.0, checkpoint=Checkpointing(path))
+
+
+class _Payload:
+    """Unpickling this calls `open(marker, "w")`: it would create the marker file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save"])
+def test_a_hostile_checkpoint_is_refused_unread_in_one_line(how, tmp_path):
+    """Issue 37 failure 1: `torch.load(weights_only=False)` ran a crafted checkpoint's payload."""
+    import pickle
+
+    import torch
+
+    marker, path = tmp_path / "pwned", tmp_path / "run.ckpt"
+    kw = {"method": "sgd", "lr": 0.02, "steps": 5, "batch_size": 8}
+    doc = {"config": run_config(TASK, model(), TrainConfig(**kw)), "x": _Payload(marker)}
+    with open(path, "wb") as fh:
+        (pickle.dump if how == "pickle" else torch.save)(doc, fh)
+    with pytest.raises(ValueError, match="not a checkpoint this version can read") as err:
+        train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **kw)
+    assert not marker.exists()
+    assert "\n" not in str(err.value) and "nothing in it was run" in str(err.value)
+
+
+def test_a_checkpoint_keeps_numpy_and_torch_state_bit_for_bit(tmp_path, rng):
+    state = {"theta": rng.standard_normal((2, 3)).astype(np.float32), "loss0": float("nan"),
+             "x": np.float64(rng.standard_normal()), "runs": [{"p": [np.arange(3)], "t": (1, "a")}],
+             "w": __import__("torch").tensor(rng.standard_normal(4)), "none": None}
+    ck = Checkpointer(Checkpointing(tmp_path / "c.ckpt", resume=True), {"a": [1, 2.5]})
+    ck.save(state)
+    back = ck.load()
+    assert back["theta"].dtype == np.float32 and back["theta"].tobytes() == state["theta"].tobytes()
+    assert type(back["x"]) is np.float64 and back["x"] == state["x"]
+    assert np.isnan(back["loss0"]) and back["none"] is None
+    assert back["runs"][0]["t"] == (1, "a") and back["runs"][0]["p"][0].tolist() == [0, 1, 2]
+    assert back["w"].equal(state["w"])

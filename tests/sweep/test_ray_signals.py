@@ -1,0 +1,53 @@
+"""The Ray executor under SIGTERM and SIGINT (issue 37 failure 8): like the local sweep, one line,
+exit 130, no row of an unfinished run and no `.inflight` marker left (Ray's own SIGTERM handler,
+which ray.init installs, used to abort the driver with exit 134 and leave the markers)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastattn[ray]')")
+
+from fastattn.sweep import store
+from fastattn.sweep.worker import INFLIGHT
+
+ROOT = Path(__file__).resolve().parents[2]
+# flow runs that would take minutes (rk4, 1e8 steps): they are always running when signalled
+ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "2",
+           "--integrator", "rk4", "--dt", "1e-4", "--time", "1e4"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_ray_sweep_and_leaves_no_marker(tmp_path, signum):
+    import time
+
+    out = tmp_path / "s"
+    # RAY_ADDRESS=local: a cluster of its own, not one that `ray start` left running here
+    env = dict(os.environ, RAY_ADDRESS="local", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.Popen([sys.executable, "-m", "fastattn.cli", "sweep", *ENDLESS,
+                             "--executor", "ray", "--workers", "2", "--out", str(out), "--quiet"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while len(list((out / INFLIGHT).glob("*"))) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    assert len(list((out / INFLIGHT).glob("*"))) == 2, "the runs never started"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    ray_log = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(INFO|WARNING) ")   # Ray's start-up
+    lines = [line for line in err.splitlines() if line.strip() and not ray_log.match(line)]
+    assert len(lines) == 1 and lines[0].startswith("fastattn sweep: interrupted"), err
+    assert not list((out / INFLIGHT).glob("*"))
+    assert not list((out / store.RUNS).glob("*.json"))
