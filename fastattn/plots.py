@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -13,28 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fastattn.training.trajectory import Trajectory
-
-#: what a record's time is, for every model: the integrators' flow (docs/conventions.md, "Time")
-RECORD_TIME = "time t (dθ/dt = −½∇L; 2η per step)"
-
-
-def time_label(config: Mapping[str, Any]) -> str:
-    """The x label of a run's record time t, with the paper's time in terms of t where the model's
-    paper uses another (config: a record's {"task", "model", "train"}). Zhang et al.'s time is t
-    (τ = 1); Musat et al.'s θ̇ = −∇L is t/2 for the pseudo-parameters and t/(2D) for the full
-    weights (θ moves by ∇_θ L / D); Mainali and Teixeira's epochs are t/(2ηP)."""
-    task, model, train = (config.get(k, {}) for k in ("task", "model", "train"))
-    kind = model.get("kind")
-    if task.get("kind") == "linear_regression":
-        return f"{RECORD_TIME} = paper time (τ = 1)"
-    if kind == "disentangled" and task.get("dim"):
-        return f"{RECORD_TIME}; paper time t/(2D) = t/{2 * int(task['dim'])}"
-    if kind in ("gram19", "three_param"):
-        return f"{RECORD_TIME}; paper time t/2"
-    if task.get("kind") == "wishart_tasks" and isinstance(task.get("tasks"), int) and train.get("lr"):
-        return f"{RECORD_TIME}; paper epochs t/(2ηP) = t/{2 * float(train['lr']) * task['tasks']:g}"
-    return RECORD_TIME
+from fastattn.training.trajectory import RECORD_TIME, Trajectory
 
 
 def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,

@@ -1,10 +1,11 @@
-"""Plot labels say which time they show: the record's t, and the paper's time where it differs."""
+"""Records and plots say which time they show: the record's t, and the paper's time where it differs."""
 
+import json
 import re
 
 import pytest
 
-from fastattn.plots import RECORD_TIME, time_label
+from fastattn.training.trajectory import RECORD_TIME, time_label
 
 
 @pytest.mark.parametrize("dim", [4, 16])
@@ -26,3 +27,12 @@ def test_every_label_names_the_record_time_and_the_papers_conversion():
     assert lab["linear_transformer"].endswith("t/(2ηP) = t/1.28")
     assert lab["separate"].endswith("= paper time (τ = 1)")
     assert lab["diag"] == RECORD_TIME
+
+
+def test_a_run_record_says_which_time_it_holds(tmp_path):
+    from fastattn.cli import main
+
+    assert main(["train", "--task", "induction", "--model", "disentangled", "--data", "orthonormal",
+                 "--dim", "4", "--context", "2", "--time", "1", "--out", str(tmp_path), "--quiet"]) == 0
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["time"].endswith("paper time t/(2D) = t/8")
