@@ -5,9 +5,10 @@ tested by registering (tests/population/test_truth.py, test_objective_suite.py).
 A state is the pair away from its paper preset: small non-default values of every integer field of
 its task and model cards (dim, context / T_max, heads, rank, tasks, ...), random choices of their
 boolean and choice fields (covering both values across states where the objective exists for both),
-random seeds, perturbed float fields, and random parameters in every trainable block (blocks the
-default init zeroes included). A state the objective refuses is projected by its `project` method
-(the full disentangled model's exact subspace); frozen parameters keep the model's values.
+random seeds, perturbed float fields (unset ones set half the time: a task mean, a prior variance),
+and random parameters in every trainable block (blocks the default init zeroes included). A state
+the objective refuses is projected by its `project` method (the full disentangled model's exact
+subspace); frozen parameters keep the model's values.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 
 from fastattn.configs import model_card, resolve, task_card
-from fastattn.configs.base import boolean, context_value, int_or_fresh
+from fastattn.configs.base import boolean, context_value, floats, int_or_fresh
 from fastattn.configs.build import build_task, model_config
 from fastattn.models import build_model
 from fastattn.population import objective_for
@@ -65,6 +66,10 @@ def _draw_value(f, preset: Any, dim: int, rng: np.random.Generator) -> Any:
         return pool[rng.integers(len(pool))]
     if f.parse is float and isinstance(preset, int | float):
         return float(preset * rng.uniform(0.5, 1.5) if preset else rng.uniform(0.1, 0.5))
+    if preset is None and f.parse in (float, floats) and rng.integers(2):    # an unset option, set
+        if f.parse is float:
+            return float(rng.uniform(0.1, 0.9))
+        return [float(v) for v in 0.5 * rng.standard_normal(dim)]
     if isinstance(preset, str) and "," in preset:        # an explicit list (a spectrum): length dim
         return ",".join(f"{v:.3f}" for v in rng.uniform(0.3, 2.0, dim))
     return preset
