@@ -69,7 +69,7 @@ def _draw_value(f, preset: Any, dim: int, rng: np.random.Generator) -> Any:
     if preset is None and f.parse in (float, floats) and rng.integers(2):    # an unset option, set
         if f.parse is float:
             return float(rng.uniform(0.1, 0.9))
-        return [float(v) for v in 0.5 * rng.standard_normal(dim)]
+        return [float(v) for v in rng.standard_normal(dim)]
     if isinstance(preset, str) and "," in preset:        # an explicit list (a spectrum): length dim
         return ",".join(f"{v:.3f}" for v in rng.uniform(0.3, 2.0, dim))
     return preset
@@ -145,11 +145,15 @@ def draw_states(pair: tuple[str, str], rng: np.random.Generator, n_states: int =
                                   "an exact objective; widen SMALL_INTS or the choices"
 
     cards = {"task": task_card(task_kind), "model": model_card(model_kind)}
+    base = _preset(task_kind, model_kind)
     options = {(t, f.name) for t, card in cards.items() for f in card.fields
                if (f.choices or f.parse is boolean) and f.name not in FIXED}
+    unset = {(t, f.name) for t, card in cards.items() for f in card.fields     # set or not
+             if f.parse in (float, floats) and getattr(base, t).get(f.name) is None}
 
     def choices(values) -> set:
-        return {(t, k, values[t].get(k)) for t, k in options}
+        return ({(t, k, values[t].get(k)) for t, k in options}
+                | {(t, k, values[t].get(k) is None) for t, k in unset})
 
     picked, covered = [], set()
     for _ in range(n_states):
