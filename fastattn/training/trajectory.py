@@ -24,6 +24,8 @@ def time_label(config: Mapping[str, Any]) -> str:
     weights (θ moves by ∇_θ L / D); Mainali and Teixeira's epochs are t/(2ηP)."""
     task, model, train = (config.get(k, {}) for k in ("task", "model", "train"))
     kind = model.get("kind")
+    if train.get("method") == "adam":
+        return "t = 2η × Adam steps, a rescaled step count, not a flow time (read step)"
     if task.get("kind") == "linear_regression":
         return f"{RECORD_TIME} = paper time (τ = 1)"
     if kind == "disentangled" and task.get("dim"):

@@ -27,6 +27,8 @@ def test_every_label_names_the_record_time_and_the_papers_conversion():
     assert lab["linear_transformer"].endswith("t/(2ηP) = t/1.28")
     assert lab["separate"].endswith("= paper time (τ = 1)")
     assert lab["diag"] == RECORD_TIME
+    assert "not a flow time" in time_label({"task": {"kind": "linear_regression"},
+                                            "train": {"method": "adam"}})
 
 
 def test_a_run_record_says_which_time_it_holds(tmp_path):
