@@ -207,7 +207,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     exact = traj.test_loss.get("population") if config.method in ("sgd", "adam") else None
     x = "step" if config.method == "adam" else "time"      # Adam has no flow time (conventions)
     fig, ax = plots.plt.subplots(figsize=(6, 4))
-    plots.loss_axes(ax, log_time=True, **({"xlabel": "Adam step k"} if x == "step" else {}))
+    plots.loss_axes(ax, log_time=True, xlabel="Adam step k" if x == "step" else traj.time_label)
     label = f"{resolved.model['kind']} ({config.method})"
     if exact is not None:
         plots.plot_loss(ax, traj, label=f"{label}: batch loss", x=x, alpha=0.35, lw=0.8)

@@ -14,11 +14,11 @@ import numpy as np
 
 from fastattn.outputs import Output, OutputError
 from fastattn.training.records import atomic_write
-from fastattn.training.trajectory import Trajectory
+from fastattn.training.trajectory import RECORD_TIME, Trajectory
 
 
 def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,
-              xlabel: str = "time t (τ = 1)") -> plt.Axes:
+              xlabel: str = RECORD_TIME) -> plt.Axes:
     if log_time:
         ax.set_xscale("log")
     if log_loss:

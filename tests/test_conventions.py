@@ -57,25 +57,83 @@ def test_eigenvalues_are_descending_and_eigvecs_are_columns():
     np.testing.assert_allclose(t.cov_matrix @ t.eigvecs[:, 0], 0.5 * t.eigvecs[:, 0])
 
 
-def test_every_model_matches_the_one_flat_layout():
-    """The family cards (fastattn.configs) are the single definition of the flat order that the C++
-    core reads: every model's PARAM_ORDER tensors have the card's shapes."""
-    from fastattn import configs as layout
-    from fastattn.configs.build import model_config
-    from fastattn.models import MODELS, build_model
+#: the stand-in task's fields that model cards take (`from_task`) besides dim: T_max, k, outputs
+TASK_SIZES = ("context", "duplicate", "outputs")
+#: the sizes each integer field is tried at, one field at a time from BASE_SIZE
+SIZES = (1, 2, 3, 4, 5)
+BASE_SIZE = 3
 
-    d, h, r = 4, 2, 2
+
+def _size_fields(card) -> list[str]:
+    """The integer fields of a model card that can set a shape: its own (seeds excluded), the task
+    fields it takes, and dim."""
+    from fastattn.configs.base import context_value
+
+    own = [f.name for f in card.fields if f.parse in (int, context_value) and not f.name.endswith("seed")]
+    return ["dim", *own, *(k for k in TASK_SIZES if k in card.from_task.values())]
+
+
+def _build_at(name: str, sizes: dict):
+    """The model `name` at `sizes` (its fields and the stand-in task's), or None where its config
+    refuses them."""
+    from fastattn.configs import model_card
+    from fastattn.configs.build import model_config
+    from fastattn.models import build_model
+
+    task = type("Task", (), {k: sizes.get(k, BASE_SIZE) for k in ("dim", *TASK_SIZES)})()
+    card = model_card(name)
+    own = {k: v for k, v in sizes.items() if k in {f.name for f in card.fields}}
+    try:
+        return build_model(model_config({"kind": name, **own}, task))
+    except ValueError:
+        return None
+
+
+def _assert_one_layout(m) -> None:
+    from fastattn import configs as layout
+
+    shapes = layout.param_shapes(m.kind, m.dims)
+    assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes), (m.kind, m.dims)
+    assert m.flat_size() == layout.n_params(m.kind, m.dims)
+    flat = np.arange(m.flat_size(), dtype=np.float64)
+    m.load_flat(flat)
+    blocks = layout.unflatten(m.kind, m.to_flat(), m.dims)
+    for n, _ in shapes:
+        np.testing.assert_array_equal(blocks[n], getattr(m, n).detach().numpy())
+
+
+def test_every_model_matches_the_one_flat_layout_at_every_size():
+    """The family cards (fastattn.configs) are the single definition of the flat order that the C++
+    core reads: every model's PARAM_ORDER tensors have the card's shapes, at its defaults and with
+    each integer field (dim, heads, rank, layers, T_max, duplicate, outputs, ...) moved, one at a
+    time, to several values (a shape wrong only at a non-default depth shows here)."""
+    from fastattn import configs as layout
+    from fastattn.models import MODELS
+
     for name, family in MODELS.items():
         card = layout.model_card(name)
-        if card.shapes is None:             # the token transformer: its own flat order
+        if card.shapes is None:             # the token transformers: their own flat order
             continue
-        task = type("Task", (), {"dim": d, "context": 5, "duplicate": 2, "outputs": 2})()
-        values = {"kind": name} | ({"heads": h} if "heads" in {f.name for f in card.fields} else {})
-        m = build_model(model_config(values | ({"rank": r} if "separate" in name else {}), task))
-        assert m.kind == name and isinstance(m, family.model)
-        dims = m.dims
-        shapes = layout.param_shapes(name, dims)
-        assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes)
-        blocks = layout.unflatten(name, m.to_flat(), dims)
-        for n, _ in shapes:
-            np.testing.assert_array_equal(blocks[n], getattr(m, n).detach().numpy())
+        base = next(b for b in ({}, {"dim": 4}, {"dim": 2}) if _build_at(name, b) is not None)
+        _assert_one_layout(_build_at(name, base))
+        for field in _size_fields(card):
+            built = [m for v in SIZES if (m := _build_at(name, base | {field: v})) is not None]
+            assert len(built) >= 2, f"{name}: {field} builds at fewer than two of {SIZES}"
+            for m in built:
+                assert m.kind == name and isinstance(m, family.model)
+                _assert_one_layout(m)
+
+
+def test_objectives_read_the_models_flat_layout_at_non_default_sizes(rng):
+    """Every registered exact objective, at random non-default sizes of its pair
+    (tests/population/states.py), has the model's flat size, which is the card's."""
+    from population.states import draw_states
+
+    from fastattn import configs as layout
+    from fastattn.population import registered_objectives
+
+    for pair in registered_objectives():
+        for state in draw_states(pair, rng):
+            m = state.model
+            _assert_one_layout(m)
+            assert state.objective.size() == m.flat_size() == layout.n_params(m.kind, m.dims), str(state)

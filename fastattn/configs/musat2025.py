@@ -4,6 +4,10 @@ the token task `induction_tokens` (spec musat2025)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from fastattn.configs.base import (
     Field,
     ModelCard,
@@ -39,14 +43,35 @@ INDUCTION_TOKENS = register_task_card(TaskCard(
     set_values))
 
 #: §11 (Theorem 2's setting): orthonormal inputs, q = N, summed loss, strict mask, zero init; D = 2N
-#: = 16; the exact flow to core time 400 (the core's time is twice the paper's: paper t = 200, 2× the
-#: 19-parameter flow's loss drop at t ≈ 100; docs/musat2025.md)
+#: = 16; the exact flow to paper time 200 (θ̇ = −∇_θ L), 2× the 19-parameter flow's loss drop at
+#: paper time ≈ 100 (docs/musat2025.md). The integrators' time t is 2 × paper time for the pseudo-
+#: parameter models (t = 400) and 2D × paper time for the full weights (t = 6400 at D = 16,
+#: DisentangledFullObjective.paper_time), so the full model has its own preset.
+THEOREM2_TASK = {"dim": 16, "context": 8, "data": "orthonormal", "query": "last", "reduction": "sum"}
 THEOREM2 = Preset("musat2025", "spec musat2025 §11: D=16, N=8, orthonormal, q=N, sum, strict mask, "
-                  "zero init, exact flow to t=400 (paper time 200)",
-                  task={"dim": 16, "context": 8, "data": "orthonormal", "query": "last",
-                        "reduction": "sum"},
-                  model={"mask": "strict", "init_scale": 0.0},
+                  "zero init, exact flow to t=400 (paper time t/2 = 200)",
+                  task=THEOREM2_TASK, model={"mask": "strict", "init_scale": 0.0},
                   train={"method": "flow", "t_end": 400.0})
+
+
+@dataclass(frozen=True)
+class FullWeightsTime:
+    """A preset t_end for the full weights: the integrators' time 2D × `paper` (paper time `paper`)."""
+
+    paper: float
+
+    def __call__(self, task_values: Mapping[str, Any]) -> float:
+        return 2 * int(task_values["dim"]) * self.paper
+
+    def __str__(self) -> str:
+        return f"2D × {self.paper:g} (paper time {self.paper:g})"
+
+
+THEOREM2_FULL = Preset("musat2025", "spec musat2025 §11: D=16, N=8, orthonormal, q=N, sum, strict "
+                       "mask, zero init, exact flow of the full weights to t = 2D × 200 = 6400 "
+                       "(paper time t/(2D) = 200)",
+                       task=THEOREM2_TASK, model={"mask": "strict", "init_scale": 0.0},
+                       train={"method": "flow", "t_end": FullWeightsTime(200.0)})
 #: Figs. 4/5 (App. C/D, spec §11.5): Gaussian data, uniform query, mean loss, inclusive mask,
 #: SGD lr 1, batch 512, 400 steps (the sampled setup; its exact flow needs --reduction sum)
 FIG4 = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5): D=16, N=4, Gaussian, uniform query, "
@@ -77,7 +102,7 @@ def _full(dims):
 
 for _card in (
     ModelCard("disentangled", "musat2025", "the disentangled transformer, full W1, W2, W3",
-              DISENTANGLED, _full, {"induction": (THEOREM2, FIG4)}, fixed={"params": "full"}),
+              DISENTANGLED, _full, {"induction": (THEOREM2_FULL, FIG4)}, fixed={"params": "full"}),
     ModelCard("gram19", "musat2025", "the disentangled transformer on its 19 pseudo-parameters",
               DISENTANGLED, lambda dims: (("theta", (19,)),), {"induction": (THEOREM2,)},
               fixed={"params": "gram19"}),

@@ -63,6 +63,11 @@ class DisentangledFullObjective(Objective):
         """θ `[19]` = project(W): the pseudo-parameters (order `NAMES`)."""
         return self.E.T @ np.asarray(params, dtype=np.float64) / self.D
 
+    def project(self, params: np.ndarray) -> np.ndarray:
+        """`[28D²]` E θ(W): the nearest weights where this objective is exact (the orthogonal
+        projection onto Theorem 1's subspace; generic tests draw their states through it)."""
+        return self.E @ self.theta(params)
+
     def loss_grad(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         w = np.asarray(params, dtype=np.float64)
         theta = self.theta(w)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,37 @@ import numpy as np
 from fastattn.population import EventHit
 from fastattn.training.records import RecordError, read_record, write_record
 
+#: what a record's time is, for every model: the integrators' flow (docs/conventions.md, "Time")
+RECORD_TIME = "time t (dθ/dt = −½∇L; 2η per step)"
+
+
+def time_label(config: Mapping[str, Any]) -> str:
+    """The x label of a run's record time t, with the paper's time in terms of t where the model's
+    paper uses another (config: a record's {"task", "model", "train"}). Zhang et al.'s time is t
+    (τ = 1); Musat et al.'s θ̇ = −∇L is t/2 for the pseudo-parameters and t/(2D) for the full
+    weights (θ moves by ∇_θ L / D); Mainali and Teixeira's epochs are t/(2ηP)."""
+    task, model, train = (config.get(k, {}) for k in ("task", "model", "train"))
+    kind = model.get("kind")
+    if train.get("method") == "adam":
+        return "t = 2η × Adam steps, a rescaled step count, not a flow time (read step)"
+    if task.get("kind") == "linear_regression":
+        return f"{RECORD_TIME} = paper time (τ = 1)"
+    if kind == "disentangled" and task.get("dim"):
+        return f"{RECORD_TIME}; paper time t/(2D) = t/{2 * int(task['dim'])}"
+    if kind in ("gram19", "three_param"):
+        return f"{RECORD_TIME}; paper time t/2"
+    if task.get("kind") == "wishart_tasks" and isinstance(task.get("tasks"), int) and train.get("lr"):
+        return f"{RECORD_TIME}; paper epochs t/(2ηP) = t/{2 * float(train['lr']) * task['tasks']:g}"
+    return RECORD_TIME
+
 
 @dataclass
 class Trajectory:
     """Losses over time, parameter snapshots and the provenance of one run.
 
     Attributes:
-        time: `[T]` gradient-flow time t (τ = 1; a GD/SGD step of learning rate η advances t by 2η).
+        time: `[T]` gradient-flow time t (dθ/dt = −½∇L; a GD/SGD step of learning rate η advances t
+            by 2η); `time_label` says what it is in the model's paper (records store it).
             Adam: 2ηk for k steps, a rescaled step count and not a flow time (docs/conventions.md).
         step: `[T]` optimiser steps (integrator steps for "flow").
         loss: `[T]` training loss: exact population loss ("flow", "gd"), or the loss on the batch /
@@ -74,6 +99,11 @@ class Trajectory:
         """The last parameter snapshot `[P]` (every trainer snapshots its final state)."""
         return self.params[-1]
 
+    @property
+    def time_label(self) -> str:
+        """What `time` is for this run's model (`time_label` of its config); records store it."""
+        return time_label(self.config)
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write `path.json` + `path.npz` atomically; returns the JSON path."""
         # a float32 model's snapshots hold float32 values: stored as float32 (half the record of
@@ -93,7 +123,7 @@ class Trajectory:
         meta = {"kind": "fastattn.Trajectory", "status": self.status, "n_evals": self.n_evals,
                 "wall_time": self.wall_time, "final_loss": self.final_loss,
                 "config": self.config, "meta": self.meta, "backend": self.backend,
-                "diverged_at": self.diverged_at}
+                "diverged_at": self.diverged_at, "time": self.time_label}
         if "population" in self.test_loss and len(self.test_loss["population"]):
             # a sampled run: final_loss is the noisy loss of the last batch; both, named
             meta |= {"final_batch_loss": self.final_loss,

@@ -1,10 +1,11 @@
 """Every objective passes the same checks: gradient against central differences, Hessian-vector
 products against differences of the gradient and against the dense Hessian, a symmetric Hessian, the
 working basis' round trip, and a short flow. Parametrised over every registered (task kind, model
-kind) pair — built from small stand-in tasks and models, so a new registration without a case here
-fails — and the test-only analytic objectives. The linear attention objectives are also checked
-against autograd of the torch reference (fastattn.population.reference); their Monte Carlo check is
-tests/population/test_monte_carlo.py."""
+kind) pair, each at a random state drawn from its cards (tests/population/states.py: a new
+registration is checked by registering), and the test-only analytic objectives. These are checks of
+consistency; the truth of every registered objective (a Monte Carlo of the task's sampled loss) is
+tests/population/test_truth.py. The linear attention objectives of every family are also checked
+against autograd of the torch reference (fastattn.population.reference)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from fastattn.population import (
 )
 
 from .analytic import QuadraticWithHessian, StiffDiagonal
-from .conftest import random_moments, random_params
+from .conftest import FAMILY_DIMS, random_moments, random_params
+from .states import draw_states
 
 
 @dataclass(frozen=True)
@@ -42,90 +44,30 @@ class StandInModel:
     dims: tuple[int, int, int]
 
 
-# model dims to test each registered pair at (D = 1 and single heads included)
-REGISTERED_CASES = {
-    ("linear_regression", "merged"): [(1, 2, 1), (3, 4, 1)],
-    ("linear_regression", "cubic_mlp"): [(3, 2, 1)],
-    ("linear_regression", "separate"): [(1, 3, 1), (3, 4, 2), (4, 2, 1)],
-    # Musat et al. 2025 (orthonormal data): dims = (N, query uniform?, mask inclusive?)
-    ("induction", "three_param"): [(5, 0, 0), (4, 1, 1)],
-    ("induction", "gram19"): [(3, 0, 0), (3, 1, 1)],
-    ("induction", "disentangled"): [(2, 0, 0), (2, 1, 1)],   # the full model at structured weights
-    ("autoregressive", "aug"): [(1, 1, 4), (3, 1, 5)],       # AUG-1 on unitary contexts, (d, H, T_max)
-    # (d, H, T_max): unitary at odd d, orthogonal at even d (pe_only: positional at d = 1)
-    ("autoregressive", "diag"): [(3, 2, 3), (4, 3, 4)],
-    ("autoregressive", "pe_only"): [(1, 1, 4), (2, 1, 3)],
-    ("wishart_tasks", "linear_transformer"): [(1, 1, 1), (3, 1, 1)],
-}
-CASES = [(pair, dims) for pair, all_dims in REGISTERED_CASES.items() for dims in all_dims]
-CASES += [("quadratic", None), ("stiff_diagonal", None)]
+# every registered pair, at a random state drawn from its cards (tests/population/states.py), and the
+# test-only analytic objectives
+CASES: list = [*registered_objectives(), "quadratic", "stiff_diagonal"]
 
 
 def _id(case) -> str:
-    pair, dims = case
-    return pair if isinstance(pair, str) else f"{pair[0]}/{pair[1]}-{'x'.join(map(str, dims))}"
+    return case if isinstance(case, str) else f"{case[0]}/{case[1]}"
 
 
 def build(case, rng):
     """(objective, params [P]) for one case."""
-    pair, dims = case
-    if pair == "quadratic":
+    if case == "quadratic":
         rot, _ = np.linalg.qr(rng.standard_normal((7, 7)))
         return QuadraticWithHessian(rot @ np.diag(rng.uniform(0.1, 3.0, 7)) @ rot.T), rng.standard_normal(7)
-    if pair == "stiff_diagonal":
+    if case == "stiff_diagonal":
         return StiffDiagonal(np.geomspace(1.0, 1e3, 5)), rng.uniform(-1.0, 1.0, 5)
-    if pair[0] == "induction":
-        from fastattn.models.disentangled import DisentangledTransformer
-        from fastattn.tasks import InductionPairs
-
-        N, uniform, inclusive = dims
-        task = InductionPairs(2 * N, N, data="orthonormal", query="uniform" if uniform else "last")
-        model = DisentangledTransformer(dim=2 * N, params="full" if pair[1] == "disentangled" else pair[1],
-                                        mask="inclusive" if inclusive else "strict")
-        theta = rng.normal(0.0, 1.0, 3 if pair[1] == "three_param" else 19)
-        if pair[1] == "disentangled":       # a point of the 19-dim subspace, where it is exact
-            from fastattn.analysis.pseudo_params import embed
-
-            theta = np.concatenate([w.ravel() for w in embed(theta, 2 * N)])
-        return objective_for(task, model), theta
-    if pair[0] == "autoregressive":
-        return _autoregressive_case(pair[1], dims, rng)
-    if pair[0] == "wishart_tasks":        # the reduced model on a real task (C++ WishartReduced)
-        from fastattn.models import LinearTransformer
-        from fastattn.tasks import WishartTasks
-
-        d = dims[0]
-        task = WishartTasks(d, spectrum=",".join(map(str, rng.uniform(0.2, 2, d))), context=5,
-                            tasks=4, task_seed=int(rng.integers(100)))
-        model = LinearTransformer(d, reduced=True)
-        return objective_for(task, model), rng.uniform(-1, 1, 4 * d * d)
-    task = StandInTask(pair[0], random_moments(rng, dims[0])[0])
-    model = StandInModel(pair[1], dims)
-    return objective_for(task, model), random_params(rng, pair[1], dims)
-
-
-def _autoregressive_case(kind, dims, rng):
-    from fastattn.models import build_model, get_model
-    from fastattn.tasks import AutoRegressive
-
-    d, H, tmax = dims
-    if kind == "aug":
-        task = AutoRegressive(dim=d, context=tmax, context_dist="unitary", encoding="augmented")
-        model = build_model(get_model(kind).config(d, H, init_scale=0.5))
-        return objective_for(task, model), rng.standard_normal(model.flat_size())
-    dist = "positional" if d == 1 else ("orthogonal" if d % 2 == 0 else "unitary")
-    task = AutoRegressive(dim=d, context=tmax, context_dist=dist, mu=3.0)
-    model = build_model(get_model(kind).config(d, H, tmax, init_scale=0.5))
-    return objective_for(task, model), rng.standard_normal(model.flat_size())
+    (state,) = draw_states(case, rng, n_states=1)
+    print(state)
+    return state.objective, state.params
 
 
 @pytest.fixture(params=CASES, ids=_id)
 def case(request):
     return request.param
-
-
-def test_every_registered_objective_has_cases():
-    assert set(registered_objectives()) == set(REGISTERED_CASES)
 
 
 def _scale(x) -> float:
@@ -157,8 +99,9 @@ def test_hessian_and_hvp_vs_gradient_differences(case, rng):
         e[p] = h
         fd[:, p] = (obj.loss_grad(th + e)[1] - obj.loss_grad(th - e)[1]) / (2 * h)
     assert np.max(np.abs(fd - Hm)) < 1e-6 * _scale(Hm)
+    project = getattr(obj, "project", lambda x: x)      # directions in the objective's domain
     for _ in range(3):
-        u = rng.standard_normal(th.size)
+        u = project(rng.standard_normal(th.size))
         Hu = obj.hvp(th, u)
         np.testing.assert_allclose(Hu, Hm @ u, rtol=0, atol=1e-12 * _scale(Hm) * np.abs(u).sum())
         g_diff = (obj.loss_grad(th + h * u)[1] - obj.loss_grad(th - h * u)[1]) / (2 * h)
@@ -185,11 +128,10 @@ def test_a_short_flow_decreases_the_loss(case, rng):
 
 
 # ---------------------------------------------------------------- the linear attention objectives
-@pytest.mark.parametrize("case", [c for c in CASES if not isinstance(c[0], str)
-                                  and c[0][0] == "linear_regression"], ids=_id)
+@pytest.mark.parametrize(("family", "dims"), FAMILY_DIMS, ids=[f"{f}-{'x'.join(map(str, d))}"
+                                                              for f, d in FAMILY_DIMS])
 @pytest.mark.parametrize("s_identity", [False, True])
-def test_linear_attention_matches_torch_autograd(case, s_identity, rng):
-    (_, family), dims = case
+def test_linear_attention_matches_torch_autograd(family, dims, s_identity, rng):
     m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
     obj = LinearAttentionObjective(family, dims, m)
     th = random_params(rng, family, dims)
