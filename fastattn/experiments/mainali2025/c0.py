@@ -5,6 +5,8 @@ batch 64 (mean), aligned init p2 = q1 = 0.01·I (a⁰ = 1e-4), reduced model (p1
 Two runs: task-centric SGD and the exact population flow of the same task set (its Ω), both in
 epochs (t = τ/(2ηP)); the paper's closed form (Eqs. 11–14) is computed beside them, with ω = 1
 and with the ω-corrected timescales τ_α = 1/(ηP ω_α s_α²) of the finite task set (spec §6.8).
+Beside them, `summary.exact_omega1` integrates the exact population flow at ω = 1 (the paper's task
+distribution) to its endpoint: the runs against which the claims check Eqs. 11–14 at C0.
 """
 
 from __future__ import annotations
