@@ -215,7 +215,11 @@ CLAIMS = (
       "summary.across_depths.deep_qk_dip_before_window_end", 0.0, "a fraction of the depths",
       relative=False, source="paper", where="Fig. 6 caption",
       quote="Note the characteristic dips preceding/coinciding with ICL emergence in deeper models "
-      "(esp. QK), absent in the 1-layer model."),
+      "(esp. QK), absent in the 1-layer model.",
+      note="on our small trained models the QK marginalised ranks of 2–4 layers peak at 160–234 "
+      "steps and fall through the ICL window without recovering by step 1500: a decline, no dip "
+      "(a minimum needs the recovery). Independent check: 6000-step runs still only fall (4L, "
+      "k = 0: 14.3 → 9.9; docs/mainali2025.md §6b)"),
     C("fig6-one-layer-ov", "§4: the 1-layer model's OV effective rank increases monotonically "
       "(fraction of record intervals in which it rises)", 1.0, "mainali2025-fig6",
       "summary.1L.ov_effective_rank_increasing_fraction", 0.1, "10 % of the intervals may be flat",
