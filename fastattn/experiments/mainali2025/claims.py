@@ -22,6 +22,7 @@ from fastattn.experiments.claims import Claim
 
 C = partial(Claim, "mainali2025")
 _FIG = "mainali2025-fig1"
+_FIG56 = "mainali2025-fig5"      # Figs. 5 and 6 list the same runs and share one summary
 _FLOW = "an integrated flow (rtol 1e-10): the tolerance is the theory's, not the integration's"
 _A = "2 %: Eq. 13 drops O(1/N) terms of the fourth moment (spec §6.0); 1/N = 3 %"
 _T = "6 %: Eq. 13 drops O(1/N) cross-mode damping (spec §6.5); the stages' grid interpolation"
@@ -186,23 +187,23 @@ CLAIMS = (
       for k, (t, c) in enumerate(((1.925, None), (7.175, None), (27.425, 30.25)))),
     # ---- Figs. 5–7: the measures on non-linear transformers (trained here; one seed each)
     C("fig5-icl-deep", "Figs. 5–6: the attention-only models of 2+ layers develop ICL (fraction with "
-      "an ICL-score drop)", 1.0, "mainali2025-fig5", "summary.across_depths.deep_with_icl_window", 0.0,
+      "an ICL-score drop)", 1.0, _FIG56, "summary.across_depths.deep_with_icl_window", 0.0,
       "a fraction of the depths", relative=False, source="paper", where="§4, Fig. 6",
       quote="models capable of ICL (2+ layers) show characteristic dips in the effective rank "
       "curves"),
     C("fig6-one-layer", "Fig. 6: the 1-layer model shows no ICL emergence (1 if it has a window)",
-      0.0, "mainali2025-fig6", "summary.across_depths.one_layer_has_icl_window", 0.0, "a yes/no",
+      0.0, _FIG56, "summary.across_depths.one_layer_has_icl_window", 0.0, "a yes/no",
       relative=False, source="paper", where="Fig. 6 caption",
       quote="Note the characteristic dips preceding/coinciding with ICL emergence in deeper models "
       "(esp. QK), absent in the 1-layer model."),
     C("fig5-subdist-early", "Fig. 5: the mean subspace distance (OV, QK) falls below 0.5 before the "
-      "ICL window ends (fraction of the 2+-layer models)", 1.0, "mainali2025-fig5",
+      "ICL window ends (fraction of the 2+-layer models)", 1.0, _FIG56,
       "summary.across_depths.deep_subdist_0.5_before_window_end", 0.0, "a fraction of the depths",
       relative=False, source="paper", where="Fig. 5 caption",
       quote="Subspace directions converge relatively early, preceding or coinciding with ICL "
       "emergence, especially in deeper models."),
     C("fig5-subdist-depth", "Fig. 5: deeper models stabilise their subspace earlier (rank "
-      "correlation of depth with the step SubDist < 0.5; ≤ 0)", 0.0, "mainali2025-fig5",
+      "correlation of depth with the step SubDist < 0.5; ≤ 0)", 0.0, _FIG56,
       "summary.across_depths.depth_vs_subdist_0.5_rank_correlation", 0.0, "a sign",
       relative=False, compare="at_most", quick=False, source="paper", where="Fig. 5 caption",
       quote="Subspace directions converge relatively early, preceding or coinciding with ICL "
@@ -211,7 +212,7 @@ CLAIMS = (
       "downloaded) reach SubDist 0.5 later with depth (142 → 339 steps for 1L → 4L); independent "
       "check: 6000-step runs of 1, 2 and 4 layers keep the order (docs/mainali2025.md §6b)"),
     C("fig6-qk-dip", "Fig. 6: the QK marginalised effective rank dips before the ICL window ends "
-      "(fraction of the 2+-layer models)", 1.0, "mainali2025-fig6",
+      "(fraction of the 2+-layer models)", 1.0, _FIG56,
       "summary.across_depths.deep_qk_dip_before_window_end", 0.0, "a fraction of the depths",
       relative=False, source="paper", where="Fig. 6 caption",
       quote="Note the characteristic dips preceding/coinciding with ICL emergence in deeper models "
@@ -221,7 +222,7 @@ CLAIMS = (
       "(a minimum needs the recovery). Independent check: 6000-step runs still only fall (4L, "
       "k = 0: 14.3 → 9.9; docs/mainali2025.md §6b)"),
     C("fig6-one-layer-ov", "§4: the 1-layer model's OV effective rank increases monotonically "
-      "(fraction of record intervals in which it rises)", 1.0, "mainali2025-fig6",
+      "(fraction of record intervals in which it rises)", 1.0, _FIG56,
       "summary.1L.ov_effective_rank_increasing_fraction", 0.1, "10 % of the intervals may be flat",
       relative=False, compare="at_least", quick=False, source="paper", where="§4",
       quote="monotonic increase in OV effective rank, suggesting undifferentiated learning or noise "
