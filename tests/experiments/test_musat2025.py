@@ -203,3 +203,33 @@ def test_full_vs_three_param_quick_forms_show_the_claim(name, size):
     for key in ("alpha3>=0.5", "beta2>=0.5", "gamma3>=0.5", "loss<=0.5"):
         assert full[key] is not None, (name, key, full)
     assert three["loss<=0.5"] is not None and three["loss<=0.5"] <= full["loss<=0.5"], (full, three)
+
+
+def test_theorem2_numbers_read_order_and_exponents():
+    """`fig6.theorem2`: on times T_γ = N ln 2, T_β = ½N², T_α = 1.7N² the slopes between the two
+    largest N are 1, 2, 2 and the order holds; with T_β and T_α swapped at one N it fails there."""
+    from fastattn.experiments.musat2025 import fig6
+
+    Ns = [128, 256, 512]
+    times = [{"T_gamma": N * math.log(2), "T_beta": 0.5 * N**2, "T_alpha": 1.7 * N**2,
+              "t_icl": 1.7 * N**2} for N in Ns]
+    out = fig6.theorem2(Ns, times)
+    assert out["order_fraction"] == 1.0
+    assert out["exponent_largest_N"]["T_gamma"] == pytest.approx(1.0, abs=1e-12)
+    assert out["exponent_largest_N"]["T_alpha"] == pytest.approx(2.0, abs=1e-12)
+    times[0]["T_beta"], times[0]["T_alpha"] = times[0]["T_alpha"], times[0]["T_beta"]
+    assert fig6.theorem2(Ns, times)["order_fraction"] == pytest.approx(2 / 3)
+
+
+def test_across_seeds_reads_every_seed():
+    """`dynamics._across_seeds`: the median and range over the seeds that measured a value, and the
+    fraction of all seeds meeting the claim (a seed that never dropped counts as failing)."""
+    from fastattn.experiments.musat2025 import dynamics
+
+    rows = [{"loss_drop_ratio": r, "loss_drop_over_t_icl": 1.0, "order_gamma_beta_alpha": 1.0,
+             "top3_is_induction_head": t} for r, t in ((0.9, 1.0), (1.1, 0.0), (None, 1.0))]
+    out = dynamics._across_seeds(rows)
+    assert out["loss_drop_ratio"]["median"] == pytest.approx(1.0)
+    assert (out["loss_drop_ratio"]["min"], out["loss_drop_ratio"]["max"]) == (0.9, 1.1)
+    assert out["loss_drop_ratio"]["fraction_meeting"] == pytest.approx(1 / 3)
+    assert out["top3_is_induction_head"]["fraction_meeting"] == pytest.approx(2 / 3)

@@ -75,7 +75,34 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
                         "ov_subdist": ov["series"]["subdist"], "qk_subdist": qk["series"]["subdist"],
                         "ov_mer_mode": ov["series"]["mer_mode"], "qk_mer_mode": qk["series"]["mer_mode"],
                         "ov_effective_rank": er_ov}}
+    out["across_depths"] = _across_depths(out)
     return out
+
+
+def _across_depths(per_depth: dict[str, Any]) -> dict[str, Any]:
+    """The figures' claims as numbers over the depths that ran: of the ≥ 2-layer models, the
+    fraction with an ICL-emergence window, with the mean SubDist below 0.5 before that window ends
+    (Fig. 5), and with a QK marginalised-effective-rank dip (any k) before it ends (Fig. 6); whether
+    the 1-layer model has a window; the rank correlation of depth with the step at which SubDist
+    falls below 0.5 (Fig. 5: deeper models stabilise earlier, i.e. negative)."""
+    deep = [s for name, s in per_depth.items() if int(name[:-1]) >= 2]
+    windows = [s["icl_emergence_window"] for s in deep]
+
+    def dipped(s: dict[str, Any]) -> bool:
+        w = s["icl_emergence_window"]
+        return w is not None and any(d is not None and d <= w[1] for d in s["qk"]["mer_mode_first_dips"])
+
+    depth = [int(name[:-1]) for name in per_depth]
+    below = [np.inf if s["subdist_below_0.5"] is None else s["subdist_below_0.5"]
+             for s in per_depth.values()]
+    ranks = [np.argsort(np.argsort(v)) for v in (depth, below)]
+    return {"deep_with_icl_window": float(np.mean([w is not None for w in windows])),
+            "one_layer_has_icl_window": float(per_depth.get("1L", {}).get("icl_emergence_window")
+                                              is not None),
+            "deep_subdist_0.5_before_window_end": float(np.mean(
+                [bool(s["subdist_0.5_before_window_end"]) for s in deep])),
+            "deep_qk_dip_before_window_end": float(np.mean([dipped(s) for s in deep])),
+            "depth_vs_subdist_0.5_rank_correlation": float(np.corrcoef(*ranks)[0, 1])}
 
 
 def _shade(ax, window) -> None:
@@ -83,9 +110,13 @@ def _shade(ax, window) -> None:
         ax.axvspan(*window, color="grey", alpha=0.2, lw=0)
 
 
+def _depths(summary: dict[str, Any]) -> dict[str, Any]:
+    return {name: s for name, s in summary.items() if name != "across_depths"}
+
+
 def plot_fig5(runs_: list[Run], summary: dict[str, Any]):
     fig, (ax, bx) = plots.plt.subplots(1, 2, figsize=(12, 4.2))
-    for i, (name, s) in enumerate(summary.items()):
+    for i, (name, s) in enumerate(_depths(summary).items()):
         t = np.asarray(s["_series"]["step"], dtype=np.float64)
         keep = t > 0
         ax.plot(t[keep], np.asarray(s["_series"]["subdist"])[keep], color=f"C{i}", label=name)
@@ -106,7 +137,7 @@ def plot_fig5(runs_: list[Run], summary: dict[str, Any]):
 
 
 def plot_fig6(runs_: list[Run], summary: dict[str, Any]):
-    names = list(summary)
+    names = list(_depths(summary))
     fig, axes = plots.plt.subplots(2, len(names), figsize=(3.4 * len(names) + 1, 6.4), squeeze=False)
     for j, name in enumerate(names):
         s = summary[name]

@@ -5,6 +5,8 @@ batch 64 (mean), aligned init p2 = q1 = 0.01·I (a⁰ = 1e-4), reduced model (p1
 Two runs: task-centric SGD and the exact population flow of the same task set (its Ω), both in
 epochs (t = τ/(2ηP)); the paper's closed form (Eqs. 11–14) is computed beside them, with ω = 1
 and with the ω-corrected timescales τ_α = 1/(ηP ω_α s_α²) of the finite task set (spec §6.8).
+Beside them, `summary.exact_omega1` integrates the exact population flow at ω = 1 (the paper's task
+distribution) to its endpoint: the runs against which the claims check Eqs. 11–14 at C0.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
@@ -63,6 +66,61 @@ def products(run: Run) -> tuple[np.ndarray, np.ndarray]:
                                                            blocks[:, 2], u)
 
 
+def logit_fit(t: np.ndarray, a: np.ndarray, final: float, rate0: float) -> tuple[float, float]:
+    """Eq. 13 says a/a^∞ is a logistic in t: the least-squares logistic σ(k (t − t₀)) through the
+    whole trajectory a/final `[T]` (started from Eq. 13's rate `rate0` = 2/τ_α and the half time);
+    (k, the largest |a/final − σ(k (t − t₀))| over the trajectory). NaN, NaN when a never reaches
+    half of final (the mode has not risen)."""
+    r = np.asarray(a, dtype=np.float64) / final
+    half = th.half_times(t, r[:, None], np.ones(1))[0]
+    if not np.isfinite(half):
+        return float("nan"), float("nan")
+    fit = least_squares(lambda x: 1 / (1 + np.exp(-x[0] * rate0 * (t - x[1]))) - r, [1.0, half])
+    return float(fit.x[0] * rate0), float(np.abs(fit.fun).max())
+
+
+def omega1_flow(s: np.ndarray, paper: th.PaperTheory) -> dict[str, Any]:
+    """The exact population flow of the aligned model on the paper's task distribution (ω = 1,
+    `aligned_flow.exact_flow`, the C++ objective integrated to 5000 epochs from C0's init) against
+    Eqs. 11–14 evaluated at C0: its endpoint (a, L), its half times, its logistic rates (in units of
+    Eq. 13's 2/τ_α), its loss at each plateau (the geometric middle of consecutive half times, in
+    units of Eq. 14's level) and its initial slope; beside it, the closed-form exact optimum of
+    spec §6.4 (`exact_optimum`) and its relative deviation from the flow's endpoint."""
+    p0 = np.full(D, INIT)
+    grid = np.concatenate([[0.0], np.geomspace(1e-3, 5e3, 3000)])
+    flow = aligned_flow.exact_flow(s, N, ETA_P, p0, p0, grid)
+    a_end, loss_end = flow.a[-1], float(flow.loss[-1])
+    a_star, l_star = th.exact_optimum(s, N)
+    t_half = th.half_times(flow.t, flow.a, a_end)
+    fits = [logit_fit(flow.t, flow.a[:, k], a_end[k], 2 / paper.tau[k]) for k in range(D)]
+    levels = th.plateau_levels(s, N)
+    mid = np.sqrt(t_half[:-1] * t_half[1:])
+    return {"a_star": a_star, "loss_star": l_star, "a_end": a_end, "loss_end": loss_end,
+            "closed_vs_flow_a": float(np.abs(a_star / a_end - 1).max()),
+            "closed_vs_flow_loss": abs(l_star / loss_end - 1),
+            "t_half": t_half, "t_half_over_eq13": t_half / paper.t_half,
+            "logistic_rate_over_eq13": np.array([k for k, _ in fits]) * paper.tau / 2,
+            "plateau_mid_t": mid, "plateau_loss": np.interp(mid, flow.t, flow.loss),
+            "plateau_over_eq14": np.interp(mid, flow.t, flow.loss) / levels[1:D],
+            "initial_slope": float((flow.loss[1] - flow.loss[0]) / flow.t[1]),
+            "initial_slope_eq14": float(-2 * ETA_P * (paper.a0 * s**4
+                                                      * (1 - paper.s_inf * paper.a0)**2).sum())}
+
+
+def _stage_order(s: np.ndarray, t_half: np.ndarray, final: np.ndarray) -> dict[str, float]:
+    """How a run's stages follow §3's t*_α ∝ 1/s_α²: the pairs of modes learned out of the order of
+    decreasing s, and the least-squares slope of ln(t_half_α / ln((a_α − a⁰)/a⁰)) against ln s_α
+    (Eq. 13: −2). NaN unless every mode has a half time."""
+    if not np.all(np.isfinite(t_half)):
+        return {"stage_order_inversions": float("nan"), "stage_time_exponent": float("nan")}
+    order = np.argsort(-s)
+    th_ = np.asarray(t_half)[order]
+    inversions = sum(int(th_[i] > th_[j]) for i in range(D) for j in range(i + 1, D))
+    tau = th_ / np.log((np.asarray(final)[order] - INIT**2) / INIT**2)
+    return {"stage_order_inversions": float(inversions),
+            "stage_time_exponent": float(np.polyfit(np.log(s[order]), np.log(tau), 1)[0])}
+
+
 def _by_label(runs_: list[Run]) -> dict[str, Run]:
     return {r.spec.label: r for r in runs_}
 
@@ -74,14 +132,13 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
     paper = th.paper_theory(s, N, ETA_P, INIT**2)
     tau_w = paper.tau / omega
     t_half_w = tau_w / 2 * np.log((paper.a_inf - INIT**2) / INIT**2)
-    a_star, l_star = th.exact_optimum(s, N)
     out: dict[str, Any] = {
         "omega_diag": omega, "task_mean": task.task_eigs.mean(0),
         "paper": {"a_inf": paper.a_inf, "t_half": paper.t_half, "t_half_omega": t_half_w,
                   "loss_inf": paper.loss_inf,
                   "loss_inf_omega": float(0.5 * (omega * s * (1 - s * paper.a_inf)).sum()),
                   "plateaus": th.plateau_levels(s, N)},
-        "exact_omega1": {"a_star": a_star, "loss_star": l_star},
+        "exact_omega1": omega1_flow(s, paper),
     }
     t_end = r["flow"].traj.snapshot_time[-1] / (2 * ETA_P)
     for label in ("flow", "sgd"):
@@ -102,8 +159,19 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
                                             - blocks[0, 2].ravel() @ blocks[0, 2].ravel()),
                                       float((blocks[-1, 1] ** 2).sum() - (blocks[-1, 2] ** 2).sum())],
                       "epochs": float(t[-1])}
+        fits = [logit_fit(t, diag[:, k], out[label]["a_final"][k], 2 * omega[k] / paper.tau[k])
+                for k in range(D)]
+        out[label]["logistic_residual"] = [res for _, res in fits]
+        out[label].update(_stage_order(s, out[label]["t_half"], out[label]["a_final"]))
     if "population" in r["sgd"].traj.test_loss:
-        out["sgd"]["final_population_loss"] = float(r["sgd"].traj.test_loss["population"][-1])
+        pop = r["sgd"].traj.test_loss["population"]
+        out["sgd"]["final_population_loss"] = float(pop[-1])
+        # Fig. 3A on data: the SGD iterate's exact loss against Eq. 14 at the task set's ω, on a
+        # log-time grid (the stages are geometrically spaced), median and largest relative gap
+        t_rec = r["sgd"].traj.time / (2 * ETA_P)
+        grid = np.geomspace(0.1, t_rec[-1], 200)
+        gap = np.abs(np.interp(grid, t_rec, pop) / paper_at_omega(grid, s, omega)[1] - 1)
+        out["sgd"]["eq14_gap"] = {"median": float(np.median(gap)), "max": float(gap.max())}
     learned = out["flow"]["a_final"]
     out["relative_error"] = {
         "sgd_vs_exact_a": out["sgd"]["a_final"] / learned - 1,

@@ -59,6 +59,8 @@ def summarize(runs_: list[Run]) -> dict[str, Any]:
         "test_loss_drop_window": window,
         "test_loss_drop_window_linear": apps.drop_window(t, m["test_loss"], log=False),
         "final": {k: float(v[-1]) for k, v in m.items()}}
+    train99, test99 = out["train_acc_0.99_epoch"], out["test_acc_0.99_epoch"]
+    out["train_over_test_0.99_epoch"] = None if train99 is None or test99 is None else train99 / test99
     for name, h in (("ov", ov), ("qk", qk)):
         out[name] = {k: v for k, v in h.items() if k != "series"}
         out[name]["subdist_0.1_inside_test_drop"] = apps.inside(h["subdist_below_0.1"], window)

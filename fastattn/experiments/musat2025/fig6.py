@@ -4,6 +4,7 @@ discrete GD step counts at lr_eff = 100/256 (App. F, spec §7.7)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastattn.experiments.musat2025 import flows
@@ -48,7 +49,19 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
         "asymptote_rel_error": [abs(r["t_icl"] - a["t_icl"]) / r["t_icl"]
                                 for r, a in zip(flow, asym, strict=True)],
         "gd": {"lr_eff": LR, "N": gd_Ns, "steps": gd},
+        "theorem2": theorem2(Ns, flow),
     }
+
+
+def theorem2(Ns: list[int], times: list[dict[str, float]]) -> dict[str, Any]:
+    """Theorem 2 as numbers on the flows' ½-threshold times: the fraction of the N at which
+    T_γ < T_β < T_α, and the local log-log slope of each time (and t_ICL) between the two largest N
+    (Θ(N): 1, Θ(N²): 2)."""
+    order = [r["T_gamma"] < r["T_beta"] < r["T_alpha"] for r in times]
+    ratio = math.log(Ns[-1] / Ns[-2])
+    return {"order_holds": order, "order_fraction": sum(order) / len(order),
+            "exponent_largest_N": {k: math.log(times[-1][k] / times[-2][k]) / ratio
+                                   for k in (*KEYS, "t_icl")}}
 
 
 def plot(runs: list[Run], summary: dict[str, Any]):

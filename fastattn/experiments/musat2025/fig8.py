@@ -21,8 +21,15 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     (run,) = runs
     traj = run.traj
     m = standard.measures_over_training(s, traj)
+    emergence = standard.emergence(s, traj, m)
+    paper_order = ["gamma3", "beta2", "alpha3"]
+    at_half = emergence["per_entry"]["0.5"]
     return {"settings": standard.settings_json(s), "baselines": s.task().baselines(),
-            "emergence": standard.emergence(s, traj, m),
+            "emergence": emergence,
+            "order_as_paper": {level: float(row["order"] == paper_order and None not in row.values())
+                               for level, row in emergence["per_entry"].items()},
+            "loss_half_over_alpha_half": None if None in (emergence["loss"]["half"], at_half["alpha3"])
+            else emergence["loss"]["half"] / at_half["alpha3"],
             "final": {"loss": float(traj.loss[-1]), "test_loss": float(traj.test_loss["query"][-1])}
             | {k: float(m[k][-1]) for k in standard.MEASURES},
             "peak": {k: float(np.max(m[k])) for k in standard.MEASURES},

@@ -15,7 +15,7 @@ from fastattn import plots
 from fastattn.analysis.pseudo_params import embed, subspace_report
 from fastattn.experiments.musat2025 import sgd
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.disentangled import NAMES
+from fastattn.models.disentangled import NAMES, THREE_PARAM
 
 _MATRICES = ("W1", "W2", "W3ᵀ")
 
@@ -49,9 +49,17 @@ def _summarize(runs: list[Run], N: int, snapshots: tuple[int, ...], quick: bool)
     (run,) = runs
     r = sgd.curves(run)
     at = {int(k): i for i, k in enumerate(sgd.snapshot_steps(run))}
+    snaps = {str(k): _snapshot_summary(sgd.weights(run, at[k]), r["loss"][k]) for k in s["snapshots"]}
+    last = snaps[str(max(s["snapshots"]))]
     return {"settings": s, "first_step": r["first_step"], "seconds_per_step": r["seconds_per_step"],
-            "snapshots": {str(k): _snapshot_summary(sgd.weights(run, at[k]), r["loss"][k])
-                          for k in s["snapshots"]}}
+            "snapshots": snaps, "final": {"top3_is_induction_head": top3_is_induction_head(last["theta"]),
+                                          "rho": last["rho"]}}
+
+
+def top3_is_induction_head(theta: dict[str, float]) -> float:
+    """1.0 if the three pseudo-parameters of largest |θ| are α₃, β₂, γ₃ (Figs. 3–4), else 0.0."""
+    top = sorted(theta, key=lambda k: -abs(theta[k]))[:3]
+    return float(set(top) == set(THREE_PARAM))
 
 
 def _draw(ax, w: np.ndarray, D: int, title: str) -> None:
