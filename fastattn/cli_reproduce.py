@@ -182,7 +182,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         manifest = folder / "reproduce.json"
         mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
         revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
+        from fastattn.experiments.registry import PAPERS
+
         for path in folder.glob("*-*.json"):
+            if path.name.split("-")[0] not in PAPERS:     # the manifest, a sweep's table, ...
+                continue
             meta = json.loads(path.read_text()).get("meta", {})
             revisions.setdefault(path.name.split("-")[0], set()).add(
                 (meta.get("git_revision") or "unknown")[:10])

@@ -14,7 +14,7 @@ from fastattn.experiments.claims import Claim
 from fastattn.experiments.registry import PAPERS
 
 #: papers whose claims all carry their provenance; the others' helpers are filling it in (issue 35)
-_PROVENANCE_DONE = {"zhang2025", "he2025", "sander2024"}
+_PROVENANCE_DONE = {"zhang2025", "he2025", "sander2024", "mainali2025", "musat2025"}
 
 
 def _write_fig(folder: Path, name: str, summary: dict, quick: bool = True) -> None:
