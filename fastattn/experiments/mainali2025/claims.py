@@ -68,12 +68,14 @@ CLAIMS = (
       "population flow's endpoint", 0.24120, _FIG, "summary.exact_omega1.loss_end", 0.02,
       "2 %, as for a^∞", source="derived", where="§3, L(∞) (Eq. A114) at C0", corrected=0.22866,
       note=_EXACT.format("L = 0.22866")),
-    C("exact-optimum-a", "Eq. 13's exact counterpart: the closed-form optimum a* (our exact derivation, `theory.mainali2025.exact_optimum`) equals "
+    C("exact-optimum-a", "Eq. 13's exact counterpart: the closed-form optimum a* "
+      "(our exact derivation, `theory.mainali2025.exact_optimum`) equals "
       "the endpoint of the exact population flow (largest relative gap over the modes)", 0.0, _FIG,
       "summary.exact_omega1.closed_vs_flow_a", 1e-8, "the flow's endpoint is converged to 1e-10",
       relative=False, compare="at_most", kind="theory_check", source="spec",
       where="Eq. 13 (its exact counterpart, spec §6.4)"),
-    C("exact-optimum-loss", "The closed-form exact optimum loss L* (`theory.mainali2025.exact_optimum`) equals the exact "
+    C("exact-optimum-loss", "The closed-form exact optimum loss L* (`theory.mainali2025.exact_optimum`) "
+      "equals the exact "
       "population flow's final loss (relative gap)", 0.0, _FIG,
       "summary.exact_omega1.closed_vs_flow_loss", 1e-8, "the flow's endpoint is converged to 1e-10",
       relative=False, compare="at_most", kind="theory_check", source="spec",
