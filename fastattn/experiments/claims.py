@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastattn._validate import read_json
+
 STATUSES = ("reproduced", "erratum", "not_reproduced", "not_run")
 SOURCES = ("paper", "derived", "authors_code", "spec")
 KINDS = ("reproduction", "theory_check")
@@ -193,7 +195,7 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
         if not path.exists():
             row["note"] = "figure not run (or it failed)"
             return row
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
         try:
             head, _, tail = claim.field.partition(".[]")
             value = lookup(doc, head)
