@@ -227,9 +227,10 @@ def check_method_fields(method: str, fields: Iterable[str], why: str = "") -> No
     """A ValueError in one line if a trainer field in `fields` (given by the user) is one that
     `method` does not read (`METHOD_FIELDS`); `why` says where the method came from."""
     flags = {f.name: f.option for f in TRAIN}
-    unused = [flags[f] for f in fields if method not in METHOD_FIELDS.get(f, (method,))]
+    unused = [f for f in fields if method not in METHOD_FIELDS.get(f, (method,))]
     if unused:
-        users = sorted({m for f in fields for m in METHOD_FIELDS.get(f, ())} - {method})
+        users = sorted({m for f in unused for m in METHOD_FIELDS[f]})
+        unused = [flags[f] for f in unused]
         raise ValueError(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to "
                          f"--method {method}{why}; drop {'it' if len(unused) == 1 else 'them'}, or "
                          f"give --method {' | '.join(users)}")
