@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+#: `train --seeds/--lrs` and `sweep` refuse to start more runs than this without --yes
+MAX_RUNS_UNASKED = 10_000
 
 
 def positive_int(name: str, value: object) -> int:
@@ -61,3 +69,31 @@ def finite_vector(name: str, value: object, dim: int) -> np.ndarray:
     if not np.all(np.isfinite(v)):
         raise ValueError(f"{name} contains NaN or inf")
     return v
+
+
+def thread_count(name: str, value: object) -> int:
+    """A thread count >= 1, capped (with a warning) at the cores this process may run on: more
+    threads than cores only oversubscribe them, and tens of thousands crash the thread pools."""
+    n = positive_int(name, value)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                          # no affinity API (macOS)
+        cores = os.cpu_count() or 1
+    if n > cores:
+        warnings.warn(f"{name}={n} is more than the {cores} cores this process may use; using "
+                      f"{cores}", RuntimeWarning, stacklevel=3)
+        return cores
+    return n
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in `path`; a file that is not valid JSON (truncated, foreign) raises a
+    one-line ValueError naming the file, as a missing one raises FileNotFoundError naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column "
+                         f"{exc.colno}: truncated, or not written by fastattn); rerun what wrote "
+                         "it, or remove it") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a JSON text file (it does not decode as UTF-8)") from None

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -103,23 +105,54 @@ def _title(resolved) -> str:
 DIVERGED = 3
 
 
-def run_list(text: str, parse: type = int) -> list:
-    """"0-4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists)."""
-    if parse is int and re.fullmatch(r"\d+-\d+", text.strip()):
+def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
+    """"0-4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists). A list longer
+    than `limit` is refused before it is built (a range's size is computed, not listed): give
+    --yes to go above it."""
+    from fastattn.cli_options import CommandError
+
+    text = text.strip()
+    if parse is int and re.fullmatch(r"\d+-\d+", text):
         lo, hi = (int(v) for v in text.split("-"))
+        size = hi - lo + 1
+    else:
+        size = text.count(",") + 1
+    if limit is not None and size > limit:
+        raise CommandError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
+                           "starts unasked; give --yes to start them, or a shorter list")
+    if parse is int and re.fullmatch(r"\d+-\d+", text):
         return list(range(lo, hi + 1))
-    return [parse(v) for v in text.split(",") if v.strip()]
+    try:
+        values = [parse(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CommandError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
+                           f"(e.g. 0-4 or 0,3,7); got {text!r}") from None
+    if parse is int and any(v < 0 for v in values):
+        raise CommandError(f"{what} takes seeds >= 0; got {text!r}")
+    if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
+        raise CommandError(f"{what} takes learning rates > 0 (finite); got {text!r}")
+    return values
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from fastattn.cli_options import CommandError, build_run, in_cli_words, resolve_args
-    from fastattn.configs import options_for
+    from fastattn.cli_options import CommandError, build_run, given, in_cli_words
+    from fastattn.configs import options_for, resolve
+    from fastattn.configs.options import check_method_fields
     from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
     from fastattn.training.interrupt import terminate_as_interrupt
 
-    resolved = resolve_args(args)
+    if not args.out.strip():
+        raise CommandError("--out '' names no folder; give a directory (--out . for this one)")
+    task_kind, model_kind, values = given(args)
+    resolved = resolve(task_kind, model_kind, values)
     kinds = resolved.task["kind"], resolved.model["kind"]
     _check_method(*kinds, resolved.train["method"])
+    try:
+        check_method_fields(resolved.train["method"], values["train"],
+                            "" if "method" in values["train"] else
+                            f" (the preset's for --task {kinds[0]} --model {kinds[1]})")
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     runs = _expand_runs(resolved.spec(), args)
     try:
         built = [(name, *build_run(s)) for name, s in runs]
@@ -173,12 +206,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]:
     """(record name, option values) of each run: one, or one per --seeds × --lrs value."""
+    from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import CommandError
 
-    seeds = run_list(args.seeds) if args.seeds is not None else [None]
-    lrs = run_list(args.lrs, float) if args.lrs is not None else [None]
+    limit = None if args.yes else MAX_RUNS_UNASKED
+    seeds = run_list(args.seeds, int, limit) if args.seeds is not None else [None]
+    lrs = run_list(args.lrs, float, limit, "--lrs") if args.lrs is not None else [None]
     if not seeds or not lrs:
         raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0-4 or --lrs 1e-3,1e-2")
+    if limit is not None and len(seeds) * len(lrs) > limit:
+        raise CommandError(f"--seeds × --lrs is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
+                           f"runs, above the limit of {limit} a command starts unasked; give --yes "
+                           "to start them, or shorter lists")
     runs = []
     for seed in seeds:
         for lr in lrs:
@@ -246,6 +285,7 @@ def _add_info(sub) -> None:
 
 
 def _add_train(sub) -> None:
+    from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import add_train_options
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
@@ -274,6 +314,8 @@ def _add_train(sub) -> None:
     p.add_argument("--lrs", metavar="LIST",
                    help="train one run per learning rate, e.g. 1e-3,3e-3 (records NAME-lrX; with "
                    "--seeds, every pair)")
+    p.add_argument("--yes", action="store_true",
+                   help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lrs) unasked")
     p.epilog = ("exit status: 0 done (or interrupted and saved), 2 bad input, 3 a run diverged "
                 "(its record and plot are written; docs/performance.md)")
     p.set_defaults(func=_cmd_train)
@@ -350,24 +392,47 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")     # files only; a library import keeps the user's
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
-    args = build_parser(command if command in COMMANDS else "").parse_args(argv)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        from fastattn.cli_options import INTERRUPTED
+    name = command if command in COMMANDS else None
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning(name)
+        try:
+            args = build_parser(name or "").parse_args(argv)
+        except Exception as exc:       # a value parser that failed other than argparse's way
+            if "--debug" in argv:
+                traceback.print_exc()
+            return _error(name, exc)
+        try:
+            return args.func(args)
+        except KeyboardInterrupt:
+            from fastattn.cli_options import INTERRUPTED
 
-        print(f"fastattn {args.command}: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    except Exception as exc:
-        if args.debug:
-            traceback.print_exc()
-        options = sys.modules.get("fastattn.cli_options")   # loaded if it raised CommandError
-        known = isinstance(exc, (ValueError, TypeError, OSError)) or (
-            options is not None and isinstance(exc, options.CommandError))
-        text = " ".join(str(exc).split())          # one line
-        print(f"fastattn {args.command}: error: "
-              f"{text if known else f'{type(exc).__name__}: {text}'}", file=sys.stderr)
-        return 2
+            print(f"fastattn {args.command}: interrupted", file=sys.stderr)
+            return INTERRUPTED
+        except Exception as exc:
+            if args.debug:
+                traceback.print_exc()
+            return _error(args.command, exc)
+
+
+def _error(command: str | None, exc: Exception) -> int:
+    """Print `exc` as one line `fastattn <command>: error: …`; the exit status of bad input, 2."""
+    options = sys.modules.get("fastattn.cli_options")   # loaded if it raised CommandError
+    known = isinstance(exc, (ValueError, TypeError, OSError)) or (
+        options is not None and isinstance(exc, options.CommandError))
+    text = " ".join(str(exc).split())          # one line
+    print(f"fastattn{f' {command}' if command else ''}: error: "
+          f"{text if known else f'{type(exc).__name__}: {text}'}", file=sys.stderr)
+    return 2
+
+
+def _one_line_warning(command: str | None):
+    """`warnings.showwarning` for the command line: `fastattn <command>: warning: …`, one line."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        print(f"fastattn{f' {command}' if command else ''}: warning: {text}",
+              file=file or sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":

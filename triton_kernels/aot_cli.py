@@ -40,7 +40,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the report for parsed ``args``."""
-    from fastattn.triton_kernels.aot import run_report
+    from fastattn.triton_kernels.aot import kernel_names, run_report
 
+    if args.kernel:                     # an unknown name would compile nothing and exit 0
+        names = kernel_names()
+        unknown = [k for k in args.kernel if not any(n == k or n.startswith(k + ".") for n in names)]
+        if unknown:
+            raise ValueError(f"--kernel {unknown[0]} is no kernel or package of kernels; "
+                             f"`fastattn kernels --list` lists them")
     return run_report(targets=args.target or ["sm_90"], kernels=args.kernel, as_json=args.json,
                       list_only=args.list, jobs=args.jobs, quick=args.quick)

@@ -28,10 +28,16 @@ def boolean(text: str) -> bool:
     raise ValueError("true or false")
 
 
+#: a context range "LO..HI" lists at most this many lengths (its size is checked before it is built)
+MAX_CONTEXT_RANGE = 100_000
+
+
 def context_value(text: str) -> int | list[int]:
     """"31" → 31; "1..31" → [1, ..., 31] (uniform: the next-token loss); "8,16" → [8, 16]."""
     if ".." in text:
         lo, hi = (int(v) for v in text.split(".."))
+        if hi - lo + 1 > MAX_CONTEXT_RANGE:
+            raise ValueError(f"a range of at most {MAX_CONTEXT_RANGE} lengths")
         return list(range(lo, hi + 1))
     if "," in text:
         return [int(v) for v in text.split(",")]
@@ -57,7 +63,8 @@ def metric_target(text: str) -> tuple[str, float]:
 
 #: how each parser's expected input is named in an error ("--dim must be an integer; got 'abc'")
 EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "true or false",
-                                context_value: "an integer, a list 8,16 or a range 1..31",
+                                context_value: "an integer, a list 8,16 or a range 1..31 (of at most "
+                                f"{MAX_CONTEXT_RANGE} lengths)",
                                 floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'",
                 metric_target: "a metric and a value, NAME:VALUE (e.g. test_acc:0.99)"}
 

@@ -9,7 +9,8 @@ option of another family in one line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,9 +59,27 @@ class Option:
         return value
 
     def check(self, value: Any) -> None:
+        """A ValueError in the CLI's words unless `value` is allowed: one of `choices` (where the
+        option has them), no NaN or infinity anywhere in it (no option means either), and a seed
+        (a field named *seed) an integer >= 0."""
         if self.choices and value not in self.choices:
             raise ValueError(f"{self.flag} must be one of {' | '.join(map(str, self.choices))}; "
                              f"got {value!r}")
+        if not _finite(value):
+            raise ValueError(f"{self.flag} must be finite (no nan or inf); got {value!r}")
+        if self.field.endswith("seed") and isinstance(value, int) and value < 0:
+            raise ValueError(f"{self.flag} must be an integer >= 0 (a seed); got {value}")
+
+
+def _finite(value: Any) -> bool:
+    """False if `value` is, or holds (lists, tuples, mappings), a non-finite float."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    return True
 
 
 TASK = Option("--task", "task", "kind", str, "task family (fastattn info lists them with their models)",
@@ -169,14 +188,15 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
     model_values = {f.name: f.default for f in mcard.fields} | dict(preset.model) | given["model"]
     train_values = {f.name: f.default for f in TRAIN} | preset.train_for(given["train"].get("method"))
     train_values |= given["train"]
+    train_values = _evaluate(train_values, task_values)
     for values, fields in ((task_values, tcard.fields), (model_values, mcard.fields),
                            (train_values, TRAIN)):
         for f in fields:
-            if values.get(f.name) is not None and f.choices:
+            if values.get(f.name) is not None:
                 _option("", f).check(values[f.name])
     drop = lambda d: {k: v for k, v in d.items() if v is not None}     # noqa: E731
     return Resolved({"kind": task, **drop(task_values)}, {"kind": model, **drop(model_values)},
-                    drop(_evaluate(train_values, task_values)), preset)
+                    drop(train_values), preset)
 
 
 def options_for(task: str, model: str) -> tuple[Option, ...]:
@@ -188,3 +208,29 @@ def options_for(task: str, model: str) -> tuple[Option, ...]:
                                    ("train", TRAIN, r.train)):
         out += [_option(target, f, default=values.get(f.name)) for f in fields]
     return tuple(out)
+
+
+#: trainer fields that only some methods read (the rest, e.g. --records, --threads, --target-loss,
+#: apply to every method): giving one to another method is an error, not silently ignored
+METHOD_FIELDS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("t_end", "integrator", "rtol", "atol", "dt"), ("flow",)),
+    **dict.fromkeys(("lr", "steps"), ("gd", "sgd", "adam", "task_sgd")),
+    "grad_tol": ("flow", "gd"),
+    "batch_size": ("sgd", "adam", "task_sgd"),
+    **dict.fromkeys(("weight_decay", "betas"), ("adam",)),
+    **dict.fromkeys(("warmup", "dataset_size", "whiten", "sampler", "loss", "test_size",
+                     "eval_seed", "target_metric", "patience"), ("sgd", "adam")),
+}
+
+
+def check_method_fields(method: str, fields: Iterable[str], why: str = "") -> None:
+    """A ValueError in one line if a trainer field in `fields` (given by the user) is one that
+    `method` does not read (`METHOD_FIELDS`); `why` says where the method came from."""
+    flags = {f.name: f.option for f in TRAIN}
+    unused = [f for f in fields if method not in METHOD_FIELDS.get(f, (method,))]
+    if unused:
+        users = sorted({m for f in unused for m in METHOD_FIELDS[f]})
+        unused = [flags[f] for f in unused]
+        raise ValueError(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to "
+                         f"--method {method}{why}; drop {'it' if len(unused) == 1 else 'them'}, or "
+                         f"give --method {' | '.join(users)}")

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastattn._validate import read_json
+
 STATUSES = ("reproduced", "erratum", "not_reproduced", "not_run")
 SOURCES = ("paper", "derived", "authors_code", "spec")
 KINDS = ("reproduction", "theory_check")
@@ -223,7 +225,7 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
             row["note"] = "figure not run (or it failed)"
             row["not_run_reason"] = "figure"
             return row
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
         if doc.get("quick") and not claim.quick:
             # a number of the smaller settings would read as a result
             row["note"] = "not run (quick): measured only at full settings; run without --quick"

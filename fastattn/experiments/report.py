@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fastattn._validate import read_json
 from fastattn.experiments.claims import STATUSES, headline, ledger, tally
 from fastattn.training.records import atomic_write, git_revision, to_jsonable
 
@@ -161,12 +162,12 @@ def _figures(folder: Path) -> dict[str, dict[str, Any]]:
 
     manifest: dict[str, Any] = {}
     if (folder / "reproduce.json").exists():
-        manifest = json.loads((folder / "reproduce.json").read_text()).get("figures", {})
+        manifest = read_json(folder / "reproduce.json").get("figures", {})
     out: dict[str, dict[str, Any]] = {}
     for name in FIGURES:
         path = folder / f"{name}.json"
         if path.exists():
-            out[name] = json.loads(path.read_text())
+            out[name] = read_json(path)
         elif manifest.get(name, {}).get("status") == "failed":
             out[name] = {"failed": manifest[name].get("error", "")}
     return out
@@ -179,7 +180,7 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     figures = _figures(folder)
     manifest = {}
     if (folder / "reproduce.json").exists():
-        manifest = json.loads((folder / "reproduce.json").read_text())
+        manifest = read_json(folder / "reproduce.json")
     mode = manifest.get("mode") or ("quick" if any(d.get("quick") for d in figures.values())
                                     else "full")
     meta = next((d["meta"] for d in figures.values() if "meta" in d), {})

@@ -11,6 +11,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from fastattn import _validate as check
+from fastattn.configs.options import METHOD_FIELDS, check_method_fields
 from fastattn.sweep import store
 from fastattn.sweep.executors import run_local, run_ray
 from fastattn.sweep.grid import KEY_FORMAT, OPTION_BY_NAME, Grid, flat_columns, resolve, run_key
@@ -41,9 +43,19 @@ def point_flags(point: Mapping[str, Any]) -> str:
                     for k, v in point.items())
 
 
-def check_axes(grid: Grid, families: list[tuple[str, str]]) -> None:
-    """An axis of an option that applies to none of the grid's (task, model) families is an error,
-    as in `train` (a typo'd family would otherwise sweep nothing)."""
+def check_axes(grid: Grid, families: list[tuple[str, str]], methods: list[str] = ()) -> None:
+    """An axis of an option that applies to none of the grid's (task, model) families, or (a
+    trainer option) to none of its `methods`, is an error, as in `train` (a typo'd family would
+    otherwise sweep nothing; --lr of a flow sweep would be ignored)."""
+    unused = [OPTION_BY_NAME[n].field for n in grid.axes if OPTION_BY_NAME[n].target == "train"
+              and OPTION_BY_NAME[n].field in METHOD_FIELDS
+              and not set(METHOD_FIELDS[OPTION_BY_NAME[n].field]) & set(methods)]
+    if unused:
+        try:
+            check_method_fields(methods[0], unused, f" (this grid's: {', '.join(methods)})"
+                                if len(methods) > 1 else "")
+        except ValueError as exc:
+            raise GridError(str(exc)) from None
     for name in grid.axes:
         opt = OPTION_BY_NAME[name]
         if opt.families and not any(name in family_options(*f) for f in families):
@@ -84,7 +96,8 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
     if bad:
         more = f" (and {len(bad) - 1} more of the {len(grid)} runs)" if len(bad) > 1 else ""
         raise GridError(bad[0] + more)
-    check_axes(grid, sorted({(it.spec["task"]["kind"], it.spec["model"]["kind"]) for it in items}))
+    check_axes(grid, sorted({(it.spec["task"]["kind"], it.spec["model"]["kind"]) for it in items}),
+               sorted({it.spec["train"].get("method", "flow") for it in items}))
     for it in items:
         it.batch_key = batch_key(it)
     return items
@@ -152,6 +165,8 @@ def run_sweep(
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}; got {executor!r}")
+    if workers is not None:
+        check.nonnegative_int("workers", workers)
     if not isinstance(grid, Grid):
         grid = Grid(dict(grid), seeds)
     elif seeds is not None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from fastattn import _validate as check
 from fastattn.cli_options import INTERRUPTED, CommandError, add_options
 from fastattn.sweep.api import SWEEP_DEFAULTS, plan, run_sweep
 from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
@@ -28,21 +31,42 @@ Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --r
          --seeds 2 --out DIR"""
 
 
+#: a sweep setting (flag without dashes) → its check; the command line's values and a sweep
+#: file's [sweep] table alike are checked before any planning
+SETTINGS: dict[str, Callable[[str, Any], Any]] = {
+    "seeds": check.positive_int, "workers": check.nonnegative_int, "batch": check.positive_int,
+    "max_evals": check.positive_int, "max_runs": check.positive_int,
+    "converge_rel": check.positive_float, "horizon_factor": check.positive_float,
+    "max_run_seconds": check.positive_float,
+}
+
+#: a grid of more runs than this is stated on stderr before planning (each run is built and checked)
+STATE_SIZE_ABOVE = 100
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     settings: dict = {}
-    grid = grid_from_args(args)
     if args.config:
         file_grid, settings = load_config(args.config)
-        grid = Grid(file_grid.axes | grid.axes,
-                    args.seeds if args.seeds is not None else file_grid.seeds)
 
     def opt(name, default=None):
         value = getattr(args, name, None)
         return value if value is not None else settings.get(name, default)
 
+    for name, checker in SETTINGS.items():
+        if opt(name) is not None:
+            try:
+                checker(f"--{name.replace('_', '-')}", opt(name))
+            except (ValueError, TypeError):
+                raise CommandError(f"--{name.replace('_', '-')} must be {_EXPECTS[checker]}; got "
+                                   f"{opt(name)!r}") from None
     out = opt("out")
-    if not out:
+    if not out or not str(out).strip():
         raise CommandError("--out DIR is required (or `out` under [sweep] in the config)")
+    grid = grid_from_args(args)
+    if args.config:
+        grid = Grid(file_grid.axes | grid.axes, opt("seeds"))
+    _check_size(grid, args.yes)
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
                       horizon_factor=opt("horizon_factor", 100.0),
                       max_evals=int(opt("max_evals", 5_000_000)),
@@ -81,6 +105,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if failed.empty else 1
 
 
+_EXPECTS = {check.positive_int: "an integer >= 1", check.nonnegative_int: "an integer >= 0",
+            check.positive_float: "a finite number > 0"}
+
+
+def _check_size(grid: Grid, yes: bool) -> None:
+    """State a large grid's size before planning it; refuse one above MAX_RUNS_UNASKED unless
+    `yes`. The size is the product of the axes' lengths: nothing is listed."""
+    n = len(grid)
+    if n > check.MAX_RUNS_UNASKED and not yes:
+        raise CommandError(f"the grid has {n} runs ({_shape(grid)}), above the limit of "
+                           f"{check.MAX_RUNS_UNASKED} a command starts unasked; give --yes to plan and "
+                           "run them, or shrink an axis")
+    if n > STATE_SIZE_ABOVE:
+        print(f"fastattn sweep: planning {n} runs ({_shape(grid)})", file=sys.stderr, flush=True)
+
+
+def _shape(grid: Grid) -> str:
+    return " × ".join(f"{k} {v}" for k, v in grid.shape.items())
+
+
 def plot_paths(out: str | None, kinds: list[str]) -> dict[str, Path | None]:
     """Where each plot kind goes: --out FILE for one kind; for several, FILE's name with the kind
     appended (fig.png → fig_duration.png, fig_heatmap.png …); None: the default DIR/plot_KIND.png."""
@@ -97,6 +141,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from fastattn.sweep.plots import KINDS, plot_sweep  # matplotlib: only for `fastattn plot`
     from fastattn.sweep.store import read_table
 
+    if args.out is not None and not args.out.strip():
+        raise CommandError("--out '' names no file; give a PNG path, or leave --out out for "
+                           "DIR/plot_KIND.png")
     kinds = list(KINDS) if args.kind == "all" else [args.kind]
     table = read_table(args.dir)          # unreadable, or nothing to plot: exit 2, one line
     if table.empty:
@@ -146,6 +193,8 @@ def add_parsers(subparsers) -> None:
                    help="rerun runs recorded as failed")
     g.add_argument("--max-runs", type=int, help="stop after this many new runs")
     g.add_argument("--dry-run", action="store_true", help="list the runs and their horizons; run none")
+    g.add_argument("--yes", action="store_true",
+                   help=f"plan and run a grid of more than {check.MAX_RUNS_UNASKED} runs without refusal")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 

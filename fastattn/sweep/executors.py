@@ -8,6 +8,7 @@ to the workers: always true locally; on a multi-node Ray cluster use a shared fi
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import multiprocessing as mp
 import os
 import signal
@@ -116,6 +117,10 @@ def loopback_only():
             os.environ[RAY_CLUSTER_SWITCH] = saved_env
 
 
+#: times Ray reruns a batch whose worker process or node died before it is recorded as failed
+RAY_RETRIES = 3
+
+
 def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: int | None,
             address: str | None, collect: Collect) -> None:
     """Run the batches as Ray tasks (one CPU each) on the cluster at `address`, or on a local one
@@ -128,9 +133,12 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
     with contextlib.ExitStack() as stack:
         if not ray.is_initialized():
             kw: dict[str, Any] = {"address": address} if address else \
-                {"num_cpus": workers or default_workers(), "include_dashboard": False,
-                 "_node_ip_address": "127.0.0.1"}
-            if not address:
+                {"num_cpus": workers or default_workers(), "include_dashboard": False}
+            if not address or _loopback(address):
+                # a cluster on this machine (started here, or by `ray start --node-ip-address
+                # 127.0.0.1`): the driver stays on loopback too, or Ray would look for the
+                # cluster at the machine's network address
+                kw["_node_ip_address"] = "127.0.0.1"
                 stack.enter_context(loopback_only())
             # Ray puts the driver's working directory first on the workers' sys.path; run from a
             # fastattn checkout, that would import the uncompiled source tree instead of the
@@ -146,7 +154,11 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
             started = True
         pending: dict[Any, list[RunItem]] = {}
         try:
-            task = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+            # A batch whose worker or node dies (a node lost, a worker killed) runs again on the
+            # rest of the cluster: Ray retries a task only for such system failures, never for an
+            # exception of the run (that is a row). Rows are files named by run key, so a rerun
+            # rewrites its own row; only the run that returns is collected.
+            task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_ray_task)
             pending = {task.remote(run_batch, g, out, horizon): g for g in groups}
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -166,6 +178,17 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
         finally:
             if started:
                 ray.shutdown()
+
+
+def _loopback(address: str) -> bool:
+    """Whether a Ray address ("127.0.0.1:6379", "localhost:6379") names this machine's loopback."""
+    host = address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _ray_task(fn, group, out, horizon):

@@ -13,6 +13,7 @@ list or a string is one value (``context = [[8, 16], 32]``, ``spectrum = ["0.4,0
 
 from __future__ import annotations
 
+import argparse
 import ast
 import copy
 import hashlib
@@ -42,56 +43,88 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
 _FUNCS = {"sqrt": math.sqrt, "log": math.log, "log2": math.log2, "exp": math.exp, "int": int,
           "round": round, "max": max, "min": min}
+#: an exponent (right operand of ``**``) above this in magnitude is refused before it is computed:
+#: ``9**9**9`` would otherwise build a 370-million-digit integer (minutes, gigabytes)
+MAX_EXPONENT = 64
+#: every intermediate and final value of an expression is at most this in magnitude (a head count
+#: or an init scale far beyond any run's)
+MAX_MAGNITUDE = 1e12
+#: expressions longer than this are refused unparsed (Python's parser recurses on nesting depth)
+MAX_EXPRESSION_LENGTH = 200
 
 
 def evaluate(expr: str, names: Mapping[str, float]) -> float:
-    """Evaluate an arithmetic expression of `names` (e.g. "1e-2*sqrt(D)") without `eval`."""
+    """Evaluate an arithmetic expression of `names` (e.g. "1e-2*sqrt(D)") without `eval`.
+
+    Bounded before work: exponents above MAX_EXPONENT, values above MAX_MAGNITUDE, non-finite
+    numbers and every arithmetic error (division by zero, overflow, a math domain error) raise a
+    one-line ValueError naming the expression."""
+
+    def bounded(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{value!r} is not a real number")
+        if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            raise ValueError(f"a value ({value:.3g}) above the limit {MAX_MAGNITUDE:g}")
+        return value
 
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            return bounded(node.value)
         if isinstance(node, ast.Name) and node.id in names:
-            return names[node.id]
+            return bounded(names[node.id])
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+                raise ValueError(f"an exponent ({right:g}) above the limit {MAX_EXPONENT}")
+            return bounded(_BINOPS[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
-            return _FUNCS[node.func.id](*[ev(a) for a in node.args])
-        raise ValueError(f"unsupported expression {expr!r}: use numbers, {sorted(names)}, + - * / **, "
-                         f"and {sorted(_FUNCS)}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS \
+                and not node.keywords:
+            return bounded(_FUNCS[node.func.id](*[ev(a) for a in node.args]))
+        raise ValueError(f"use numbers, {', '.join(sorted(names))}, + - * / // ** and "
+                         f"{', '.join(sorted(_FUNCS))}")
 
+    if len(expr) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"expression of {len(expr)} characters; at most {MAX_EXPRESSION_LENGTH}")
     try:
-        tree = ast.parse(expr.replace("×", "*"), mode="eval")
-    except SyntaxError:
+        tree = ast.parse(expr.replace("×", "*").strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise ValueError(f"cannot parse expression {expr!r}") from None
-    return ev(tree)
+    try:
+        return ev(tree)
+    except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+        why = {ZeroDivisionError: "division by zero", OverflowError: "overflow"}.get(
+            type(exc), str(exc) or type(exc).__name__)
+        raise ValueError(f"expression {expr!r}: {why}") from None
 
 
-def _expr_or(parse):
-    """A parser that keeps expressions of D/N as strings (resolved per run) and parses numbers."""
-
-    def p(text: str):
+def _parse_one(name: str, text: str) -> Any:
+    """One value of option `name` from its text: a number or list by the option's parser, or (heads,
+    init) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
+    arithmetic error fails at parse time. ValueError in one line naming the option."""
+    opt = OPTION_BY_NAME[name]
+    if name not in EXPRESSIONS:
+        return opt.convert(text)
+    try:
+        value = opt.parse(text)
+    except (ValueError, TypeError):
         try:
-            return parse(text)
-        except (ValueError, TypeError):
-            evaluate(text, {"D": 1, "N": 1})     # validate now: a typo fails at parse time
-            return text.strip()
-
-    return p
+            evaluate(text, {"D": 1, "N": 1})
+        except ValueError as exc:
+            raise ValueError(f"{opt.flag}: {exc}") from None
+        return text.strip()
+    opt.check(value)
+    return value
 
 
 # ------------------------------------------------------------------------------ axis parsing
 def parse_value(name: str, text: str) -> Any:
     """One value of option `name` from its command-line text (inner lists written with "/")."""
-    opt = OPTION_BY_NAME[name]
-    if name in INNER_LIST:
-        text = text.replace("/", ",")
-    if name in EXPRESSIONS:
-        return _expr_or(opt.parse)(text)
-    return opt.parse(text)
+    return _parse_one(name, text.replace("/", ",") if name in INNER_LIST else text)
 
 
 def parse_axis(name: str, text: str) -> list[Any]:
@@ -103,25 +136,29 @@ def parse_axis(name: str, text: str) -> list[Any]:
 
 
 def axis_parser(opt: Option):
-    """The `parse` hook of `cli_options.add_options`: every sweep option takes an axis."""
+    """The `parse` hook of `cli_options.add_options`: every sweep option takes an axis (a bad
+    value: argparse's one line with the reason, `argument --heads: --heads: expression …`)."""
     name = opt.flag[2:].replace("-", "_")
 
     def p(text: str) -> list[Any]:
-        return parse_axis(name, text)
+        try:
+            return parse_axis(name, text)
+        except ValueError as exc:      # argparse names the option: "argument --init: …"
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(opt.flag).lstrip(": ")) from None
 
     p.__name__ = f"{name} axis"     # argparse names the type in its error messages
     return p
 
 
 def _from_toml(name: str, value: Any) -> Any:
-    """One value from a config file: strings go through the option's parser; numbers stay."""
+    """One value from a config file: strings go through the option's parser; numbers stay (and
+    are checked: TOML has nan and inf)."""
     opt = OPTION_BY_NAME[name]
     if isinstance(value, str):
-        if name in EXPRESSIONS:
-            return _expr_or(opt.parse)(value)
-        return opt.parse(value)
+        return _parse_one(name, value)
     if isinstance(value, list):            # a nested list: one list-valued value
-        return [_from_toml(name, v) if isinstance(v, str) else v for v in value]
+        value = [_from_toml(name, v) if isinstance(v, str) else v for v in value]
+    opt.check(value)
     return value
 
 
@@ -218,7 +255,10 @@ def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
         except yaml.YAMLError as exc:
             raise ValueError(f"not valid YAML: {exc}") from None
     else:
-        import tomllib  # Python >= 3.11 (the package supports 3.10 for everything else)
+        try:
+            import tomllib
+        except ImportError:             # Python 3.10: the same parser, as the tomli package
+            import tomli as tomllib
 
         doc = tomllib.loads(text.decode())
     if not isinstance(doc, dict):

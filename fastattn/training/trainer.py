@@ -194,7 +194,7 @@ class TrainConfig:
         if self.test_size:
             check.positive_int("test_size", self.test_size)
         if self.threads is not None:
-            check.positive_int("threads", self.threads)
+            object.__setattr__(self, "threads", check.thread_count("threads", self.threads))
         if self.events and self.method not in ("flow", "gd"):
             raise ValueError(f"events are located on exact flows; method={self.method!r} takes none")
         object.__setattr__(self, "events", tuple(_event(e) for e in self.events))

@@ -92,3 +92,58 @@ def test_local_ray_cluster_listens_on_loopback_only_and_equals_local(tmp_path, m
     assert (tmp_path / "ray-out" / "results.parquet").exists()
     pd.testing.assert_frame_equal(local[DETERMINISTIC], remote[DETERMINISTIC])
     assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") is None
+
+
+#: runs long enough (about 1-2 s each: a fixed-step RK4 flow) that a node is killed while it runs one
+SLOW = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
+        "init": 1e-2, "spectrum": "linear", "records": 60, "integrator": "rk4", "dt": 1e-3,
+        "time": 500.0}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sweep_on_a_multi_node_cluster_survives_a_node_killed_mid_run(tmp_path):
+    """Issue 37 item 7: a head (no CPUs) and two worker nodes on 127.0.0.1; the first worker node
+    is killed (no graceful stop) while it runs a batch. The sweep finishes on the other node, and
+    its table equals the local executor's: no row lost, none duplicated, none an error."""
+    from ray.cluster_utils import Cluster
+
+    from fastattn.sweep.executors import loopback_only
+    from fastattn.sweep.worker import INFLIGHT
+
+    local = run_sweep(SLOW, tmp_path / "local", seeds=2, workers=0, progress=False)
+    with loopback_only():
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+        nodes = [cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1") for _ in range(2)]
+        cluster.wait_for_nodes()
+    victim, raylet = nodes[0], nodes[0].all_processes["raylet"][0].process.pid
+    out = tmp_path / "ray"
+    state: dict = {"killed": set(), "listening": set(), "rows": []}
+
+    def on_row(row):            # in the driver, between batches: kill the victim mid-run once
+        state["rows"].append(row["key"])
+        state["listening"] |= listening_addresses(_descendants(os.getpid()) | _descendants(raylet))
+        if state["killed"]:
+            return
+        running = {int(m.read_text()) for m in (out / INFLIGHT).glob("*")}
+        mine = running & _descendants(raylet)
+        if mine:
+            cluster.remove_node(victim, allow_graceful=False)
+            state["killed"] = mine
+
+    try:
+        remote = run_sweep(SLOW, out, seeds=2, executor="ray", address=cluster.address,
+                           progress=False, on_row=on_row)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        cluster.shutdown()
+    assert state["killed"], "the victim node never ran a batch while the sweep collected rows"
+    assert state["listening"] and all(_is_loopback(a) for a, _ in state["listening"]), \
+        sorted(state["listening"])
+    assert sorted(state["rows"]) == sorted(local["key"])        # each run collected once
+    assert len(list((out / "runs").glob("*.json"))) == len(local)
+    assert (remote["status"] != "error").all(), remote[["key", "error"]]
+    pd.testing.assert_frame_equal(local[DETERMINISTIC], remote[DETERMINISTIC])

@@ -149,20 +149,20 @@ def test_a_new_option_with_a_default_resumes_every_run(tmp_path, monkeypatch):
     added to the grid's options: no key changes, nothing is recomputed."""
     first = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False)
     mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
-    monkeypatch.setitem(grid_module.OPTION_BY_NAME, "warmup",
-                        Option("--warmup", "train", "warmup", float, "a new option", 0.0))
+    monkeypatch.setitem(grid_module.OPTION_BY_NAME, "new_knob",
+                        Option("--new-knob", "train", "new_knob", float, "a new option", 0.0))
     from fastattn.sweep import api
 
     monkeypatch.setattr(api, "check_run", lambda spec, trainer=True: None)   # no such config field
     items = plan(Grid(TINY, 2), Horizon())
-    assert all(it.spec["train"]["warmup"] == 0.0 for it in items)
+    assert all(it.spec["train"]["new_knob"] == 0.0 for it in items)
     assert {it.key for it in items} == set(first["key"])
     seen = []
     again = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
     assert seen == []
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()} == mtimes
     pd.testing.assert_frame_equal(again, first)
-    changed = plan(Grid(dict(TINY, warmup=0.5), 2), Horizon())
+    changed = plan(Grid(dict(TINY, new_knob=0.5), 2), Horizon())
     assert not {it.key for it in changed} & set(first["key"])
 
 

@@ -136,3 +136,130 @@ def test_log_ticks_label_the_swept_values_only():
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) == 8 and labels[0] == "4" and labels[-1] == "65536"
     assert all(t.get_text() == "" for t in ax.xaxis.get_minorticklabels())
+
+
+# ---------------------------------------------------------------- issue 37 failures 7 and 10
+def status(argv: list[str]) -> int:
+    """`main`'s exit status: returned, or argparse's SystemExit for a value it refused."""
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return stop.code
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--heads", "D/0"], "argument --heads: expression 'D/0': division by zero"),   # failure 7
+    (["--init", "exp(1000)"], "argument --init: expression 'exp(1000)': overflow"),
+    (["--init", "int(1e400)"], "a value (inf) above the limit 1e+12"),
+    (["--init", "2**65"], "an exponent (65) above the limit 64"),
+    (["--init", "nan"], "argument --init: must be finite"),                        # failure 10
+    (["--target-loss", "nan"], "argument --target-loss: must be finite"),
+    (["--init-seed=-1"], "argument --init-seed: must be an integer >= 0 (a seed)"),
+    (["--workers=-1"], "--workers must be an integer >= 0; got -1"),
+    (["--max-evals=-5"], "--max-evals must be an integer >= 1; got -5"),
+    (["--batch", "0"], "--batch must be an integer >= 1; got 0"),
+    (["--lr", "0.1"], "--lr does not apply to --method flow"),
+    (["--context", "1..1000000"], "of at most 100000 lengths"),
+    (["--seeds", "1000000"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
+])
+def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, says):
+    out = tmp_path / "sweep"
+    assert status(["sweep", *TINY, "--time", "5", *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("fastattn sweep: error: "), err
+    assert says in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_a_million_point_grid_is_refused_unless_yes_and_stated_before_planning(
+        tmp_path, capsys, monkeypatch):
+    """A 10^6-point grid planned silently for over a minute (failure 7): its size is the product
+    of the axes' lengths, refused above 10000 runs unless --yes, and stated before planning."""
+    from fastattn.sweep import api
+    from fastattn.sweep import cli as sweep_cli
+
+    class Planned(BaseException):
+        pass
+
+    def planned(*_a, **_k):
+        raise Planned
+
+    monkeypatch.setattr(sweep_cli, "plan", planned)
+    monkeypatch.setattr(api, "plan", planned)
+    axes = ["--init", ",".join(f"{1e-3 * (k + 1):g}" for k in range(1000)),
+            "--rtol", ",".join(f"{1e-6 * (k + 1):g}" for k in range(1000))]
+    out = tmp_path / "s"
+    assert main(["sweep", *TINY, "--time", "5", *axes, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the grid has 1000000 runs (init 1000 × rtol 1000)" in err and "--yes" in err
+    with pytest.raises(Planned):
+        main(["sweep", *TINY, "--time", "5", *axes, "--yes", "--dry-run", "--out", str(out)])
+    assert "planning 1000000 runs" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_settings_from_a_sweep_file_are_checked_too(tmp_path, capsys):
+    cfg = tmp_path / "grid.toml"
+    cfg.write_text('dim = 2\nheads = 2\ncontext = 8\ntime = 5.0\n[sweep]\nworkers = -1\n')
+    assert status(["sweep", str(cfg), "--out", str(tmp_path / "s")]) == 2
+    assert "--workers must be an integer >= 0" in capsys.readouterr().err
+    cfg.write_text('dim = 2\nheads = 2\ncontext = 8\ntime = 5.0\ninit = nan\n')
+    assert status(["sweep", str(cfg), "--out", str(tmp_path / "s")]) == 2
+    assert "--init must be finite" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_method_axis_keeps_each_methods_options():
+    """--lr on a grid that sweeps flow and gd applies to gd: accepted; --integrator on a gd-only
+    grid applies to none of its methods: refused."""
+    items = plan(Grid({"dim": 2, "heads": 2, "context": 8, "method": ["flow", "gd"], "time": 1.0,
+                       "lr": 0.01, "steps": 5}))
+    assert {it.spec["train"]["method"] for it in items} == {"flow", "gd"}
+    with pytest.raises(GridError, match="--integrator does not apply to --method gd"):
+        plan(Grid({"dim": 2, "heads": 2, "context": 8, "method": "gd", "lr": 0.01, "steps": 5,
+                   "integrator": "rk4"}))
+
+
+def test_plot_refuses_an_empty_out(tmp_path, capsys):
+    assert main(["plot", str(tmp_path), "--out", ""]) == 2
+    assert "--out '' names no file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("expr", "says"), [
+    ("D/0", "division by zero"), ("exp(1000)", "overflow"), ("int(1e400)", "above the limit"),
+    ("9**9**9", "an exponent (3.8742e+08) above the limit 64"), ("log(0)", "math domain error"),
+    ("(-8)**(1/3)", "not a real number"), ("max()", "expression 'max()'"),
+    ("__import__('os')", "use numbers"), ("D" * 300, "at most 200"), ("10**12*10", "above the limit"),
+])
+def test_the_expression_evaluator_is_bounded(expr, says):
+    from fastattn.sweep.grid import evaluate
+
+    with pytest.raises(ValueError) as info:
+        evaluate(expr, {"D": 4, "N": 8})
+    assert says in str(info.value) and len(str(info.value).splitlines()) == 1
+
+
+def test_the_expression_evaluator_still_computes():
+    from fastattn.sweep.grid import evaluate
+
+    assert evaluate("2*D", {"D": 4, "N": 8}) == 8
+    assert evaluate("1e-2*sqrt(D)", {"D": 4, "N": 8}) == pytest.approx(2e-2)
+    assert evaluate("2**-3 + max(N, D)//3", {"D": 4, "N": 8}) == 0.125 + 2
+
+
+def test_a_huge_power_exits_2_at_once_in_a_subprocess(tmp_path):
+    """`--init '9**9**9'` hung (failure 7): the exit path, as a user's shell sees it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "fastattn.cli", "sweep", *TINY, "--time", "5",
+                           "--init", "9**9**9", "--out", str(tmp_path / "s")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "fastattn sweep: error: argument --init: expression '9**9**9': an exponent (3.8742e+08) "
+        "above the limit 64"]
+    assert not (tmp_path / "s").exists()
