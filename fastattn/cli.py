@@ -139,6 +139,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn.configs import options_for, resolve
     from fastattn.configs.options import check_method_fields
     from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
+    from fastattn.training.callbacks import logger
     from fastattn.training.interrupt import terminate_as_interrupt
 
     if not args.out.strip():
@@ -175,6 +176,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
         statuses.append(_report_run(out, name, resolved, config, traj))
 
+    if args.log and len(built) > 1:
+        raise CommandError("--log follows one run; it takes no --seeds or --lrs lists (train each "
+                           "seed with its own --log, or use train_many's on_done in Python)")
+    try:
+        loggers = [logger(spec) for spec in args.log or ()]
+    except (ImportError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
     if len(built) > 1:
         if args.resume:
             raise CommandError("--resume continues one run; it takes no --seeds or --lrs lists")
@@ -199,7 +207,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has "
                                "no checkpoints")
         with terminate_as_interrupt():
-            traj = train(model, task, config, checkpoint=checkpoint)
+            traj = train(model, task, config, checkpoint=checkpoint, callbacks=loggers)
         report(0, traj)
     return max(statuses, default=0)
 
@@ -306,6 +314,9 @@ def _add_train(sub) -> None:
                    "(same options; replaces its record)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar or flow progress line (shown only on a terminal)")
+    p.add_argument("--log", action="append", metavar="SPEC",
+                   help="live logging of each loss record: tensorboard:DIR (needs tensorboard) or "
+                   "wandb[:PROJECT] (needs wandb); may be given twice")
     # runs trained together (the fused He step batches them; one record per run)
     p.add_argument("--seeds", metavar="LIST",
                    help="train one run per seed, e.g. 0-4 or 0,3,7: run s takes --init-seed s and "

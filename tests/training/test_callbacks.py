@@ -118,3 +118,22 @@ def test_log_spec_errors_name_the_fix(tmp_path):
     with pytest.raises(ValueError, match="wandb"):
         logger("mlflow:x")
     assert isinstance(logger(f"tensorboard:{tmp_path}"), TensorBoardLogger)
+
+
+def test_the_cli_logs_a_run_to_tensorboard(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from fastattn.cli import main
+    from fastattn.training import Trajectory
+
+    tb = tmp_path / "tb"
+    assert main(["train", "--task", "linear_regression", "--model", "separate", "--dim", "3",
+                 "--time", "20", "--out", str(tmp_path / "run"), "--quiet",
+                 "--log", f"tensorboard:{tb}"]) == 0
+    traj = Trajectory.load(tmp_path / "run" / "run.json")
+    events = EventAccumulator(str(tb))
+    events.Reload()
+    np.testing.assert_allclose([e.value for e in events.Scalars("loss")], traj.loss, rtol=1e-6)
+    assert main(["train", "--task", "linear_regression", "--model", "separate", "--dim", "3",
+                 "--time", "20", "--out", str(tmp_path / "bad"), "--log", "nope"]) == 2
