@@ -101,9 +101,7 @@ def package_copy(dest: Path) -> Path:
     """Copy the imported `fastattn` package (and `triton_kernels/` where a source checkout keeps
     it beside the package) into `dest`; return `dest`, the folder to put first on the path. The
     copy joins the installed compiled core as the checkout does (`fastattn/_core_loader.py`)."""
-    import fastattn
-
-    here = Path(fastattn.__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]         # the imported fastattn package
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(here, dest / "fastattn", ignore=ignore)
     kernels = here.parent / "triton_kernels"

@@ -176,7 +176,7 @@ def test_reproduce_every_figure_quick(name, tmp_path, monkeypatch):
     passes the presentation checks and the figure's own checks (the panels it must have)."""
     saved = []
     save = plots.save
-    monkeypatch.setattr(plots, "save", lambda fig, path: saved.append(fig) or save(fig, path))
+    monkeypatch.setattr(plots, "save", lambda fig, path, *a: saved.append(fig) or save(fig, path, *a))
     doc = registry.reproduce(name, tmp_path, quick=True)
     assert (tmp_path / f"{name}.png").stat().st_size > 0
     assert json.loads((tmp_path / f"{name}.json").read_text())["name"] == name

@@ -89,7 +89,10 @@ def test_gradient_vs_central_differences(case, rng):
 
 def test_hessian_and_hvp_vs_gradient_differences(case, rng):
     obj, th = build(case, rng)
-    assert obj.has_hessian and obj.has_hessian_operator
+    if not (obj.has_hessian and obj.has_hessian_operator):
+        # a gradient-only objective (the positional-encoding DIAG objective, written in Python):
+        # the integrators use their Hessian-free methods on it
+        pytest.skip(f"{type(obj).__name__} defines no Hessian")
     Hm = obj.hessian(th)
     np.testing.assert_allclose(Hm, Hm.T, rtol=0, atol=1e-12 * _scale(Hm))
     h = 1e-5
