@@ -15,29 +15,6 @@ import numpy as np
 MAX_RUNS_UNASKED = 10_000
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux's MemAvailable), None if unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def check_run_size(dim: int, heads: int, batch_floats: int) -> None:
-    """Refuse, before anything is built, a run whose arrays cannot fit in memory: the task's and
-    model's D × D blocks (a few per head, float64) and a sampled batch. The estimate is a floor
-    (the real run needs more), so what it refuses would certainly have been killed mid-build."""
-    need = 8 * (4 * dim * dim * max(heads, 1) + batch_floats)
-    have = available_memory()
-    if have is not None and need > have:
-        raise ValueError(f"a run of dim={dim}, heads={heads} needs at least {need / 2**30:.3g} GiB "
-                         f"of memory and {have / 2**30:.3g} GiB are available; give a smaller "
-                         "--dim, --heads or --batch-size")
-
-
 def positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")

@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from fastattn._validate import check_run_size
 from fastattn.configs.base import model_card, task_card
 from fastattn.configs.options import resolve
 
@@ -63,11 +62,6 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     given = {t: {k: v for k, v in spec.get(t, {}).items() if k in known[t] and v is not None}
              for t in known}
     r = resolve(task_kind, model_kind, given)
-    context = r.task.get("context") or 1
-    longest = max(context) if isinstance(context, (list, tuple)) else int(context)
-    batch = r.train.get("batch_size") or 0 if r.train.get("method") in ("sgd", "adam") else 0
-    check_run_size(int(r.task.get("dim") or 1), int(r.model.get("heads") or 1),
-                   int(batch) * (longest + 1) * 2 * int(r.task.get("dim") or 1))
     task = build_task(r.task)
     extra = {k: v for k, v in spec.get("train", {}).items() if k not in known["train"]}
     return task, build_model(model_config(r.model, task)), TrainConfig(**(r.train | extra))
