@@ -55,7 +55,7 @@ def test_an_interrupted_figure_is_recomputed_and_its_stale_records_removed(quick
     assert owned.remove(out / f"{FAST[1]}.json")
     owned.write(out / FAST[1] / "old_seed9.json", lambda fh: fh.write("{}"), "w")
     result = batch.run_all(FAST, out, quick=True)
-    assert [o.status for o in result.outcomes] == ["cached", "done"]
+    assert [o.status for o in result.outcomes] == ["cached", "done"], [o.error for o in result.outcomes]
     assert not (out / FAST[1] / "old_seed9.json").exists()
     assert (out / f"{FAST[1]}.json").exists()
 
@@ -290,7 +290,7 @@ def test_ctrl_c_loses_only_the_figure_in_flight(tmp_path):
     assert "interrupted" in err
     assert not (tmp_path / f"{FAST[1]}.json").exists()
     result = batch.run_all(FAST, tmp_path, quick=True)
-    assert [o.status for o in result.outcomes] == ["cached", "done"]
+    assert [o.status for o in result.outcomes] == ["cached", "done"], [o.error for o in result.outcomes]
 
 
 def test_lookup_keys_with_dots_and_lists():
