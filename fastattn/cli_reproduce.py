@@ -177,10 +177,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(headline(ledger))
     print(tally_text(ledger))
     if args.docs:
-        from fastattn.experiments.report import update_docs
+        from fastattn.experiments.report import folder_mode, update_docs
 
-        manifest = folder / "reproduce.json"
-        mode = json.loads(manifest.read_text()).get("mode", "full") if manifest.exists() else "full"
+        mode = folder_mode(folder)
         revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
         from fastattn.experiments.registry import PAPERS
 

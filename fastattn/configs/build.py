@@ -67,7 +67,8 @@ def build_run(spec: Mapping[str, Mapping[str, Any]]):
     return task, build_model(model_config(r.model, task)), TrainConfig(**(r.train | extra))
 
 
-def build_default(task: str, model: str, **given: Mapping[str, Any]):
+def build_default(task: str, model: str, /, **given: Mapping[str, Any]):
     """(task, model, TrainConfig) of the pair's paper preset, overridden by `given` (task=,
-    model=, train= dicts by field)."""
+    model=, train= dicts by field; the kinds are positional-only, so that `task=` and `model=`
+    name the option dicts)."""
     return build_run(resolve(task, model, given).spec())

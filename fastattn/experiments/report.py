@@ -173,16 +173,25 @@ def _figures(folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def folder_mode(folder: Path, figures: dict[str, dict[str, Any]] | None = None) -> str:
+    """"quick" or "full": the mode `fastattn reproduce --all` recorded in the folder's manifest, else
+    (figures run one at a time write none) "quick" if any figure in it is quick. The page and
+    `report --docs` both label a folder by this rule."""
+    if (folder / "reproduce.json").exists():
+        mode = read_json(folder / "reproduce.json").get("mode")
+        if mode:
+            return mode
+    figures = _figures(folder) if figures is None else figures
+    return "quick" if any(d.get("quick") for d in figures.values()) else "full"
+
+
 def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     """The report page's HTML for `folder` with ledger `rows`."""
     from fastattn.experiments.registry import FIGURES, PAPERS
 
     figures = _figures(folder)
-    manifest = {}
-    if (folder / "reproduce.json").exists():
-        manifest = read_json(folder / "reproduce.json")
-    mode = manifest.get("mode") or ("quick" if any(d.get("quick") for d in figures.values())
-                                    else "full")
+    manifest = read_json(folder / "reproduce.json") if (folder / "reproduce.json").exists() else {}
+    mode = folder_mode(folder, figures)
     meta = next((d["meta"] for d in figures.values() if "meta" in d), {})
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
              f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"

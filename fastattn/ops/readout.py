@@ -9,7 +9,9 @@ from fastattn.ops._autograd import recording_backward, reference_vjp
 from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
 from fastattn.triton_kernels.icl_readout.reference import (
+    icl_beta_reference,
     icl_readout_next_token_reference,
+    icl_readout_of_beta_reference,
     icl_readout_reference,
 )
 
@@ -24,8 +26,8 @@ def _readout(x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor, backend: str
 
         return icl_readout_forward(x.contiguous(), y.contiguous(), x_q.contiguous(),
                                    gamma.contiguous())
-    beta = torch.einsum("bn,bnd->bd", y, x) / x.shape[1]
-    return torch.einsum("bi,hij,bj->bh", beta, gamma, x_q), beta
+    beta = icl_beta_reference(x, y)         # the output keeps β for the backward
+    return icl_readout_of_beta_reference(beta, x_q, gamma), beta
 
 
 @_readout.register_fake

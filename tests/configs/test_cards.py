@@ -97,3 +97,11 @@ def test_the_cards_import_no_torch_and_no_model_task_or_trainer_module():
                 assert not name.startswith(("torch", "fastattn.models", "fastattn.tasks",
                                             "fastattn.training", "fastattn.population", "numpy")), \
                     (path.name, name)
+
+
+def test_build_default_takes_task_and_model_options():
+    """Issue 39: `build_default(task, model, **given)` took `task=`/`model=` as its kinds (TypeError:
+    multiple values for argument 'task'); the kinds are positional-only."""
+    t, m, cfg = build_default("linear_regression", "separate", task={"dim": 3},
+                              model={"heads": 2}, train={"t_end": 7.0})
+    assert (t.dim, m.config.heads, cfg.t_end) == (3, 2, 7.0)

@@ -6,6 +6,7 @@ closed form without regenerating the docs fails here."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,18 @@ def test_update_docs_replaces_its_block_only(tmp_path):
     assert text.count("claims-ledger:begin") == 1
     (parsed,) = report.parse_docs_table(text)
     assert parsed["claim"] == "a | b" and parsed["measured"] == "1.02"
+
+
+def test_report_docs_labels_a_quick_folder_as_the_page_does(tmp_path, capsys):
+    """Issue 39: `report DIR --docs` labelled a folder of one quick figure (run alone: no
+    reproduce.json) "full run" while the page said quick; both now read `report.folder_mode`."""
+    from fastattn.cli import main
+
+    figure = {"quick": True, "summary": {}, "png": "zhang2025-fig3.png",
+              "meta": {"git_revision": "abc"}}
+    (tmp_path / "zhang2025-fig3.json").write_text(json.dumps(figure))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    assert main(["report", str(tmp_path), "--docs", str(docs)]) == 0, capsys.readouterr().err
+    assert "## Claims ledger (quick run," in (docs / "zhang2025.md").read_text()
+    assert "Mode <b>quick</b>" in (tmp_path / "index.html").read_text()

@@ -15,7 +15,8 @@ from fastattn.population import (
     WishartAlignedObjective,
     WishartReducedObjective,
 )
-from fastattn.population.wishart_tasks import cubature5, full_conditional_loss
+from fastattn.population.cubature import cubature5
+from fastattn.population.wishart_tasks import full_conditional_loss
 
 
 def _haar(rng, d):

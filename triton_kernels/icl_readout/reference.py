@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["icl_readout_next_token_reference", "icl_readout_reference"]
+__all__ = ["icl_beta_reference", "icl_readout_next_token_reference", "icl_readout_of_beta_reference",
+           "icl_readout_reference"]
+
+
+def icl_beta_reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """β_b = (1/N) Σ_n y_bn x_bn: x `[B, N, D]`, y `[B, N]` → `[B, D]`."""
+    return torch.einsum("bn,bnd->bd", y, x) / x.shape[1]
+
+
+def icl_readout_of_beta_reference(beta: torch.Tensor, x_q: torch.Tensor,
+                                  gamma: torch.Tensor) -> torch.Tensor:
+    """ŷ[b, h] = β_bᵀ Γ_h x_q,b: beta `[B, D]`, x_q `[B, D]`, gamma `[H, D, D]` → `[B, H]`."""
+    return torch.einsum("bi,hij,bj->bh", beta, gamma, x_q)
 
 
 def icl_readout_reference(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
@@ -20,8 +32,7 @@ def icl_readout_reference(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
     Returns:
         [B, H] per-head predictions (sum over H for the model's prediction).
     """
-    beta = torch.einsum("bn,bnd->bd", y, x) / x.shape[1]
-    return torch.einsum("bi,hij,bj->bh", beta, gamma, x_q)
+    return icl_readout_of_beta_reference(icl_beta_reference(x, y), x_q, gamma)
 
 
 def icl_readout_next_token_reference(x: torch.Tensor, y: torch.Tensor,
