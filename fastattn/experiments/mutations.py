@@ -65,11 +65,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "hidden = ops.cubic_hidden(beta(x, y, lengths), x_q, self.W1)",
              "hidden = ops.cubic_hidden(x_q, beta(x, y, lengths), self.W1)",
              ("zhang2025-fig1",), "the cubic feature z = vec(β x_qᵀ) transposed in "
-             "CubicMLP.forward", ci=True),
+             "CubicMLP.forward"),
     Mutation("zhang-moments-inv-n", "zhang2025", "moment", "tasks/linear_regression.py",
              "inv_n=self.inv_context_mean())",
              "inv_n=1.0 / (1.0 / self.inv_context_mean() + 1.0))",
-             ("zhang2025-fig7",), "the population moments use 1/(N+1) for 1/N"),
+             ("zhang2025-fig7",), "the population moments use 1/(N+1) for 1/N", ci=True),
     Mutation("zhang-eq51-constant", "zhang2025", "theory constant", "theory/zhang2025.py",
              "c**2 * (1.0 + (1.0 + dim) * inv_n) * g**2", "c**2 * (1.0 + dim * inv_n) * g**2",
              ("zhang2025-fig1",), "Eq. 51's (1 + D)/N term read as D/N"),
