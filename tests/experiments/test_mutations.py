@@ -24,12 +24,18 @@ def test_every_mutation_names_text_that_exists_once():
         assert all(f in FIGURES and f.startswith(m.paper + "-") for f in m.figures), m.key
 
 
-def test_every_paper_has_planted_bugs_and_a_ci_one():
+def test_every_paper_has_three_kinds_of_planted_bug_and_one_in_ci():
+    """Issue 35: at least 3 per paper, spread over the kinds it names; CI runs one per paper."""
     for paper in PAPERS:
         mine = [m for m in mutations.MUTATIONS if m.paper == paper]
-        assert mine, paper
-        assert any(m.ci for m in mine), paper
-    assert sum(m.paper == "zhang2025" for m in mutations.MUTATIONS) >= 3
+        assert len({m.kind for m in mine}) >= 3, paper
+        assert sum(m.ci for m in mine) == 1, paper
+    assert {m.kind for m in mutations.MUTATIONS} == set(mutations.KINDS)
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="kind='typo' is unknown"):
+        mutations.Mutation("k", "he2025", "typo", "theory/he2025.py", "a", "b", ("he2025-e8",), "x")
 
 
 def test_plant_edits_only_the_copy(tmp_path):
