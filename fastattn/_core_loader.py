@@ -3,10 +3,18 @@ build it (every exact objective, integrator and the fused He step run in it; the
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+
+
+def _has_compiled_core(folder: Path) -> bool:
+    """Whether `folder` holds a compiled `_core*` extension (a checkout's `_core.pyi` and
+    `_core_loader.py` match the name too, and a checkout on PYTHONPATH is no installed copy)."""
+    return any(path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+               for path in folder.glob("_core*"))
 
 
 def _join_checkout(package: ModuleType) -> None:
@@ -23,7 +31,7 @@ def _join_checkout(package: ModuleType) -> None:
         return
     for entry in sys.path:
         installed = Path(entry or ".").resolve() / "fastattn"
-        if installed != here and any(installed.glob("_core*")):
+        if installed != here and _has_compiled_core(installed):
             if str(installed) not in package.__path__:
                 package.__path__.append(str(installed))
             break
