@@ -41,8 +41,8 @@ h1{margin-bottom:.2rem}h2{border-bottom:2px solid #d0d7de;padding-bottom:.2rem;m
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.claims{min-width:72rem}table.claims td{overflow-wrap:break-word}
-table.claims td:first-child{min-width:16em}
+table.claims{min-width:72rem}table.claims td{overflow-wrap:anywhere}
+table.claims td:first-child{min-width:13em}td.tol{min-width:10em}td.by,td.source,td.note{min-width:8em}
 td.kind{white-space:nowrap}
 [title]{text-decoration:underline dotted #8c959f}th[title]{cursor:help}
 .badge{display:inline-block;color:#fff;border-radius:1em;padding:0 .6em;font-size:.8rem;
@@ -55,7 +55,7 @@ figure img{width:100%;height:auto;cursor:zoom-in;display:block}
 figcaption{font-size:1rem;margin-bottom:.3rem}
 code{background:#f6f8fa;padding:0 .2em;font-size:.8rem;overflow-wrap:break-word}
 code.cmd span{white-space:nowrap}
-.filters{position:sticky;top:0;background:#fffe;padding:.5rem 0;border-bottom:1px solid #d0d7de;
+.filters{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #d0d7de;
 z-index:1}
 .filters label{margin-right:1rem;white-space:nowrap}
 #lightbox{display:none;position:fixed;inset:0;background:#000c;z-index:2;cursor:zoom-out;
@@ -362,7 +362,7 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
 
     # summary: reproductions of the papers' numbers first, then the rest (kind × source × status)
     parts.append(f"<p><b>{_e(headline(rows))}</b></p>")
-    parts.append(tally_table_html(rows))
+    parts.append(f'<div class="scroll">{tally_table_html(rows)}</div>')
     parts.append('<div class="scroll"><table id="summary"><tr><th>paper</th>'
                  "<th>figures (ok / failed / listed)</th><th>compute time</th>"
                  + "".join(f"<th>{_badge(s)}</th>" for s in STATUSES) + "<th>claims</th></tr>")
@@ -426,15 +426,15 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
                 + (f'<br><span class="muted">s.e. {r["se"]:.2g}</span>'
                    if r.get("se") is not None and r["measured"] is not None else "")
                 + f'</td><td class="num deviation">{_deviation(r)}</td>'
-                f"<td>{_e(_tolerance_text(r))}<br><span class=\"muted\">"
+                f"<td class=\"tol\">{_e(_tolerance_text(r))}<br><span class=\"muted\">"
                 f"{_e(r['tolerance_reason'])}</span></td>"
-                f'<td>{where}<span class="field" title="{_e(path)}">{label}</span></td>'
+                f'<td class="by">{where}<span class="field" title="{_e(path)}">{label}</span></td>'
                 f"<td class=\"kind\">{_e((r.get('kind') or 'reproduction').replace('_', ' '))}</td>"
-                f"<td>{_e(r.get('source') or 'no source')}"
+                f"<td class=\"source\">{_e(r.get('source') or 'no source')}"
                 + (f' <span class="muted">({_e(r["where"])})</span>' if r.get("where") else "")
                 + (f'<br><span class="muted">“{_e(r["quote"])}”</span>' if r.get("quote") else "")
                 + "</td>"
-                f"<td>{_e(r['note'])}</td></tr>")
+                f"<td class=\"note\">{_e(r['note'])}</td></tr>")
         parts.append("</table></div>")
         parts.append('<h3>Figures</h3><div class="figs">')
         for name in sorted((n for n in FIGURES if n.startswith(paper + "-")), key=figure_order):
