@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import signal
 import sys
 import threading
@@ -26,15 +25,11 @@ class _Error(ValueError):
     """Bad input: `fastattn.cli.main` prints it as one line and exits 2."""
 
 
-def natural_order(name: str) -> list:
-    """Sort key that puts numbers in numeric order: fig3 before fig11."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
-
-
 def _list() -> int:
     from fastattn import experiments
+    from fastattn.experiments.registry import figure_order
 
-    for name in sorted(experiments.FIGURES, key=natural_order):
+    for name in sorted(experiments.FIGURES, key=figure_order):
         recipe = experiments.FIGURES[name]
         opts = "; ".join(f"{k}: {'|'.join(map(str, v))}" for k, v in recipe.options.items())
         print(f"{name:<22} {recipe.title}" + (f"  [options {opts}]" if opts else ""))
@@ -63,7 +58,7 @@ def _one(args: argparse.Namespace) -> int:
 def _all(args: argparse.Namespace, got: list[int]) -> int:
     from fastattn.experiments import batch
     from fastattn.experiments.claims import headline
-    from fastattn.experiments.report import write_report
+    from fastattn.experiments.report import compute_time, write_report
 
     if args.option:
         raise _Error("--option applies to one figure (fastattn reproduce NAME --option K=V), "
@@ -90,7 +85,8 @@ def _all(args: argparse.Namespace, got: list[int]) -> int:
     n_done = sum(o.status == "done" for o in result.outcomes)
     n_cached = sum(o.status == "cached" for o in result.outcomes)
     print(f"{len(names)} figures: {n_done} computed, {n_cached} already finished, "
-          f"{len(result.failed)} failed; {result.wall_time:.1f} s")
+          f"{len(result.failed)} failed; this command took {result.wall_time:.1f} s; the folder's "
+          f"figures took {compute_time(out):.1f} s to compute")
     print("claims: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     print(headline(ledger))
     print(f"wrote {out / 'claims.json'} and {page}")

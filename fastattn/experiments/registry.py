@@ -31,6 +31,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +75,16 @@ def _index() -> dict[str, Figure]:
 
 #: every figure by name (index entries: title, options, where the recipe is)
 FIGURES: dict[str, Figure] = _index()
+
+
+def figure_order(name: str) -> tuple[int, list[str | int]]:
+    """Sort key of figure names: papers in `PAPERS` order, then the name with its numbers compared
+    as numbers (he2025-e2 before he2025-e10, musat2025-fig9-11 before musat2025-fig12-14). Every
+    list of figures a reader sees (the page, `reproduce --list`) is sorted by it; `FIGURES` keeps
+    the papers' own order, which is the order `reproduce --all` computes in."""
+    paper = name.split("-")[0]
+    rank = PAPERS.index(paper) if paper in PAPERS else len(PAPERS)
+    return rank, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def get(name: str) -> Figure:
