@@ -156,9 +156,18 @@ def _check_fig9(doc, fig):
 
 
 def _check_fig13(doc, fig):
-    assert set(doc["summary"]) == {"R1", "R2", "R3", "R4"}
+    panels = {"R1", "R2", "R3", "R4"}
+    assert set(doc["summary"]) == panels | {"across_seeds"}
     assert sorted(ax.get_title() for ax in fig.axes if ax.get_title()) == [f"R = {r}" for r in (1, 2, 3, 4)]
-    for label, panel in doc["summary"].items():
+    for label in panels:
+        panel = doc["summary"][label]
+        # every seed of the panel, unresolved levels as None, median over the resolved ones
+        levels = [seed["levels"]["measured_levels"] for seed in panel.values()]
+        for m, across in doc["summary"]["across_seeds"][label].items():
+            got = [row[int(m)] for row in levels]
+            assert across["values"] == got, (label, m)
+            if any(v is not None for v in got):
+                assert across["median"] == pytest.approx(np.median([v for v in got if v is not None]))
         for seed in panel.values():
             assert seed["status"] == "converged", (label, seed)   # ‖∇L‖ < GRAD_TOL, not t_end
             # unmatched levels are NaN, written to the JSON as null; dtype=float reads null back as NaN
