@@ -76,6 +76,9 @@ def test_rank_rule_d8():
     for run in runs:
         s = summary["runs"][run.spec.label]
         assert s["max_rel_level_difference"] < 1e-3, s
+        # stopped by ‖∇L‖ < GRAD_TOL, a rule that does not know L*, not by the horizon: at rtol
+        # 1e-8 the integrator's error floor held R8's gradient above the stop until t = 1e6
+        assert run.traj.status == "converged", (run.spec.label, run.traj.status)
         if run.spec.model.rank > 1:
             assert s["n_conspicuous"] == 8 // run.spec.model.rank, s
             assert s["ms_measured"] == s["ms_predicted"], s
