@@ -148,9 +148,11 @@ CLAIMS = (
       "Eq. 72 is the small-init limit; the drop time is read off the detected drop",
       source="derived", where="Eq. 72 (App. E.5.2); Figure 6 caption"),
     # ---- Figs. 7, 8, 13: other settings
-    C("fig7-L-star", "App. A.2, Fig. 7: D = 8, N = 127, λ ∝ 1/d reaches L* = 0.06453", 0.06453,
-      "zhang2025-fig7", "summary.merged_D8.final_loss", 1e-4, _LEVEL, source="derived",
-      where=_EQ19 + " (Figure 7 caption: N = 127, λ_d ∝ 1/d, trace 1)"),
+    *(C(f"fig7-{key}", f"App. A.2, Fig. 7: {model} (D = 8, N = 127, λ ∝ 1/d) reaches L* = "
+        "0.06453", 0.06453, "zhang2025-fig7", f"summary.{label}.final_loss", 1e-4, _LEVEL,
+        source="derived", where=_EQ19 + " (Figure 7 caption: N = 127, λ_d ∝ 1/d, trace 1)")
+      for key, model, label in (("L-star", "ATTN_M", "merged_D8"),
+                                ("separate-L-star", "ATTN_S (H = D, R = 1)", "separate_D8"))),
     C("fig8-inv-n", "App. A.3 / Eq. 26: E(1/N) = H₃₁/31 = 0.129911 for N uniform on 1..31, "
       "against the lengths the sampler draws", 0.129911, "zhang2025-fig8",
       "summary.inv_n_sampled", 4, "Monte Carlo over 200 000 lengths: 4 standard errors",
