@@ -17,10 +17,12 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fastattn._validate import read_json
 
@@ -64,6 +66,9 @@ class Claim:
             "theory_check" (a closed form checked against something computed another way).
         se_field: dotted path (like `field`) to the standard error of the measured value; when
             given, `tolerance` counts standard errors (|measured − target| ≤ tolerance · s.e.).
+        seeds: `field` names a `seed_summary` of every seed (or run) of the figure, no chosen
+            one: the measured value is its median, and the row adds the spread and the fraction
+            of the seeds whose own value meets the claim (`evaluate`).
     """
 
     paper: str
@@ -87,6 +92,7 @@ class Claim:
     quote: str = ""
     kind: str = "reproduction"
     se_field: str = ""
+    seeds: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.figure) == bool(self.measure):
@@ -107,6 +113,9 @@ class Claim:
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.paper}/{self.key}: kind must be one of {KINDS}; "
                              f"got {self.kind!r}")
+        if self.seeds and self.se_field:
+            raise ValueError(f"claim {self.paper}/{self.key}: a claim over seeds reads their "
+                             "median and spread; drop se_field or seeds")
         if self.source == "paper" and not self.quote:
             raise ValueError(f"claim {self.paper}/{self.key}: a number printed in the paper needs "
                              "its quote")
@@ -180,6 +189,23 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def seed_summary(values: Sequence[Any], meets: Callable[[Any], bool] | None = None
+                 ) -> dict[str, Any]:
+    """One quantity measured on every seed of a figure (None or NaN where a seed measured none):
+    {"values" (None for those), "median", "min", "max"} over the seeds with a value (None if no
+    seed has one) and, with `meets` (a criterion the figure states itself, e.g. a ratio ≤ 1),
+    "fraction_meeting": the fraction of all the seeds whose value meets it. A claim with
+    `seeds=True` reads such a summary."""
+    v = [None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+         for x in values]
+    ok = [x for x in v if x is not None]
+    out = {"values": v, "median": float(np.median(ok)) if ok else None,
+           "min": min(ok, default=None), "max": max(ok, default=None)}
+    if meets is not None:
+        out["fraction_meeting"] = float(np.mean([x is not None and meets(x) for x in v]))
+    return out
+
+
 def _read(doc: dict[str, Any], claim: Claim, field: str) -> Any:
     """The value at `field` (the claim's `field` or `se_field`) of a figure's JSON, taking the
     entry the claim's `at` names."""
@@ -210,7 +236,7 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
         "tolerance_in_se": bool(claim.se_field),
         "tolerance_reason": claim.reason, "status": "not_run", "not_run_reason": None, "note": "",
         "source": claim.source or None, "where": claim.where or None, "quote": claim.quote or None,
-        "kind": claim.kind}
+        "kind": claim.kind, "seeds": None}
     if claim.measure:
         module, _, attr = claim.measure.partition(":")
         try:
@@ -232,7 +258,13 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
             row["not_run_reason"] = "quick"
             return row
         try:
-            row["measured"] = _number(_read(doc, claim, claim.field))
+            value = _read(doc, claim, claim.field)
+            if claim.seeds:
+                seeds = [_number(x) for x in value["values"]]
+                if claim.magnitude:
+                    seeds = [None if x is None else abs(x) for x in seeds]
+                value = seed_summary(seeds)["median"]
+            row["measured"] = _number(value)
             if claim.magnitude and row["measured"] is not None:
                 row["measured"] = abs(row["measured"])
             if claim.se_field:
@@ -264,6 +296,15 @@ def evaluate(claim: Claim, folder: Path, quick: bool | None) -> dict[str, Any]:
         row["note"] = claim.note or (f"measured {measured:.6g}"
                                      + (f" ± {se:.2g}" if se is not None else "")
                                      + f" vs the paper's {claim.paper_value:.6g}")
+    if claim.seeds:
+        target = claim.corrected if row["status"] == "erratum" else claim.paper_value
+        spread = seed_summary(seeds, lambda x: claim.within(x, target))
+        n, k = len(seeds), sum(x is not None for x in seeds)
+        row["seeds"] = {"n": n, "measured": k, "min": spread["min"], "max": spread["max"],
+                        "fraction_meeting": spread["fraction_meeting"]}
+        row["note"] = (f"median of {k} of {n} runs (range {spread['min']:.6g} to "
+                       f"{spread['max']:.6g}); {round(spread['fraction_meeting'] * n)} of {n} meet "
+                       "the claim" + (f". {row['note']}" if row["note"] else ""))
     return row
 
 

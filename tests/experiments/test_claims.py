@@ -86,3 +86,37 @@ def test_tally_puts_reproductions_of_paper_numbers_first():
     assert line.startswith("reproductions of paper/derived numbers: 3 (1 reproduced, 1 erratum, "
                            "1 not reproduced)")
     assert "other claims" in line and ": 2 (1 reproduced, 1 not run)" in line
+
+
+def test_claim_over_seeds_reads_every_seed(tmp_path):
+    """A claim with `seeds` reads the median of every seed's value and reports the spread and the
+    fraction of seeds within its own tolerance (a seed that measured nothing does not meet it)."""
+    _write_fig(tmp_path, "zhang2025-fig4", {
+        "count": claims.seed_summary([5, 6, 7]),
+        "level": claims.seed_summary([float("nan"), 0.64058, 0.6406, 0.7])})
+    base = dict(paper="p", figure="zhang2025-fig4", reason="r", seeds=True, source="derived",
+                where="Eq. 19")
+    eight = claims.evaluate(Claim(key="a", claim="c", paper_value=8, field="summary.count",
+                                  tolerance=0, relative=False, **base), tmp_path, True)
+    assert eight["measured"] == 6 and eight["status"] == "not_reproduced"
+    assert eight["seeds"] == {"n": 3, "measured": 3, "min": 5, "max": 7, "fraction_meeting": 0.0}
+    six = claims.evaluate(Claim(key="b", claim="c", paper_value=6, field="summary.count",
+                                tolerance=0, relative=False, **base), tmp_path, True)
+    assert six["status"] == "reproduced"
+    assert six["seeds"]["fraction_meeting"] == pytest.approx(1 / 3)
+    assert six["note"].startswith("median of 3 of 3 runs (range 5 to 7); 1 of 3 meet the claim")
+    level = claims.evaluate(Claim(key="c", claim="c", paper_value=0.64058, field="summary.level",
+                                  tolerance=5e-5, **base), tmp_path, True)
+    assert level["measured"] == pytest.approx(0.6406) and level["status"] == "reproduced"
+    assert level["seeds"]["measured"] == 3 and level["seeds"]["fraction_meeting"] == 0.5
+    with pytest.raises(ValueError, match="seeds"):
+        Claim(key="d", claim="c", paper_value=1, field="summary.count", se_field="summary.se",
+              **base)
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_no_claim_reads_a_chosen_seed(paper):
+    """A claim reads every seed of its figure (a seed summary, a median, a fraction), never one
+    run picked by its seed."""
+    for c in claims.load([paper]):
+        assert not re.search(r"seed\d", c.field), (c.key, c.field)

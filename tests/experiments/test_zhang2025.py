@@ -76,6 +76,9 @@ def test_rank_rule_d8():
     for run in runs:
         s = summary["runs"][run.spec.label]
         assert s["max_rel_level_difference"] < 1e-3, s
+        # stopped by ‖∇L‖ < GRAD_TOL, a rule that does not know L*, not by the horizon: at rtol
+        # 1e-8 the integrator's error floor held R8's gradient above the stop until t = 1e6
+        assert run.traj.status == "converged", (run.spec.label, run.traj.status)
         if run.spec.model.rank > 1:
             assert s["n_conspicuous"] == 8 // run.spec.model.rank, s
             assert s["ms_measured"] == s["ms_predicted"], s
@@ -156,9 +159,18 @@ def _check_fig9(doc, fig):
 
 
 def _check_fig13(doc, fig):
-    assert set(doc["summary"]) == {"R1", "R2", "R3", "R4"}
+    panels = {"R1", "R2", "R3", "R4"}
+    assert set(doc["summary"]) == panels | {"across_seeds"}
     assert sorted(ax.get_title() for ax in fig.axes if ax.get_title()) == [f"R = {r}" for r in (1, 2, 3, 4)]
-    for label, panel in doc["summary"].items():
+    for label in panels:
+        panel = doc["summary"][label]
+        # every seed of the panel, unresolved levels as None, median over the resolved ones
+        levels = [seed["levels"]["measured_levels"] for seed in panel.values()]
+        for m, across in doc["summary"]["across_seeds"][label].items():
+            got = [row[int(m)] for row in levels]
+            assert across["values"] == got, (label, m)
+            if any(v is not None for v in got):
+                assert across["median"] == pytest.approx(np.median([v for v in got if v is not None]))
         for seed in panel.values():
             assert seed["status"] == "converged", (label, seed)   # ‖∇L‖ < GRAD_TOL, not t_end
             # unmatched levels are NaN, written to the JSON as null; dtype=float reads null back as NaN

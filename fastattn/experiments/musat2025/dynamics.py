@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.pseudo_params import subspace_report
+from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.musat2025.sgd import curves, sgd_spec
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models.disentangled import NAMES, THREE_PARAM
@@ -67,11 +68,7 @@ def _across_seeds(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Median, range and the fraction of seeds meeting each claim (ratio ≤ 1: the 3-parameter run
     drops no later; 0.7 ≤ loss drop / t_ICL ≤ 1.3: they coincide)."""
     def stats(key: str, meets) -> dict[str, Any]:
-        v = [r[key] for r in rows]
-        ok = [x for x in v if x is not None]
-        return {"values": v, "median": float(np.median(ok)) if ok else None,
-                "min": min(ok, default=None), "max": max(ok, default=None),
-                "fraction_meeting": float(np.mean([x is not None and meets(x) for x in v]))}
+        return seed_summary([r[key] for r in rows], meets)
 
     return {"seeds": len(rows),
             "loss_drop_ratio": stats("loss_drop_ratio", lambda x: x <= 1),

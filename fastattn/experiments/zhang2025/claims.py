@@ -87,19 +87,14 @@ CLAIMS = (
       quote="At convergence, vec(U_1), ..., vec(U_i) ... are rank-one and align with the linear "
       "regression solution in the cubic feature space"),
     # ---- Fig. 3 / §4: ATTN_S rank 1, saddle to saddle
-    C("fig3-level1", "§4.3, Fig. 3a: ATTN_S (R = 1) plateaus at L(M₁) = 0.64058", 0.64058,
-      "zhang2025-fig3", "summary.levels.seed1.measured_levels.1", 5e-5, _LEVEL,
-      note="seed 1: in seed 0 the m = 1 plateau is too short to resolve", source="derived",
-      where=_EQ19 + " (Figure 3a)"),
-    C("fig3-level2", "§4.3, Fig. 3a: ATTN_S plateaus at L(M₂) = 0.37737", 0.37737,
-      "zhang2025-fig3", "summary.levels.seed0.measured_levels.2", 5e-5, _LEVEL, source="derived",
-      where=_EQ19 + " (Figure 3a)"),
-    C("fig3-level3", "§4.3, Fig. 3a: ATTN_S plateaus at L(M₃) = 0.20980", 0.20980,
-      "zhang2025-fig3", "summary.levels.seed0.measured_levels.3", 5e-5, _LEVEL, source="derived",
-      where=_EQ19 + " (Figure 3a)"),
-    C("fig3-final", "§4.4, Fig. 3a: ATTN_S converges to L(M₄) = L* = 0.13600", 0.13600,
-      "zhang2025-fig3", "summary.levels.seed0.measured_levels.4", 5e-5, _LEVEL, source="derived",
-      where=_EQ19 + " with m = D (Figure 3a)"),
+    *(C(f"fig3-level{m}" if m < 4 else "fig3-final",
+        f"§4.3, Fig. 3a: ATTN_S (R = 1) plateaus at L(M{'₀₁₂₃'[m]}) = {v} (median over the seeds "
+        "whose run "
+        "resolves the plateau)" if m < 4 else
+        f"§4.4, Fig. 3a: ATTN_S converges to L(M₄) = L* = {v} (median over the seeds)", v,
+        "zhang2025-fig3", f"summary.levels_across_seeds.{m}", 5e-5, _LEVEL, seeds=True,
+        source="derived", where=_EQ19 + (" (Figure 3a)" if m < 4 else " with m = D (Figure 3a)"))
+      for m, v in ((1, 0.64058), (2, 0.37737), (3, 0.20980), (4, 0.13600))),
     C("fig3-eigen-order", "§4.3, Fig. 3c: the heads learn the eigenvectors in descending "
       "eigenvalue order (fraction of seeds)", 1.0, "zhang2025-fig3",
       "summary.fraction_seeds_in_eigenvalue_order", 0.2,
@@ -108,7 +103,7 @@ CLAIMS = (
     *(C(f"fig3-v-saturation-e{d + 1}", f"§4.3 / Eq. 20a: the value weight of the head that learns "
         f"e_{d + 1} saturates at {v} (median over seeds)", v, "zhang2025-fig3",
         f"summary.v_final_by_direction.{d}", 2e-3,
-        "Eq. 20a neglects the init's conserved offset v² − ‖k‖² = O(init²) (Eq. 89)",
+        "Eq. 20a neglects the init's conserved offset v² − ‖k‖² = O(init²) (Eq. 89)", seeds=True,
         source="derived", where=_V20A)
       for d, v in enumerate((1.30967, 1.43005, 1.61204, 1.94702))),
     C("fig3-conservation-eq89", "App. E.8 / Eq. 89: ‖k_i‖² − ‖q_i‖² and ‖k_i‖² − v_i² are conserved "
@@ -117,24 +112,28 @@ CLAIMS = (
       "the stiff integrator at rtol 1e-8 over 1e5–3e5 time units", relative=False,
       source="derived", where="Eq. 89 (App. E.8)"),
     # ---- Figs. 4, 11, 12: rank R
-    C("fig4-R1-count", "Fig. 4: rank 1 visits all 8 plateaus m = 0..7 (D = 8)", 8,
-      "zhang2025-fig4", "summary.runs.R1_seed0.n_conspicuous", 0, _COUNT, relative=False,
+    C("fig4-R1-count", "Fig. 4: rank 1 visits all 8 plateaus m = 0..7 (D = 8; median over the "
+      "seeds)", 8, "zhang2025-fig4", "summary.by_rank.R1.n_conspicuous", 0, _COUNT, relative=False,
+      seeds=True,
       note="with λ ∝ 1/d the small eigenvalues are close (1/7 vs 1/8) and adjacent drops merge: "
       "5, 6, 7 resolved plateaus in seeds 0-2 (docs/zhang2025.md)", source="paper",
       where="Figure 4 caption", quote="Dashed gray lines mark the loss values predicted by "
       "Equation (19) at nine fixed points"),
-    C("fig4-R2-count", "§5, Fig. 4: rank 2 has conspicuous plateaus at m = 0, 2, 4, 6 (4)", 4,
-      "zhang2025-fig4", "summary.runs.R2_seed0.n_conspicuous", 0, _COUNT, relative=False,
-      source="paper", where="§5", quote=_CONSPICUOUS, note=_CONSPICUOUS_NOTE),
-    C("fig4-R4-count", "§5, Fig. 4: rank 4 has conspicuous plateaus at m = 0, 4 (2)", 2,
-      "zhang2025-fig4", "summary.runs.R4_seed0.n_conspicuous", 0, _COUNT, relative=False,
-      source="paper", where="§5", quote=_CONSPICUOUS, note=_CONSPICUOUS_NOTE),
-    C("fig4-L-star", "Fig. 4: D = 8, λ ∝ 1/d, N = 31 converges to L(M₈) = 0.21007", 0.21007,
-      "zhang2025-fig4", "summary.runs.R8_seed0.final_loss", 5e-5, _LEVEL, source="derived",
-      where=_EQ19 + " (Figure 4 caption: D = 8, N = 31, λ_d ∝ 1/d, trace 1)"),
-    C("fig12-R3-count", "§5, Fig. 12: rank 3 has ⌈8/3⌉ = 3 conspicuous plateaus", 3,
-      "zhang2025-fig12", "summary.runs.R3_seed0.n_conspicuous", 0, _COUNT, relative=False,
-      source="paper", where="§5; Figure 12", quote=_CONSPICUOUS, note=_CONSPICUOUS_NOTE),
+    *(C(f"fig4-R{r}-count", f"§5, Fig. 4: rank {r} has conspicuous plateaus at m = {ms} ({n}; "
+        "median over the seeds)", n, "zhang2025-fig4", f"summary.by_rank.R{r}.n_conspicuous", 0,
+        _COUNT, relative=False, seeds=True, source="paper", where="§5", quote=_CONSPICUOUS,
+        note=_CONSPICUOUS_NOTE)
+      for r, ms, n in ((2, "0, 2, 4, 6", 4), (4, "0, 4", 2), (8, "0", 1))),
+    *(C(f"{fig}-L-star", f"Fig. {fig[3:]}: D = 8, λ ∝ 1/d, N = 31: every run (each rank and seed) "
+        "converges to L(M₈) = 0.21007 (median over the runs)", 0.21007, f"zhang2025-{fig}",
+        "summary.final_loss", 5e-5, _LEVEL, seeds=True, source="derived",
+        where=_EQ19 + f" (Figure {fig[3:]} caption: D = 8, N = 31, λ_d ∝ 1/d, trace 1)")
+      for fig in ("fig4", "fig12")),
+    *(C(f"fig12-R{r}-count", f"§5, Fig. 12: rank {r} has ⌈8/{r}⌉ = {n} conspicuous plateaus "
+        "(median over the seeds)", n, "zhang2025-fig12", f"summary.by_rank.R{r}.n_conspicuous", 0,
+        _COUNT, relative=False, seeds=True, source="paper", where="§5; Figure 12",
+        quote=_CONSPICUOUS, note=_CONSPICUOUS_NOTE)
+      for r, n in ((3, 3), (5, 2), (6, 2), (7, 2))),
     *(C(f"fig11-R{r}-value-escapes", f"App. F.4, Fig. 11: at rank {r} (D = 4) {n} value weights "
         "grow from small init, one per conspicuous plateau", n, "zhang2025-fig11",
         f"summary.R{r}.n_value_escapes", 0, _COUNT, relative=False, source="paper",
@@ -149,9 +148,11 @@ CLAIMS = (
       "Eq. 72 is the small-init limit; the drop time is read off the detected drop",
       source="derived", where="Eq. 72 (App. E.5.2); Figure 6 caption"),
     # ---- Figs. 7, 8, 13: other settings
-    C("fig7-L-star", "App. A.2, Fig. 7: D = 8, N = 127, λ ∝ 1/d reaches L* = 0.06453", 0.06453,
-      "zhang2025-fig7", "summary.merged_D8.final_loss", 1e-4, _LEVEL, source="derived",
-      where=_EQ19 + " (Figure 7 caption: N = 127, λ_d ∝ 1/d, trace 1)"),
+    *(C(f"fig7-{key}", f"App. A.2, Fig. 7: {model} (D = 8, N = 127, λ ∝ 1/d) reaches L* = "
+        "0.06453", 0.06453, "zhang2025-fig7", f"summary.{label}.final_loss", 1e-4, _LEVEL,
+        source="derived", where=_EQ19 + " (Figure 7 caption: N = 127, λ_d ∝ 1/d, trace 1)")
+      for key, model, label in (("L-star", "ATTN_M", "merged_D8"),
+                                ("separate-L-star", "ATTN_S (H = D, R = 1)", "separate_D8"))),
     C("fig8-inv-n", "App. A.3 / Eq. 26: E(1/N) = H₃₁/31 = 0.129911 for N uniform on 1..31, "
       "against the lengths the sampler draws", 0.129911, "zhang2025-fig8",
       "summary.inv_n_sampled", 4, "Monte Carlo over 200 000 lengths: 4 standard errors",
@@ -164,8 +165,8 @@ CLAIMS = (
       "0.37952", 0.37952, "zhang2025-fig8", "summary.merged_final", 5e-5, _LEVEL,
       source="derived", where="Eq. 26 (App. A.3), N_max = 31 (Figure 8 caption)"),
     C("fig13-R1-level3", "App. F.5, Fig. 13: repeated eigenvalues λ = (.35, .35, .15, .15), "
-      "plateau at L(M₃) = 0.25720", 0.25720, "zhang2025-fig13",
-      "summary.R1.seed0.levels.measured_levels.3", 5e-5, _LEVEL, source="derived",
+      "plateau at L(M₃) = 0.25720 (R = 1, median over the seeds)", 0.25720, "zhang2025-fig13",
+      "summary.across_seeds.R1.3", 5e-5, _LEVEL, seeds=True, source="derived",
       where=_EQ19 + " (Figure 13 caption: eigenvalues 0.35, 0.35, 0.15, 0.15)"),
     # ---- Fig. 5: softmax; Fig. 14: in-weight learning
     C("fig5-softmax-merged-one-drop", "§7, Fig. 5: softmax ATTN_M shows one drop", 1,

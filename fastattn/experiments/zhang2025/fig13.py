@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastattn import analysis, plots
+from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.registry import plateau_table
 from fastattn.experiments.zhang2025._common import MIN_DECADES, loss_panel, nearest_m
@@ -40,6 +41,11 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             # the run stops at L*, so the converged level m = D is not a plateau here
             "skipped_ms": [m for m in range(len(levels) - 1) if m not in ms],
             "final_loss": float(r.traj.loss[-1]), "status": r.traj.status}
+    # each rank's levels m over every seed (None where that seed's run does not resolve it)
+    out["across_seeds"] = {
+        rank: {str(m): seed_summary([s["levels"]["measured_levels"][m] for s in seeds.values()])
+               for m in range(len(D4_REPEATED) + 1)}
+        for rank, seeds in list(out.items())}
     return out
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from fastattn import analysis, plots, population
+from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import conservation_drift, level_summary, loss_panel
 from fastattn.experiments.zhang2025.settings import D4, eq19_levels, flow_config, rotated_task
@@ -95,18 +96,22 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
     # the run with the most plateaus resolved (in most seeds two drops overlap; see the tests)
     courses = [alignment_course(r) for r in runs]
     out = {"levels": level_summary(runs), "key_alignment_course": max(courses, key=lambda c: len(c["times"]))}
+    # each level m over every seed (None where that seed's run does not resolve it)
+    out["levels_across_seeds"] = {
+        str(m): seed_summary([out["levels"][r.spec.label]["measured_levels"][m] for r in runs])
+        for m in range(runs[0].spec.model.dim + 1)}
     out["learned_order"] = {r.spec.label: learned_order(r) for r in runs}
     out["value_weight_fits"] = {r.spec.label: value_fits(r) for r in runs}
     # every seed: do the keys align to the eigenvectors in descending eigenvalue order?
     out["fraction_seeds_in_eigenvalue_order"] = float(np.mean(
         [out["learned_order"][r.spec.label] == list(range(r.spec.model.dim)) for r in runs]))
-    # |v| of the head that learned e_d, per direction d (Eq. 20a's saturation value), median
-    # over the seeds whose run learned it
+    # |v| of the head that learned e_d, per direction d (Eq. 20a's saturation value), over every
+    # seed (None where no head of that seed's run learned it)
     final = {}
     for d in range(runs[0].spec.model.dim):
-        vs = [f["v_final"] for r in runs for f in out["value_weight_fits"][r.spec.label]
-              if f["direction"] == d]
-        final[str(d)] = float(np.median(vs)) if vs else None
+        per_seed = [[f["v_final"] for f in out["value_weight_fits"][r.spec.label]
+                     if f["direction"] == d] for r in runs]
+        final[str(d)] = seed_summary([float(np.median(v)) if v else None for v in per_seed])
     out["v_final_by_direction"] = final
     out["max_conservation_drift_eq89"] = max(conservation_drift(r) for r in runs)
     return out
