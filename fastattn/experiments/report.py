@@ -187,8 +187,10 @@ def folder_mode(folder: Path, figures: dict[str, dict[str, Any]] | None = None) 
 
 def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     """The report page's HTML for `folder` with ledger `rows`."""
-    from fastattn.experiments.registry import FIGURES, PAPERS
+    from fastattn import papers
+    from fastattn.experiments.registry import FIGURES
 
+    order = papers.names()
     figures = _figures(folder)
     manifest = read_json(folder / "reproduce.json") if (folder / "reproduce.json").exists() else {}
     mode = folder_mode(folder, figures)
@@ -197,7 +199,7 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
              f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
              f"<title>fastattn reproduce: {len(rows)} claims, {len(figures)} figures</title>"
              f"<style>{_CSS}</style><script>{_JS}</script></head><body>"]
-    parts.append("<h1>fastattn: the five papers reproduced</h1>")
+    parts.append(f"<h1>fastattn: {len(order)} papers reproduced</h1>")
     parts.append(f'<p class="muted">Mode <b>{_e(mode)}</b>'
                  + (" (small settings: many claims are measured only by the full run)"
                     if mode == "quick" else "")
@@ -211,7 +213,7 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     parts.append('<table id="summary"><tr><th>paper</th><th>figures (ok / failed / listed)</th>'
                  "<th>figure wall time</th>"
                  + "".join(f"<th>{_badge(s)}</th>" for s in STATUSES) + "<th>claims</th></tr>")
-    for paper in PAPERS:
+    for paper in order:
         names = [n for n in FIGURES if n.startswith(paper + "-")]
         ok = [n for n in names if n in figures and "failed" not in figures[n]]
         failed = [n for n in names if n in figures and "failed" in figures[n]]
@@ -233,13 +235,13 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     # filters
     parts.append('<div class="filters"><label>paper <select id="paper-filter">'
                  '<option value="all">all</option>'
-                 + "".join(f'<option value="{_e(p)}">{_e(p)}</option>' for p in PAPERS)
+                 + "".join(f'<option value="{_e(p)}">{_e(p)}</option>' for p in order)
                  + "</select></label>status "
                  + "".join(f'<label><input type="checkbox" class="status-filter" value="{s}" '
                            f"checked> {_badge(s)}</label>" for s in STATUSES)
                  + "</div>")
 
-    for paper in PAPERS:
+    for paper in order:
         parts.append(f'<section class="paper" data-paper="{_e(paper)}" id="{_e(paper)}">'
                      f"<h2>{_e(paper)}</h2>")
         mine = [r for r in rows if r["paper"] == paper]

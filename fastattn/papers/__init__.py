@@ -259,16 +259,19 @@ class Registry(dict):
 
 class View(Mapping):
     """A read-only table derived from the manifests (e.g. the figure index), rebuilt by `build()`
-    when a paper has been registered or unregistered since it was last built."""
+    when a paper has been registered or unregistered since it was last built (or the registry
+    replaced: a test's own)."""
 
     def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
         self._build = build
         self._table: dict[str, Any] | None = None
-        self._generation = -1
+        self._source: tuple[_Registry, int] | None = None
 
     def _current(self) -> dict[str, Any]:
-        if self._table is None or self._generation != generation():
-            self._table, self._generation = self._build(), generation()
+        source = self._source
+        if self._table is None or source[0] is not REGISTRY or source[1] != REGISTRY.generation:
+            self._source = (REGISTRY, REGISTRY.generation)
+            self._table = self._build()
         return self._table
 
     def __getitem__(self, key: str) -> Any:

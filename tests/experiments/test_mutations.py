@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import fastattn
+from fastattn import papers
 from fastattn.experiments import FIGURES, mutations
-from fastattn.experiments.registry import PAPERS
 
 PACKAGE = Path(fastattn.__file__).resolve().parent
 
@@ -25,7 +25,7 @@ def test_every_mutation_names_text_that_exists_once():
 
 
 def test_every_paper_has_planted_bugs_and_a_ci_one():
-    for paper in PAPERS:
+    for paper in papers.names():
         mine = [m for m in mutations.MUTATIONS if m.paper == paper]
         assert mine, paper
         assert any(m.ci for m in mine), paper
