@@ -4,7 +4,7 @@ tasks it pairs with and each pair's paper preset. Pure Python: importing it load
 Each paper's manifest (`fastattn.papers`) lists the modules that register its task and model cards
 (`register_model_card`, `register_task_card`); they are imported on the first read of `MODEL_CARDS`
 or `TASK_CARDS`, so a paper registered later is found too. The CLI's `train`
-and `sweep` options come from here (`options_for`, `all_options`); `fastattn.configs.build` turns
+and `sweep` options come from here (`options_for`, `all_options`); `fastattn.training.build` turns
 resolved values into (task, model, TrainConfig). docs/configs.md describes the design.
 """
 

@@ -127,7 +127,7 @@ def test_every_registered_kind_builds_its_own_class():
 
     carded = {k for k, c in MODEL_CARDS.items() if c.paper.split(",")[0] in papers.names()}
     assert set(MODELS) == carded and {"separate", "three_param", "transformer"} <= carded
-    from fastattn.configs.build import build_default
+    from fastattn.training.build import build_default
 
     for kind, family in MODELS.items():
         if kind in ("disentangled", "gram19", "three_param", "standard_transformer", "transformer"):
