@@ -26,7 +26,7 @@ from fastattn.configs import (
     resolve,
 )
 from fastattn.configs.base import in_paper_order
-from fastattn.configs.build import build_run, build_task
+from fastattn.training.build import build_run, build_task
 
 #: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 INTERRUPTED = 130

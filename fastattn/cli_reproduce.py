@@ -140,7 +140,7 @@ def _reproduce(args: argparse.Namespace, got: list[int]) -> int:
             raise _Error(f"give a figure name or --all/--paper, not both (got {args.name!r})")
         return _all(args, got)
     if not args.name:
-        raise _Error("give a figure name (e.g. zhang2025-fig3), --paper NAME or --all; "
+        raise _Error("give a figure name (PAPER-FIGURE), --paper NAME or --all; "
                      "--list lists them")
     return _one(args)
 
@@ -177,10 +177,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         mode = folder_mode(folder)
         revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
-        from fastattn.experiments.registry import PAPERS
+        from fastattn import papers
 
         for path in folder.glob("*-*.json"):
-            if path.name.split("-")[0] not in PAPERS:     # the manifest, a sweep's table, ...
+            if path.name.split("-")[0] not in papers.names():   # the manifest, a sweep's table, ...
                 continue
             meta = json.loads(path.read_text()).get("meta", {})
             revisions.setdefault(path.name.split("-")[0], set()).add(
@@ -219,17 +219,18 @@ def _mutations(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Register `reproduce` and `report` on the CLI's subparsers."""
+    from fastattn import papers
+
     p = sub.add_parser(
         "reproduce", help="reproduce published figures with the theory overlaid, and the claims",
         description="Reproduce one figure (NAME), a paper's figures (--paper) or all of them (--all) "
         "into --out. Many figures: resumable (finished figures are skipped), failures are listed at "
         "the end (exit 1), and the folder gets claims.json (each claim of the papers measured) and "
         "index.html (the report page).")
-    p.add_argument("name", nargs="?", help="figure name, e.g. zhang2025-fig3")
+    p.add_argument("name", nargs="?", help="figure name, PAPER-FIGURE (--list lists them)")
     p.add_argument("--all", action="store_true", help="every listed figure")
     p.add_argument("--paper", action="append", default=[],
-                   help="every figure of this paper (repeatable): zhang2025, he2025, sander2024, "
-                   "mainali2025, musat2025")
+                   help=f"every figure of this paper (repeatable): {', '.join(papers.names())}")
     p.add_argument("--workers", type=int, default=1,
                    help="figures computed at once, one process each (default 1)")
     p.add_argument("--out", default="out", help="output directory (default: out)")

@@ -77,8 +77,8 @@ def _build_at(name: str, sizes: dict):
     """The model `name` at `sizes` (its fields and the stand-in task's), or None where its config
     refuses them."""
     from fastattn.configs import model_card
-    from fastattn.configs.build import model_config
     from fastattn.models import build_model
+    from fastattn.training.build import model_config
 
     task = type("Task", (), {k: sizes.get(k, BASE_SIZE) for k in ("dim", *TASK_SIZES)})()
     card = model_card(name)

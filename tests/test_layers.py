@@ -131,13 +131,47 @@ def test_no_import_runs_up_a_layer():
     ("fastattn.models", ("fastattn.analysis",)),
     ("fastattn.population", ("fastattn.tasks", "fastattn.training")),
     ("fastattn.sweep", ("fastattn.cli",)),
+    ("fastattn.configs", tuple(f"fastattn.{m}" for m in ("ops", "population", "tasks", "models",
+                                                         "training", "experiments", "sweep"))),
+    ("fastattn.papers", tuple(f"fastattn.{m}" for m in ("configs", "ops", "population", "tasks",
+                                                        "models", "training"))),
 ])
 def test_the_issues_named_rules(package, forbidden):
-    """The rules issue 24 names, whatever the table says: theory is pure formulas, models import no
-    analysis, the sweep imports no CLI module (fastattn.cli; the shared option table is not one)."""
+    """The rules issues 24 and 39 name, whatever the table says: theory is pure formulas, models
+    import no analysis, the sweep imports no CLI module (fastattn.cli; the shared option table is
+    not one), the cards are a leaf (building a run from them is the trainer's,
+    `fastattn.training.build`) and the paper manifests import no family."""
     bad = [(s, d) for s, d in edges() if (s == package or s.startswith(package + "."))
            and any(d == f or d.startswith(f + ".") for f in forbidden)]
     assert not bad
+
+
+#: the module that reads each field of a paper's manifest (`fastattn.papers`), importing its paths
+FIELD_READER = {"cards": "fastattn.configs", "tasks": "fastattn.tasks", "models": "fastattn.models",
+                "objectives": "fastattn.population", "theory": "fastattn.theory",
+                "figures": "fastattn.experiments", "claims": "fastattn.experiments",
+                "hooks": "fastattn.sweep"}
+
+
+def test_each_manifest_path_sits_in_the_layer_that_reads_it():
+    """A manifest's paths are imports the walker cannot see: `fastattn.papers` makes them with
+    importlib on behalf of the registry that reads the field (the model registry imports the
+    `models` paths, the figure index the `figures` ones). Each built-in path is a module of that
+    registry's layer, so the plug-in route opens no arrow up the layers; and a manifest module
+    imports only `fastattn.papers` (the CLI reads manifests before any family)."""
+    from fastattn import papers
+
+    table, names = layers(), labels()
+    assert set(FIELD_READER) == {*papers.MODULE_FIELDS, *papers.OBJECT_FIELDS}
+    bad = [f"{paper.name}.{field}: {path} ({names[rank_of(path.split(':')[0], table)]}), read by "
+           f"{FIELD_READER[field]} ({names[rank_of(FIELD_READER[field], table)]})"
+           for paper in papers.manifests() for field, paths in paper.paths().items()
+           for path in paths
+           if rank_of(path.split(":")[0], table) != rank_of(FIELD_READER[field], table)]
+    assert not bad, "manifest paths outside the layer that imports them:\n" + "\n".join(bad)
+    manifests = [p for p in sources() if module_name(p).startswith("fastattn.papers.")]
+    assert len(manifests) == len(papers.BUILTIN)
+    assert all(imported(p) == {"fastattn.papers"} for p in manifests)
 
 
 def test_the_walker_sees_function_level_and_relative_imports(tmp_path, monkeypatch):

@@ -1,13 +1,13 @@
 """Each family's declaration (its card): options with help and defaults, flat parameter shapes, the
 tasks it pairs with and each pair's paper preset. Pure Python: importing it loads no torch.
 
-One module per paper registers its task and model cards; a new family registers its own
-(`register_model_card`, `register_task_card`) beside its model and objective. The CLI's `train`
-and `sweep` options come from here (`options_for`, `all_options`); `fastattn.configs.build` turns
+Each paper's manifest (`fastattn.papers`) lists the modules that register its task and model cards
+(`register_model_card`, `register_task_card`); they are imported on the first read of `MODEL_CARDS`
+or `TASK_CARDS`, so a paper registered later is found too. The CLI's `train`
+and `sweep` options come from here (`options_for`, `all_options`); `fastattn.training.build` turns
 resolved values into (task, model, TrainConfig). docs/configs.md describes the design.
 """
 
-from fastattn.configs import he2025, mainali2025, musat2025, sander2024, zhang2025  # noqa: F401
 from fastattn.configs.base import (
     MODEL_CARDS,
     TASK_CARDS,

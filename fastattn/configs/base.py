@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastattn import papers
+
 Shapes = tuple[tuple[str, tuple[int, ...]], ...]
 
 
@@ -162,36 +164,38 @@ class TaskCard:
         return getattr(importlib.import_module(module), name)
 
 
-#: kind → card, filled by `register_model_card` / `register_task_card` (fastattn.configs imports the
-#: papers' modules; a new family registers its own card)
-MODEL_CARDS: dict[str, ModelCard] = {}
-TASK_CARDS: dict[str, TaskCard] = {}
+#: kind → card, filled by `register_model_card` / `register_task_card` when the card modules of the
+#: papers' manifests (`fastattn.papers`, field `cards`) are imported: on the first read
+MODEL_CARDS: papers.Registry = papers.Registry("cards")
+TASK_CARDS: papers.Registry = papers.Registry("cards")
+
+
+def _register(cards: papers.Registry, card: ModelCard | TaskCard, what: str) -> None:
+    if cards.has(card.kind) and cards.peek(card.kind) is not card:
+        raise ValueError(f"{what} kind {card.kind!r} already has a card")
+    cards.add(card.kind, card)
 
 
 def register_model_card(card: ModelCard) -> ModelCard:
-    if card.kind in MODEL_CARDS and MODEL_CARDS[card.kind] is not card:
-        raise ValueError(f"model kind {card.kind!r} already has a card")
-    MODEL_CARDS[card.kind] = card
+    _register(MODEL_CARDS, card, "model")
     return card
 
 
 def register_task_card(card: TaskCard) -> TaskCard:
-    if card.kind in TASK_CARDS and TASK_CARDS[card.kind] is not card:
-        raise ValueError(f"task kind {card.kind!r} already has a card")
-    TASK_CARDS[card.kind] = card
+    _register(TASK_CARDS, card, "task")
     return card
 
 
-#: the papers in the order the CLI lists their families (the first declaration of a shared option,
-#: e.g. linear_regression's --context with its "1..31" form, is the sweep's)
-PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025", "musat2025")
-
-
 def in_paper_order(cards: Mapping[str, Any]) -> dict[str, Any]:
-    """`cards` ordered by their (first) paper in `PAPERS`, then as registered (new papers last)."""
+    """`cards` ordered by their (first) paper in the manifests' order (`fastattn.papers.names()`:
+    the order the CLI lists families, so the first declaration of a shared option, e.g.
+    linear_regression's --context with its "1..31" form, is the sweep's), then as registered
+    (cards of no manifest's paper last)."""
+    order = papers.names()
+
     def rank(card) -> int:
         first = card.paper.split(",")[0].strip()
-        return PAPERS.index(first) if first in PAPERS else len(PAPERS)
+        return order.index(first) if first in order else len(order)
     return dict(sorted(cards.items(), key=lambda kv: rank(kv[1])))
 
 

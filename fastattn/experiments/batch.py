@@ -55,12 +55,13 @@ class BatchResult:
 
 def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
     """Figure names in index order: those of `papers` (all papers when empty) plus `names`."""
+    from fastattn import papers as manifests
     from fastattn.experiments import registry
 
-    unknown = [p for p in papers if p not in registry.PAPERS]
+    unknown = [p for p in papers if p not in manifests.names()]
     if unknown:
         raise ValueError(f"--paper {unknown[0]!r} is not a paper; choose from "
-                         f"{', '.join(registry.PAPERS)}")
+                         f"{', '.join(manifests.names())}")
     for name in names:
         registry.get(name)
     chosen = [n for n in registry.FIGURES

@@ -139,16 +139,20 @@ class Claim:
 
 
 def load(papers: Iterable[str] | None = None) -> list[Claim]:
-    """Every claim of `papers` (default: every paper with recipes)."""
-    from fastattn.experiments.registry import PAPERS
+    """Every claim of `papers` (default: every paper), found through each paper's manifest
+    (`fastattn.papers`, field `claims`)."""
+    from fastattn import papers as manifests
 
+    chosen = [manifests.get(name) for name in papers] if papers else manifests.manifests()
     out: list[Claim] = []
-    for paper in papers or PAPERS:
-        try:
-            module = importlib.import_module(f"fastattn.experiments.{paper}.claims")
-        except ModuleNotFoundError:
+    for paper in chosen:
+        if paper.claims is None:
             continue
-        out.extend(module.CLAIMS)
+        claims = manifests.resolve(paper.claims)
+        strays = [c.key for c in claims if c.paper != paper.name]
+        if strays:
+            raise ValueError(f"claims {strays} listed by paper {paper.name} name another paper")
+        out.extend(claims)
     keys = [(c.paper, c.key) for c in out]
     dupes = {k for k in keys if keys.count(k) > 1}
     if dupes:

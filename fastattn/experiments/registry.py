@@ -1,14 +1,15 @@
 """The index of figures and `reproduce`: a name, the runs it needs, what it compares with theory,
 and how it draws.
 
-Each paper's package (`fastattn/experiments/<paper>/`, listed in `PAPERS`) names its figures in a
-`FIGURES` tuple of `Figure` entries; a figure's module is imported only when that figure is
-reproduced. A recipe's `runs(quick, **options)` lists `RunSpec`s (task, model config, trainer
-config; their `kind` says which trainer: exact flow, fused batched Adam, sampled, tokens);
-`reproduce` trains them (`run_specs` → `fastattn.training.train_many`), hands the finished runs to
-`summarize` (measured vs predicted numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json`
-(last, atomically) and one run record per run under `DIR/NAME/`. Recipes write no files and train
-nothing themselves: every training or flow a figure shows is one of its runs.
+Each paper's manifest (`fastattn.papers`, field `figures`) points at a tuple of `Figure` entries
+that names its figures (built in: `fastattn/experiments/<paper>/__init__.py`'s `FIGURES`); a
+figure's module is imported only when that figure is reproduced. A recipe's `runs(quick, **options)`
+lists `RunSpec`s (task, model config, trainer config; their `kind` says which trainer: exact flow,
+fused batched Adam, sampled, tokens); `reproduce` trains them (`run_specs` →
+`fastattn.training.train_many`), hands the finished runs to `summarize` (measured vs predicted
+numbers) and `plot`, and writes `DIR/NAME.png`, `DIR/NAME.json` (last, atomically) and one run
+record per run under `DIR/NAME/`. Recipes write no files and train nothing themselves: every
+training or flow a figure shows is one of its runs.
 
 Caching: a finished figure is its JSON (`experiments/batch.py` skips it); inside a figure, each run
 record is written as its training ends and reused by the next `reproduce` when it is the same run
@@ -29,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib
 import json
 import re
 import time
@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn import papers
 from fastattn.analysis import find_plateaus_and_drops
 from fastattn.experiments.recipe import (
     Figure,
@@ -58,32 +59,33 @@ from fastattn.training.records import environment, to_jsonable
 from fastattn.training.threads import torch_threads
 from fastattn.training.trainer import dispatch
 
-#: papers with figure recipes: each is a package `fastattn.experiments.<paper>` whose `FIGURES`
-#: (a tuple of `Figure`) names its figures without importing their modules
-PAPERS = ("zhang2025", "he2025", "sander2024", "mainali2025", "musat2025")
-
 
 def _index() -> dict[str, Figure]:
     out: dict[str, Figure] = {}
-    for paper in PAPERS:
-        for figure in importlib.import_module(f"fastattn.experiments.{paper}").FIGURES:
+    for paper, figures in papers.objects("figures"):
+        for figure in figures:
+            if not figure.name.startswith(paper.name + "-"):
+                raise ValueError(f"figure {figure.name!r} of paper {paper.name}: name it "
+                                 f"'{paper.name}-...' (--paper selects figures by that prefix)")
             if figure.name in out:
                 raise ValueError(f"figure {figure.name!r} is listed twice")
             out[figure.name] = figure
     return out
 
 
-#: every figure by name (index entries: title, options, where the recipe is)
-FIGURES: dict[str, Figure] = _index()
+#: every figure by name, in the papers' order (index entries: title, options, where the recipe
+#: is); rebuilt when a paper is registered
+FIGURES: papers.View = papers.View(_index)
 
 
 def figure_order(name: str) -> tuple[int, list[str | int]]:
-    """Sort key of figure names: papers in `PAPERS` order, then the name with its numbers compared
+    """Sort key of figure names: papers in the manifests' order, then the name with its numbers compared
     as numbers (he2025-e2 before he2025-e10, musat2025-fig9-11 before musat2025-fig12-14). Every
     list of figures a reader sees (the page, `reproduce --list`) is sorted by it; `FIGURES` keeps
     the papers' own order, which is the order `reproduce --all` computes in."""
     paper = name.split("-")[0]
-    rank = PAPERS.index(paper) if paper in PAPERS else len(PAPERS)
+    order = papers.names()
+    rank = order.index(paper) if paper in order else len(order)
     return rank, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 

@@ -322,15 +322,16 @@ def folder_mode(folder: Path, figures: dict[str, dict[str, Any]] | None = None) 
 
 
 def folder_papers(folder: Path) -> tuple[str, ...]:
-    """The papers `folder` holds (in `PAPERS` order): those with a figure there, finished or not,
+    """The papers `folder` holds (in the manifests' order): those with a figure there, finished or not,
     or in its manifest (a failed or interrupted one). A `--paper zhang2025` folder is Zhang's only:
     the other papers' claims are not "not run" there. A folder with no figure at all: every paper."""
-    from fastattn.experiments.registry import FIGURES, PAPERS
+    from fastattn.experiments.registry import FIGURES
+    from fastattn.papers import names as all_papers
 
     names = set(_manifest(folder).get("figures", {})) | {
         n for n in FIGURES if (folder / f"{n}.json").exists()}
     papers = {n.split("-")[0] for n in names}
-    return tuple(p for p in PAPERS if p in papers) or PAPERS
+    return tuple(p for p in all_papers() if p in papers) or all_papers()
 
 
 def compute_time(folder: Path) -> float:
@@ -349,7 +350,8 @@ def _claim_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     """The report page's HTML for `folder` with ledger `rows` (of the folder's papers)."""
-    from fastattn.experiments.registry import FIGURES, PAPERS, figure_order
+    from fastattn.experiments.registry import FIGURES, figure_order
+    from fastattn.papers import names as all_papers
 
     figures = _figures(folder)
     manifest = _manifest(folder)
@@ -357,7 +359,7 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     mode = folder_mode(folder, figures)
     quick = " --quick" if mode == "quick" else ""
     meta = next((d["meta"] for d in figures.values() if "meta" in d), {})
-    batch = "--all" if papers == PAPERS else " ".join(f"--paper {p}" for p in papers)
+    batch = "--all" if papers == all_papers() else " ".join(f"--paper {p}" for p in papers)
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
              f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
              f"<title>fastattn reproduce: {len(rows)} claims, {len(figures)} figures</title>"

@@ -1,8 +1,9 @@
 """Model families for in-context regression, each taking its own frozen config.
 
 `MODELS` maps each family's kind to its (model class, config class); `build_model(config)` builds
-any of them and `config_from_dict` reads a run record's {"kind": ..., **fields}. Importing this
-package registers every family (one module each).
+any of them and `config_from_dict` reads a run record's {"kind": ..., **fields}. The families are
+registered by the modules the papers' manifests list (`fastattn.papers`), imported on the first
+read of `MODELS`; this package re-exports the built-in families' classes.
 """
 
 from fastattn.models.autoregressive import (

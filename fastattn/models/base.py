@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from fastattn import _validate as check
+from fastattn import papers
 from fastattn.ops._dispatch import active_transform
 
 INIT_SCHEMES = ("paper", "code")
@@ -198,8 +199,10 @@ class ModelFamily(NamedTuple):
     config: type
 
 
-#: kind → (model class, config class). Filled by `register_model`; read by the CLI, sweeps, recipes.
-MODELS: dict[str, ModelFamily] = {}
+#: kind → (model class, config class). Filled by `register_model` when the model modules of the
+#: papers' manifests (`fastattn.papers`) are imported, on the first read; read by the CLI, sweeps,
+#: recipes.
+MODELS: papers.Registry = papers.Registry("models")
 
 
 def register_model(cls: type[ICLModel]) -> type[ICLModel]:
@@ -214,9 +217,10 @@ def register_model(cls: type[ICLModel]) -> type[ICLModel]:
 def register_family(kind: str, model: type, config: type) -> None:
     """Add `kind` → (model class, config class) to `MODELS`; for models outside `ICLModel` (Musat's
     disentangled transformer, whose three kinds share one class, and the token transformer)."""
-    if kind in MODELS and MODELS[kind].model is not model:
-        raise ValueError(f"model kind {kind!r} is already registered by {MODELS[kind].model.__name__}")
-    MODELS[kind] = ModelFamily(model, config)
+    if MODELS.has(kind) and MODELS.peek(kind).model is not model:
+        raise ValueError(f"model kind {kind!r} is already registered by "
+                         f"{MODELS.peek(kind).model.__name__}")
+    MODELS.add(kind, ModelFamily(model, config))
 
 
 def get_model(kind: str) -> ModelFamily:

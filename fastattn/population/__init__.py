@@ -2,18 +2,14 @@
 
 - objectives: `Objective` (the core's interface; subclass it in Python), `LinearAttentionObjective`
   (the zero-block linear attention models' closed form, docs/theory.md §1–3), and the registry
-  `objective_for(task, model)` / `register_objective` / `registered_objectives`;
+  `objective_for(task, model)` / `register_objective` / `registered_objectives` (each paper's
+  manifest lists the modules that register its objectives: `fastattn.papers`);
 - flows: `integrate(objective, params0, FlowOptions(...))` → `FlowResult` (docs/theory.md §4), the
   one integrator entry for every objective;
 - the linear attention models by family name: `loss_and_grad`, `hessian`, `hvp`, `make_evaluator`,
   `gamma`, `n_params`, `conserved_quantities`.
 """
 
-from fastattn.population import (  # noqa: F401  (register their exact objectives)
-    autoregressive_augmented,
-    induction,
-    induction_full,
-)
 from fastattn.population.api import EventHit, FlowResult, IntegrationResult, integrate
 from fastattn.population.autoregressive import AutoRegressiveObjective, PEOnlyObjective
 from fastattn.population.moments import Moments

@@ -1,14 +1,18 @@
 """The exact population objectives by (task kind, model kind): the one place that knows which pairs
-have a closed form. A factory takes the task and the model and returns an `Objective`."""
+have a closed form. A factory takes the task and the model and returns an `Objective`. The modules
+that register them are those the papers' manifests list under `objectives` (`fastattn.papers`),
+imported on the first lookup."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from fastattn import papers
+
 ObjectiveFactory = Callable[[Any, Any], Any]
 
-_FACTORIES: dict[tuple[str, str], ObjectiveFactory] = {}
+_FACTORIES: papers.Registry = papers.Registry("objectives")
 
 
 def register_objective(task_kind: str, model_kind: str) -> Callable[[ObjectiveFactory], ObjectiveFactory]:
@@ -16,10 +20,10 @@ def register_objective(task_kind: str, model_kind: str) -> Callable[[ObjectiveFa
 
     def register(factory: ObjectiveFactory) -> ObjectiveFactory:
         key = (task_kind, model_kind)
-        if key in _FACTORIES and _FACTORIES[key] is not factory:
+        if _FACTORIES.has(key) and _FACTORIES.peek(key) is not factory:
             raise ValueError(f"an objective for (task kind {task_kind!r}, model kind {model_kind!r}) "
-                             f"is already registered: {_FACTORIES[key].__qualname__}")
-        _FACTORIES[key] = factory
+                             f"is already registered: {_FACTORIES.peek(key).__qualname__}")
+        _FACTORIES.add(key, factory)
         return factory
 
     return register

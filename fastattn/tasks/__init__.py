@@ -1,8 +1,9 @@
 """Data distributions behind the `Task` protocol, registered by kind in `TASKS`.
 
 Each task samples batches as pure functions of (data_seed, step), gives a model's sampled loss on a
-batch, and knows the exact moments of its distribution. Importing this package registers every
-family (one module each).
+batch, and knows the exact moments of its distribution. The families are registered by the modules
+the papers' manifests list (`fastattn.papers`), imported on the first read of `TASKS`; this package
+re-exports the built-in families' classes.
 """
 
 from fastattn.tasks.autoregressive import ARBatch, AutoRegressive

@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from fastattn import papers
+
 
 class Task(Protocol):
     """A data distribution for in-context learning.
@@ -57,8 +59,9 @@ class Task(Protocol):
         ...
 
 
-#: kind → task class. Filled by `register_task`; read by the CLI, sweeps and recipes.
-TASKS: dict[str, type] = {}
+#: kind → task class. Filled by `register_task` when the task modules of the papers' manifests
+#: (`fastattn.papers`) are imported, on the first read; read by the CLI, sweeps and recipes.
+TASKS: papers.Registry = papers.Registry("tasks")
 
 _MEMBERS = ("kind", "losses", "sequence_size", "sample", "loss", "fixed_dataset", "test_sets")
 
@@ -69,10 +72,10 @@ def register_task(cls: type) -> type:
     if missing:
         raise TypeError(f"task class {cls.__name__} lacks {missing} of the Task protocol "
                         "(fastattn.tasks.base.Task)")
-    if cls.kind in TASKS and TASKS[cls.kind] is not cls:
+    if TASKS.has(cls.kind) and TASKS.peek(cls.kind) is not cls:
         raise ValueError(f"task kind {cls.kind!r} is already registered by "
-                         f"{TASKS[cls.kind].__name__}")
-    TASKS[cls.kind] = cls
+                         f"{TASKS.peek(cls.kind).__name__}")
+    TASKS.add(cls.kind, cls)
     return cls
 
 

@@ -14,10 +14,10 @@ import pytest
 import fastattn.configs
 from fastattn.cli import main
 from fastattn.configs import MODEL_CARDS, TASK_CARDS, options_for, pairs, resolve
-from fastattn.configs.build import build_default
 from fastattn.models import MODELS
 from fastattn.tasks import TASKS
 from fastattn.training import rebuild_run
+from fastattn.training.build import build_default
 
 
 def test_every_family_has_a_card_and_every_card_a_family():

@@ -9,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from fastattn import papers
 from fastattn.experiments import claims
 from fastattn.experiments.claims import Claim
-from fastattn.experiments.registry import PAPERS
-
-#: papers whose claims all carry their provenance; the others' helpers are filling it in (issue 35)
-_PROVENANCE_DONE = {"zhang2025", "he2025", "sander2024", "mainali2025", "musat2025"}
 
 
 def _write_fig(folder: Path, name: str, summary: dict, quick: bool = True) -> None:
@@ -22,10 +19,7 @@ def _write_fig(folder: Path, name: str, summary: dict, quick: bool = True) -> No
                                                      "summary": summary}))
 
 
-@pytest.mark.parametrize("paper", [
-    p if p in _PROVENANCE_DONE else pytest.param(
-        p, marks=pytest.mark.xfail(reason="provenance being filled in by the paper's helper"))
-    for p in PAPERS])
+@pytest.mark.parametrize("paper", papers.names())
 def test_every_claim_says_where_its_number_comes_from(paper):
     """Each claim names its source and the paper's location; a reproduction measures a run, never
     a `measure` closed form (that is at most a theory check)."""
@@ -114,7 +108,7 @@ def test_claim_over_seeds_reads_every_seed(tmp_path):
               **base)
 
 
-@pytest.mark.parametrize("paper", PAPERS)
+@pytest.mark.parametrize("paper", papers.names())
 def test_no_claim_reads_a_chosen_seed(paper):
     """A claim reads every seed of its figure (a seed summary, a median, a fraction), never one
     run picked by its seed."""

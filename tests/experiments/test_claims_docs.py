@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fastattn import papers
 from fastattn.experiments import claims, report
-from fastattn.experiments.registry import PAPERS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -23,7 +23,7 @@ def _rows(paper: str) -> list[dict[str, str]]:
     return rows
 
 
-@pytest.mark.parametrize("paper", PAPERS)
+@pytest.mark.parametrize("paper", papers.names())
 def test_docs_ledger_matches_the_claims(paper):
     defined = {c.key: c for c in claims.load([paper])}
     rows = _rows(paper)

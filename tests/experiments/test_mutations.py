@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import fastattn
+from fastattn import papers
 from fastattn.experiments import FIGURES, mutations
-from fastattn.experiments.registry import PAPERS
 
 PACKAGE = Path(fastattn.__file__).resolve().parent
 
@@ -26,7 +26,7 @@ def test_every_mutation_names_text_that_exists_once():
 
 def test_every_paper_has_three_kinds_of_planted_bug_and_one_in_ci():
     """Issue 35: at least 3 per paper, spread over the kinds it names; CI runs one per paper."""
-    for paper in PAPERS:
+    for paper in papers.names():
         mine = [m for m in mutations.MUTATIONS if m.paper == paper]
         assert len({m.kind for m in mine}) >= 3, paper
         assert sum(m.ci for m in mine) == 1, paper

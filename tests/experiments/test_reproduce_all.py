@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fastattn import papers
 from fastattn.cli import main
 from fastattn.experiments import batch, claims, registry, report
 from fastattn.experiments.claims import Claim
@@ -187,7 +188,7 @@ def test_select_papers_and_unknown_paper():
 def test_every_paper_has_at_least_ten_claims_and_they_point_at_listed_figures():
     rows = claims.load()
     assert len(rows) >= 60
-    for paper in registry.PAPERS:
+    for paper in papers.names():
         assert sum(c.paper == paper for c in rows) >= 10, paper
     for c in rows:
         assert not c.figure or c.figure in registry.FIGURES, (c.key, c.figure)

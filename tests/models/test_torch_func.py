@@ -18,10 +18,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from fastattn.configs import pairs
-from fastattn.configs.build import build_run
 from fastattn.models import MODELS
 from fastattn.population.induction_full import basis_matrix
 from fastattn.population.registry import objective_for, registered_objectives
+from fastattn.training.build import build_run
 from helpers import mc_mean_and_se
 
 #: small task values per task kind, and per model kind where the pair needs other ones

@@ -22,9 +22,9 @@ import torch
 
 from fastattn.configs import model_card, resolve, task_card
 from fastattn.configs.base import boolean, context_value, floats, int_or_fresh
-from fastattn.configs.build import build_task, model_config
 from fastattn.models import build_model
 from fastattn.population import objective_for
+from fastattn.training.build import build_task, model_config
 
 #: small values every integer field is drawn from (the presets use 8 to 64)
 SMALL_INTS = (1, 2, 3, 4)

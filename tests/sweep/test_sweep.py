@@ -25,6 +25,7 @@ from fastattn.sweep import (  # noqa: E402
     plan,
     read_table,
     run_sweep,
+    runner,
     store,
 )
 from fastattn.sweep import grid as grid_module  # noqa: E402
@@ -184,7 +185,7 @@ def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch)
         predictions=lambda task, model, p0, horizon: {"theory_toy_time": 10.0 * task.dim},
         flow_horizon=lambda theory, horizon: (theory["theory_toy_time"], None),
         measurements=lambda traj, theory, measured: {"toy_loss_ratio": measured["final_loss"] / traj.loss[0]})
-    monkeypatch.setitem(hooks.BY_PAIR, ("linear_regression", "separate"), toy)
+    monkeypatch.setattr(runner, "hooks_for", lambda task, model: toy)
     df = run_sweep(dict(TINY, context=8), tmp_path, workers=0, progress=False)
     assert (df["t_end"] == 10.0 * df["dim"]).all() and df["target_loss"].isna().all()
     assert (df["status"] == "t_end").all() and (df["final_time"] == df["t_end"]).all()
@@ -193,7 +194,7 @@ def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch)
 
 
 def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch):
-    monkeypatch.delitem(hooks.BY_PAIR, ("linear_regression", "separate"))
+    monkeypatch.setattr(runner, "hooks_for", lambda task, model: None)
     with pytest.raises(ValueError, match=r"no theory for \(task, model\) = \(linear_regression, "
                                          r"separate\); give --time"):
         run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)

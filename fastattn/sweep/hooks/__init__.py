@@ -1,5 +1,6 @@
 """Per-paper sweep hooks: the columns a paper's theory predicts for a run, the flow horizon it
 gives, what it measures on a finished run, and its plots; found by the run's (task kind, model kind).
+Each paper's manifest (`fastattn.papers`, field `hooks`) says where its hooks are.
 
 Why here and not in `fastattn/experiments/<paper>/`: the hooks are written against the sweep's
 types (`Horizon`, the results table) and the sweep calls them, while the figure recipes never touch
@@ -9,12 +10,21 @@ experiments -> theory). The theory itself stays in `fastattn/theory/<paper>.py`.
 
 from __future__ import annotations
 
-from fastattn.sweep.hooks import he2025, mainali2025, musat2025, sander2024, zhang2025
+from fastattn import papers
 from fastattn.sweep.hooks.base import Columns, Hooks
 
-#: paper name -> its hooks
-HOOKS: dict[str, Hooks] = {h.paper: h for h in (zhang2025.HOOKS, musat2025.HOOKS, mainali2025.HOOKS,
-                                                  sander2024.HOOKS, he2025.HOOKS)}
+
+def _hooks() -> dict[str, Hooks]:
+    out: dict[str, Hooks] = {}
+    for paper, hooks in papers.objects("hooks"):
+        if hooks.paper != paper.name:
+            raise ValueError(f"paper {paper.name}'s manifest points at the hooks of {hooks.paper}")
+        out[paper.name] = hooks
+    return out
+
+
+#: paper name -> its hooks, in the papers' order (rebuilt when a paper is registered)
+HOOKS: papers.View = papers.View(_hooks)
 
 
 def _by_pair() -> dict[tuple[str, str], Hooks]:
@@ -28,7 +38,8 @@ def _by_pair() -> dict[tuple[str, str], Hooks]:
     return out
 
 
-BY_PAIR = _by_pair()
+#: (task kind, model kind) -> the hooks of the paper that covers it
+BY_PAIR: papers.View = papers.View(_by_pair)
 
 
 def hooks_for(task_kind: str, model_kind: str) -> Hooks | None:

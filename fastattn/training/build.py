@@ -1,5 +1,6 @@
 """Resolved option values → (task, model, TrainConfig): the one place that constructs a run from
-the cards. Imports torch (through the task, model and trainer modules) only when called."""
+the cards. It sits in the trainer layer, below the torch-free cards it reads (`fastattn.configs`,
+a pure leaf); it imports the task, model and trainer modules only when called."""
 
 from __future__ import annotations
 
