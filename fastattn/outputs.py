@@ -56,18 +56,33 @@ def sha256(path: Path) -> str:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back for the block; they are delivered (and raise) after it. A
-    file's rename and its manifest entry are one step this way: a Ctrl-C between the two would
-    leave a file fastattn wrote that its manifest does not list. Only the main thread receives
-    signals; elsewhere the block runs unchanged."""
+    """Hold SIGINT and SIGTERM back for the block; the first that arrives is handled (raises)
+    after it. A file's rename and its manifest entry are one step this way: a Ctrl-C between the
+    two would leave a file fastattn wrote that its manifest does not list.
+
+    The handlers are swapped, not the signals masked: a signal that reached the process just
+    before the block but that Python has not yet handled would, under a mask, still raise at the
+    block's first instruction. Only the main thread receives signals; elsewhere the block runs
+    unchanged."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held: list[tuple[int, Any]] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, lambda s, frame: held.append((s, frame)))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            signum, frame = held[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 def probe(folder: Path) -> None:

@@ -1,0 +1,42 @@
+"""`fastattn.outputs.signals_held`: a Ctrl-C or SIGTERM that arrives while a file and its manifest
+entry are written is handled after both, never between them."""
+
+from __future__ import annotations
+
+import _thread
+import signal
+
+import pytest
+
+from fastattn.outputs import signals_held
+
+
+def test_a_signal_python_has_not_yet_handled_waits_for_the_block():
+    """`interrupt_main` trips SIGINT as a signal does that reached the process just before the block
+    and that Python handles at its next instruction: under a signal mask alone it raised inside."""
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_held():
+            _thread.interrupt_main(signal.SIGINT)
+            steps.extend(range(3))
+    assert steps == [0, 1, 2]
+
+
+def test_sigterm_reaches_its_own_handler_after_the_block():
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    try:
+        with signals_held():
+            signal.raise_signal(signal.SIGTERM)
+            assert got == []
+        assert got == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_without_a_signal_the_handlers_are_restored():
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with signals_held():
+        pass
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
