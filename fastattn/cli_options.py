@@ -1,5 +1,6 @@
 """The command line's task, model and trainer options, generated from the family cards
-(`fastattn.configs`): `train` parses them per (task, model) pair, `sweep` takes each as an axis.
+(`fastattn.configs`, read when a parser is built, so a family registered late is known): `train`
+parses them per (task, model) pair, `sweep` takes each as an axis.
 
 `fastattn train --help` lists each task family and each model family with its options, the tasks
 it pairs with and the paper preset of each pair (the defaults). Values arrive as text and are
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from fastattn.configs import (
@@ -36,20 +36,6 @@ class CommandError(Exception):
     """Bad input to a subcommand: printed as one line `fastattn <cmd>: error: …`, exit status 2."""
 
 
-def _sweep_options() -> tuple[Option, ...]:
-    """Every option once; defaults: the (linear_regression, separate) pair's task and model values
-    (the sweep's default pair), --task and --model; none for the other options (a run's own pair
-    fills them from its preset: `build_run`), nor for the trainer's (a flow without --time takes
-    the sweep's theory horizon)."""
-    base = {o.name: o.default for o in options_for("linear_regression", "separate")
-            if o.target != "train"}
-    return tuple(replace(o, default=base.get(o.name)) for o in all_options())
-
-
-#: every option once (the sweep's axes; `fastattn.configs.options_for` gives a pair's own)
-OPTIONS: tuple[Option, ...] = _sweep_options()
-
-
 def _heading(opt: Option) -> str:
     if opt.target == "train":
         return "trainer options"
@@ -60,13 +46,15 @@ def _heading(opt: Option) -> str:
 def add_options(parser: argparse.ArgumentParser, parse: Callable[[Option], Callable] | None = None
                 ) -> None:
     """Add every option to `parser`, one argument group per (target, families); `parse(option)`
-    gives each option's parser (the sweep's axes)."""
+    gives each option's parser (the sweep's axes). An option not given takes the value of each
+    run's pair (its preset, else its card's default), as in `train`."""
     groups: dict[str, Any] = {}
-    for opt in _sweep_options():            # now, not at import: families registered since count
+    for opt in all_options():            # now, not at import: families registered since count
         heading = _heading(opt)
         if heading not in groups:
             groups[heading] = parser.add_argument_group(heading)
-        default = f" (default: {opt.default})" if opt.default is not None else ""
+        default = f" (default: {opt.default})" if opt.field == "kind" else \
+            " (default: the pair's preset)" if opt.target != "train" else ""
         groups[heading].add_argument(opt.flag, dest=opt.name,
                                      type=parse(opt) if parse else opt.parse,
                                      default=None, help=opt.help + default)
@@ -182,5 +170,5 @@ def resolve_args(args: argparse.Namespace) -> Resolved:
     return resolve(task, model, values)
 
 
-__all__ = ["INTERRUPTED", "OPTIONS", "CommandError", "Option", "add_options", "add_train_options",
+__all__ = ["INTERRUPTED", "CommandError", "Option", "add_options", "add_train_options",
            "build_run", "build_task", "given", "in_cli_words", "resolve_args"]

@@ -90,29 +90,55 @@ def info() -> dict:
 
 def pair_methods(task: str, model: str) -> tuple[str, ...]:
     """The training methods of a (task, model) pair: flow and gd where the pair has an exact
-    population objective, sgd and adam always (sampled), task_sgd for models with a per-task
-    gradient (the Wishart task sets)."""
+    population objective (for some of its configurations: `exact_at_preset` says whether for its
+    preset's), sgd and adam always (sampled), task_sgd for models with a per-task gradient (the
+    Wishart task sets). A ValueError in one line for a card whose model family is not registered."""
     from fastattn.models import MODELS
     from fastattn.population.registry import registered_objectives
 
+    if model not in MODELS:
+        raise ValueError(f"--model {model} has a card but no model class: register one with "
+                         "fastattn.models.register_model (or register_family)")
     exact = (task, model) in set(registered_objectives())
     return (*(("flow", "gd") if exact else ()), "sgd", "adam",
             *(("task_sgd",) if hasattr(MODELS[model].model, "query_loss_grad") else ()))
 
 
+def exact_at_preset(task: str, model: str) -> str | None:
+    """Why the pair's exact objective does not cover its preset's configuration (its declared
+    `exact_for`), or None where it does. The pair must have an exact objective."""
+    from fastattn.configs import resolve
+    from fastattn.population.registry import exact_reason
+    from fastattn.training.build import build_task, model_config
+
+    r = resolve(task, model)
+    built = build_task(r.task)
+    return exact_reason(built, model_config(r.model, built))
+
+
 def pairs_report() -> dict:
-    """{task: {model: {"methods": [...], "exact": bool, "preset": name, "source": text}}} for every
-    task (in the papers' order) and the models that pair with it."""
+    """{task: {model: {"methods": [...], "exact": bool, "not_exact": reason | None, "preset":
+    name, "source": text}}} for every task (in the papers' order) and the models that pair with
+    it. "methods" and "exact" are those of the preset's configuration: a pair whose objective does
+    not cover it lists the sampled methods and says why in "not_exact" (flow and gd apply to other
+    configurations); a card without a model class lists no methods and says so."""
     from fastattn.configs import pairs, preset_for
 
     out: dict = {}
     for task, models in pairs().items():
         out[task] = {}
         for model in models:
-            methods = pair_methods(task, model)
             preset = preset_for(task, model)
+            try:
+                methods = pair_methods(task, model)
+            except ValueError as exc:
+                methods, why = (), str(exc)
+            else:
+                why = exact_at_preset(task, model) if "flow" in methods else None
+            if why is not None:
+                methods = tuple(m for m in methods if m not in ("flow", "gd"))
             out[task][model] = {"methods": list(methods), "exact": "flow" in methods,
-                                "preset": preset.name, "source": preset.source}
+                                "not_exact": why, "preset": preset.name, "source": preset.source}
     return out
 
 
@@ -148,8 +174,11 @@ def format_info(report: dict) -> str:
     for task, models in report["pairs"].items():
         lines.append(f"  {task}")
         for model, p in models.items():
-            kind = "exact + sampled" if p["exact"] else "sampled"
+            kind = "exact + sampled" if p["exact"] else "sampled" if p["methods"] else "none"
             lines.append(f"    {model:<21} {kind:<16} {', '.join(p['methods']):<30} preset {p['preset']}")
+            if p["not_exact"]:
+                lines.append(f"      no exact flow at the preset: {p['not_exact']} (sgd, adam train "
+                             "it as it is)")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

@@ -133,7 +133,7 @@ FILES = {
                 return loss, np.full(self.heads, -2 * s * d + 2 * s * c * d * k)
 
 
-        @register_objective("toy_regression", "toy_shrunk")
+        @register_objective("toy_regression", "toy_shrunk", exact_for=lambda task, config: None)
         def toy_objective(task, model):
             return ToyObjective(task.dim, task.context, model.config.heads, model.config.shrink)
     ''',
@@ -244,9 +244,6 @@ def test_the_paper_trains_reproduces_and_reports(toy_paper, tmp_path, capsys):
     assert 'data-paper="toy2026"' in (out / "index.html").read_text()
 
 
-@pytest.mark.xfail(reason="plugin-c (issue 39 item 2): the sweep's option table "
-                          "(sweep.grid.OPTION_BY_NAME) is built at import, so a family registered "
-                          "later is unknown to it (KeyError 'shrink')", raises=KeyError, strict=True)
 def test_the_paper_sweeps_with_explicit_values(toy_paper, tmp_path):
     from fastattn.sweep import read_table, run_sweep
 
@@ -256,9 +253,6 @@ def test_the_paper_sweeps_with_explicit_values(toy_paper, tmp_path):
     assert row["final_loss"] == pytest.approx(OPTIMUM, rel=1e-6)
 
 
-@pytest.mark.xfail(reason="plugin-c (issue 39 item 2): the sweep resolves a point with the "
-                          "(linear_regression, separate) defaults, not the pair's preset",
-                   strict=True)
 def test_the_paper_sweeps_with_its_preset(toy_paper, tmp_path):
     from fastattn.sweep import read_table, run_sweep
 

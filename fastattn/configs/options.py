@@ -92,8 +92,24 @@ def _option(target: str, f: Field, families: tuple[str, ...] = (), default: Any 
                   families, f.choices)
 
 
+#: (the registered cards, their option table) of the last `all_options` call: the table is
+#: recomputed only when a card was registered or replaced since (holding the cards keeps their
+#: identities unique)
+_TABLE: list[Any] = [None, ()]
+
+
 def all_options() -> tuple[Option, ...]:
-    """Every option once (first declaration's help and default), with the families that have it."""
+    """Every option once (first declaration's help and default), with the families that have it;
+    read from the registered cards when asked, so a family registered late is known."""
+    cards = [*TASK_CARDS.items(), *MODEL_CARDS.items()]
+    known = _TABLE[0]
+    if known is None or len(known) != len(cards) or \
+            any(k != kind or c is not card for (k, c), (kind, card) in zip(known, cards, strict=True)):
+        _TABLE[:] = [cards, _option_table()]
+    return _TABLE[1]
+
+
+def _option_table() -> tuple[Option, ...]:
     seen: dict[str, Option] = {"task": TASK, "model": MODEL}
     for target, cards in (("task", TASK_CARDS), ("model", MODEL_CARDS)):
         for kind, card in in_paper_order(cards).items():
@@ -172,12 +188,11 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
     preset = preset_for(task, model, given["task"])
     tcard, mcard = task_card(task), model_card(model)
     known = {"task": tcard.fields, "model": mcard.fields, "train": TRAIN}
-    by_field = {(o.target, o.field): o for o in all_options()}
     for target, values in given.items():
         names = {f.name for f in known[target]}
         for name in values:
             if name not in names:
-                opt = by_field.get((target, name))
+                opt = {(o.target, o.field): o for o in all_options()}.get((target, name))
                 flag = opt.flag if opt else f"{target}.{name}"
                 which = f"--{target} {task if target == 'task' else model}"
                 where = f" (it applies to --{target} {', '.join(opt.families)})" if opt and \

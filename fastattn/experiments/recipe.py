@@ -58,6 +58,19 @@ class RunSpec:
         return trainer_kind(self)
 
 
+def preset_run(label: str, task: str, model: str, /, *, group: dict[str, Any] | None = None,
+               **given: dict[str, Any]) -> RunSpec:
+    """The run `label` of the (task, model) pair's paper preset, overridden by `given` (task=,
+    model=, train= dicts by field), resolved as `train` and `sweep` resolve a command line
+    (`fastattn.configs.resolve`): a paper's setting is written once, in its preset."""
+    from fastattn.configs import resolve
+    from fastattn.training.build import build_task, model_config
+
+    r = resolve(task, model, given)
+    built = build_task(r.task)
+    return RunSpec(label, built, model_config(r.model, built), TrainConfig(**r.train), group or {})
+
+
 def trainer_kind(spec: RunSpec, model: Any = None) -> str:
     """The trainer of `spec` (one of `KINDS`): "flow" (exact population flow or GD of the pair's
     objective, or of `spec.objective`), "tokens" (a token transformer: its config has a

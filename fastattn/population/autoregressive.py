@@ -106,40 +106,52 @@ class PEOnlyObjective(Objective):
         return self.hessian(params) @ np.asarray(u, dtype=np.float64)
 
 
-def _exact_task(task, model) -> None:
-    """Raise a ValueError naming what keeps (task, model) from the closed form."""
+def _plain_tokens(task) -> str | None:
+    """Why the task's tokens are not those of the closed forms (s_1 = 1_d in the complex
+    eigenbasis, plain tokens, no duplicates), or None."""
     wrong = [f"{name}={getattr(task, name)!r} (use {want!r})" for name, want in
              (("representation", "complex"), ("encoding", "plain"), ("duplicate", 1),
               ("s1", "ones")) if getattr(task, name) != want]
     if wrong:
-        raise ValueError("the exact autoregressive objective is for s_1 = 1_d in the complex "
-                         f"eigenbasis with plain tokens; the task has {', '.join(wrong)}")
+        return ("the exact autoregressive objective is for s_1 = 1_d in the complex eigenbasis "
+                f"with plain tokens; the task has {', '.join(wrong)}")
+    return None
+
+
+def diag_exact_for(task, config) -> str | None:
+    """The DIAG model's closed forms: commuting contexts (unitary, orthogonal, positional) on plain
+    tokens; Haar contexts have none."""
+    if task.context_dist not in ("unitary", "orthogonal", "positional"):
+        return (f"the DIAG model's exact loss is for commuting contexts; --context-dist "
+                f"{task.context_dist} has no closed form: use unitary, orthogonal or positional")
+    return _plain_tokens(task)
+
+
+def pe_only_exact_for(task, config) -> str | None:
+    """The PE-only model's closed form: commuting contexts on plain tokens."""
+    if task.context_dist == "haar":
+        return ("the PE-only model's exact loss is for commuting contexts; --context-dist haar has "
+                "none: use unitary, orthogonal or positional")
+    return _plain_tokens(task)
+
+
+def _check_context(task, model) -> None:
     if model.config.context != task.context:
         raise ValueError(f"the model's context (T_max={model.config.context}) must equal the "
                          f"task's context={task.context}")
 
 
-@register_objective("autoregressive", "diag")
+@register_objective("autoregressive", "diag", exact_for=diag_exact_for)
 def _diag(task, model) -> AutoRegressiveObjective:
-    if task.context_dist == "haar":
-        raise ValueError("the DIAG model has no closed-form population loss under Haar contexts "
-                         "(context_dist='haar'): train it with a sampled method (sgd, adam)")
-    _exact_task(task, model)
+    _check_context(task, model)
     if task.context_dist == "positional":
         from fastattn.population.autoregressive_positional import PositionalDiagObjective
 
         return PositionalDiagObjective(model.dims, task.mu)
-    if task.context_dist not in ("unitary", "orthogonal"):
-        raise ValueError(f"the DIAG model's exact loss is for commuting contexts; context_dist="
-                         f"{task.context_dist!r} has no closed form: use unitary, orthogonal or "
-                         "positional, or train it with a sampled method (sgd, adam)")
     return AutoRegressiveObjective(task.context_dist, model.dims)
 
 
-@register_objective("autoregressive", "pe_only")
+@register_objective("autoregressive", "pe_only", exact_for=pe_only_exact_for)
 def _pe_only(task, model) -> PEOnlyObjective:
-    _exact_task(task, model)
-    if task.context_dist == "haar":
-        raise ValueError("the PE-only model's exact loss is for commuting contexts; "
-                         "context_dist='haar' has none: train it with a sampled method")
+    _check_context(task, model)
     return PEOnlyObjective(task.context_dist, task.context, task.mu, task.dim)

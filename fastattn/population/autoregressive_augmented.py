@@ -99,18 +99,23 @@ class AugmentedUnitaryObjective(Objective):
         return self.hessian(params) @ np.asarray(u, dtype=np.float64)
 
 
-@register_objective("autoregressive", "aug")
-def _aug(task, model) -> AugmentedUnitaryObjective:
+def aug_exact_for(task, config) -> str | None:
+    """AUG-1's closed form (Prop. 2): commuting unitary contexts, augmented tokens of s_1 = 1_d in
+    the complex eigenbasis."""
     if task.context_dist != "unitary":
-        raise ValueError(f"AUG-1's exact loss is Prop. 2's, under commuting unitary contexts; context_dist="
-                         f"{task.context_dist!r} has no closed form here: use unitary, or train it with a "
-                         "sampled method (sgd, adam)")
+        return (f"AUG-1's exact loss is Prop. 2's, under commuting unitary contexts; --context-dist "
+                f"{task.context_dist} has no closed form here: use unitary")
     wrong = [f"{name}={getattr(task, name)!r} (use {want!r})" for name, want in
              (("representation", "complex"), ("encoding", "augmented"), ("s1", "ones"))
              if getattr(task, name) != want]
     if wrong:
-        raise ValueError("AUG-1's exact loss is for augmented tokens of s_1 = 1_d in the complex "
-                         f"eigenbasis; the task has {', '.join(wrong)}")
+        return ("AUG-1's exact loss is for augmented tokens of s_1 = 1_d in the complex "
+                f"eigenbasis; the task has {', '.join(wrong)}")
+    return None
+
+
+@register_objective("autoregressive", "aug", exact_for=aug_exact_for)
+def _aug(task, model) -> AugmentedUnitaryObjective:
     if model.config.dim != task.dim:
         raise ValueError(f"the model's dim={model.config.dim} must equal the task's dim={task.dim}")
     return AugmentedUnitaryObjective(task.dim, task.context, task.s0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastattn.population.induction import BASIS, InductionGram19Objective, _exact_task
+from fastattn.population.induction import BASIS, InductionGram19Objective, exact_for
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
@@ -91,9 +91,8 @@ class DisentangledFullObjective(Objective):
         return self.E @ (H19 @ (self.E.T @ np.asarray(u, dtype=np.float64))) / self.D**2
 
 
-@register_objective("induction", "disentangled")
+@register_objective("induction", "disentangled", exact_for=exact_for)
 def _full(task, model) -> DisentangledFullObjective:
-    _exact_task(task)
     if model.config.dim != task.dim:
         raise ValueError(f"the model's dim={model.config.dim} must equal the task's dim={task.dim}")
     return DisentangledFullObjective(task.dim, task.context, task.query, model.config.mask)

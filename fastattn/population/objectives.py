@@ -110,8 +110,18 @@ def _linear_attention(task, model) -> LinearAttentionObjective:
     return LinearAttentionObjective(model.kind, model.dims, task.moments())
 
 
+def _every_linear_regression(task, config) -> str | None:
+    """None: the closed form covers every linear-regression task. The read-out ŷ = βᵀΓx_q is
+    linear in the task vector w, so the loss needs only E[wwᵀ] (a task mean and a fixed-task
+    mixture included); x is Gaussian (Isserlis gives the fourth moments); label noise enters as
+    σ²; a random context length N only through E[1/N] (the loss is affine in 1/N), which is also
+    the next-token loss's uniform mixture of lengths."""
+    return None
+
+
 for _family in FAMILIES:
-    register_objective("linear_regression", _family)(_linear_attention)
+    register_objective("linear_regression", _family, exact_for=_every_linear_regression)(
+        _linear_attention)
 
 
 # ---------------------------------------------------------------- the family-name conveniences

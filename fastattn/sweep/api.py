@@ -15,7 +15,16 @@ from fastattn import _validate as check
 from fastattn.configs.options import METHOD_FIELDS, check_method_fields
 from fastattn.sweep import store
 from fastattn.sweep.executors import run_local, run_ray
-from fastattn.sweep.grid import KEY_FORMAT, OPTION_BY_NAME, Grid, flat_columns, resolve, run_key
+from fastattn.sweep.grid import (
+    KEY_FORMAT,
+    SWEEP_DEFAULTS,
+    Grid,
+    flat_columns,
+    given,
+    option_table,
+    resolve,
+    run_key,
+)
 from fastattn.sweep.horizon import Horizon
 from fastattn.sweep.options import family_options
 from fastattn.sweep.runner import RunItem, batch_key, check_run, plan_flow
@@ -25,8 +34,6 @@ from fastattn.training.progress import interactive
 from fastattn.training.records import atomic_write, environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
-#: option values of a sweep where neither the grid nor `defaults` give one (docs/sweeps.md)
-SWEEP_DEFAULTS = {"integrator": "auto", "rtol": 1e-5, "atol": 1e-9}
 
 
 class GridError(ValueError):
@@ -47,9 +54,10 @@ def check_axes(grid: Grid, families: list[tuple[str, str]], methods: list[str] =
     """An axis of an option that applies to none of the grid's (task, model) families, or (a
     trainer option) to none of its `methods`, is an error, as in `train` (a typo'd family would
     otherwise sweep nothing; --lr of a flow sweep would be ignored)."""
-    unused = [OPTION_BY_NAME[n].field for n in grid.axes if OPTION_BY_NAME[n].target == "train"
-              and OPTION_BY_NAME[n].field in METHOD_FIELDS
-              and not set(METHOD_FIELDS[OPTION_BY_NAME[n].field]) & set(methods)]
+    options = option_table()
+    unused = [options[n].field for n in grid.axes if options[n].target == "train"
+              and options[n].field in METHOD_FIELDS
+              and not set(METHOD_FIELDS[options[n].field]) & set(methods)]
     if unused:
         try:
             check_method_fields(methods[0], unused, f" (this grid's: {', '.join(methods)})"
@@ -57,7 +65,7 @@ def check_axes(grid: Grid, families: list[tuple[str, str]], methods: list[str] =
         except ValueError as exc:
             raise GridError(str(exc)) from None
     for name in grid.axes:
-        opt = OPTION_BY_NAME[name]
+        opt = options[name]
         if opt.families and not any(name in family_options(*f) for f in families):
             kinds = sorted({f[0] if opt.target == "task" else f[1] for f in families})
             raise GridError(f"{opt.flag} applies to {opt.target} {', '.join(opt.families)}; not to "
@@ -66,22 +74,24 @@ def check_axes(grid: Grid, families: list[tuple[str, str]], methods: list[str] =
 
 def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any] | None = None
          ) -> list[RunItem]:
-    """Every run of `grid` as a RunItem: resolved spec (horizon filled in), key, config columns.
+    """Every run of `grid` as a RunItem: what its point gives, its resolved spec (horizon filled
+    in), key, config columns.
 
-    Every point is built and checked first (its task, model and trainer config, the flow horizon):
-    a point that cannot run raises `GridError` naming its options, so a bad grid fails before any
-    run or folder exists. `defaults` are option values used when an axis is absent, on top of
-    SWEEP_DEFAULTS.
+    Every point is resolved as `train` resolves its options (`grid.resolve`: the cards' defaults,
+    the pair's preset, then the point) and built and checked first (its task, model and trainer
+    config, the flow horizon): a point that cannot run raises `GridError` naming its options, so a
+    bad grid fails before any run or folder exists. `defaults` are option values used when an
+    axis is absent (given, as the axes are).
     """
     horizon = horizon or Horizon()
-    defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
+    defaults = dict(defaults or {})
     items, seen, bad = [], set(), []
     for point in grid.points():
-        full = dict(defaults or {}) | point
+        full = defaults | point
         try:
             spec = resolve(full)
             check_run(spec, trainer=False)
-            spec, theory = plan_flow(spec, horizon)
+            spec, theory = plan_flow(spec, horizon, given(full)[2]["train"])
             check_run(spec)
         except Exception as exc:
             bad.append(f"{point_flags(point)}: {exc}" if point else str(exc))
@@ -126,7 +136,7 @@ def batches(items: list[RunItem], batch: int | None) -> list[list[RunItem]]:
 
 def _size(it: RunItem) -> float:
     try:
-        return float(it.spec["task"]["dim"]) * float(it.spec["model"]["heads"])
+        return float(it.spec["task"].get("dim", 1)) * float(it.spec["model"].get("heads", 1))
     except (TypeError, ValueError):
         return 0.0
 
@@ -159,7 +169,8 @@ def run_sweep(
             1), or train up to this many sampled runs of a batched trainer in one call (default
             SAMPLED_BATCH; `runner.batched_sampled`).
         horizon: the flow horizon when --time is not given (`Horizon`).
-        defaults: option values used where the grid has no axis (the CLI passes integrator="auto").
+        defaults: option values used where the grid has no axis (given, as the axes are; the
+            sweep's own trainer defaults are `grid.SWEEP_DEFAULTS`).
         retry_failed: run again the runs recorded as failed.
         max_runs: stop after this many runs have finished (for tests and partial sweeps).
     """
@@ -172,7 +183,7 @@ def run_sweep(
     elif seeds is not None:
         grid = Grid(grid.axes, seeds)
     horizon = horizon or Horizon()
-    defaults = dict(SWEEP_DEFAULTS) | dict(defaults or {})
+    defaults = dict(defaults or {})
     # absolute before any executor sees it: a Ray worker runs in its own working directory
     out = Path(out).expanduser().absolute()
     items = plan(grid, horizon, defaults)
@@ -183,6 +194,7 @@ def run_sweep(
     if max_runs is not None:
         todo = todo[:max_runs]
     doc = {"key_format": KEY_FORMAT, "grid": grid.to_dict(), "defaults": defaults,
+           "sweep_defaults": SWEEP_DEFAULTS,
            "horizon": horizon.__dict__,
            "executor": executor, "workers": workers, "batch": batch, "n_runs": len(items),
            "keys": [it.key for it in items], "meta": environment()}

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastattn import _validate as check
 from fastattn.cli_options import INTERRUPTED, CommandError, add_options
-from fastattn.sweep.api import SWEEP_DEFAULTS, plan, run_sweep
+from fastattn.sweep.api import plan, run_sweep
 from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
 from fastattn.sweep.hooks import HOOKS, plot_kinds
 from fastattn.sweep.horizon import Horizon
@@ -72,7 +72,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                       max_evals=int(opt("max_evals", 5_000_000)),
                       max_run_seconds=opt("max_run_seconds"))
     if args.dry_run:
-        items = plan(grid, horizon, SWEEP_DEFAULTS)     # a bad point: the same error as a real run
+        items = plan(grid, horizon)     # a bad point: the same error as a real run
         for it in items:
             tr = it.spec["train"]
             print(it.key, {k: v for k, v in it.point.items()},

@@ -1,11 +1,14 @@
 """Sweep grids: axes of option values, their cartesian product, and one resolved spec per run.
 
-An axis is a list of values of one `fastattn.cli_options` option (keyed by the option's name without
-dashes, e.g. ``dim``, ``context``, ``init``). Every combination is one run. On the command line a
-comma separates axis values (``--dim 4,8``); an option whose *single* value contains commas (an
-explicit spectrum, a list of context lengths, ``--w-mean``) writes those inner commas as ``/``
-(``--spectrum 0.4/0.3/0.2/0.1``, ``--context 8/16``). In a TOML file a list is an axis and a nested
-list or a string is one value (``context = [[8, 16], 32]``, ``spectrum = ["0.4,0.3,0.2,0.1"]``).
+An axis is a list of values of one option of the family cards (`fastattn.configs.all_options`,
+keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init``). A grid point holds
+only what was given; `resolve` turns it into its run's values the way `train` does
+(`fastattn.configs.resolve`: the cards' defaults, then the pair's preset, then the point). Every
+combination is one run. On the command line a comma separates axis values (``--dim 4,8``); an
+option whose *single* value contains commas (an explicit spectrum, a list of context lengths,
+``--w-mean``) writes those inner commas as ``/`` (``--spectrum 0.4/0.3/0.2/0.1``, ``--context
+8/16``). In a TOML file a list is an axis and a nested list or a string is one value (``context =
+[[8, 16], 32]``, ``spectrum = ["0.4,0.3,0.2,0.1"]``).
 
 ``heads`` and ``init`` may be expressions of the token dimension ``D`` (and context length ``N``):
 ``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init = "1e-2*sqrt(D)"``; they are evaluated per run.
@@ -25,10 +28,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastattn.cli_options import OPTIONS, Option
+from fastattn.configs import (
+    Option,
+    all_options,
+    model_card,
+    preset_for,
+    task_card,
+)
+from fastattn.configs import resolve as resolve_pair
+from fastattn.configs.common import TRAIN
+from fastattn.configs.options import METHOD_FIELDS, MODEL, TASK
 
-#: option name (flag without dashes, underscores) → Option
-OPTION_BY_NAME: dict[str, Option] = {o.flag[2:].replace("-", "_"): o for o in OPTIONS}
+
+def option_table() -> dict[str, Option]:
+    """Option name (flag without dashes, underscores) → Option, every option once: computed when
+    asked, so a family registered after this module was imported is known."""
+    return {o.name: o for o in all_options()}
+
+
 #: options whose single value may itself contain commas: written with "/" on the sweep CLI
 INNER_LIST = ("context", "spectrum", "w_mean")
 #: options that may be expressions of D (and N)
@@ -36,6 +53,9 @@ EXPRESSIONS = ("heads", "init")
 #: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
 SEED_FIELDS = ("init_seed", "rotation_seed", "data_seed")
 EVAL_SEED_OFFSET = 1_000_000
+#: trainer values of a sweep where neither the point nor the pair's preset sets them, for the
+#: methods that read them (docs/sweeps.md, "Sweep defaults"): looser than the cards' 1e-8/1e-12
+SWEEP_DEFAULTS = {"integrator": "auto", "rtol": 1e-5, "atol": 1e-9}
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -106,7 +126,7 @@ def _parse_one(name: str, text: str) -> Any:
     """One value of option `name` from its text: a number or list by the option's parser, or (heads,
     init) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
     arithmetic error fails at parse time. ValueError in one line naming the option."""
-    opt = OPTION_BY_NAME[name]
+    opt = option_table()[name]
     if name not in EXPRESSIONS:
         return opt.convert(text)
     try:
@@ -153,7 +173,7 @@ def axis_parser(opt: Option):
 def _from_toml(name: str, value: Any) -> Any:
     """One value from a config file: strings go through the option's parser; numbers stay (and
     are checked: TOML has nan and inf)."""
-    opt = OPTION_BY_NAME[name]
+    opt = option_table()[name]
     if isinstance(value, str):
         return _parse_one(name, value)
     if isinstance(value, list):            # a nested list: one list-valued value
@@ -164,9 +184,9 @@ def _from_toml(name: str, value: Any) -> Any:
 
 def normalize_name(key: str) -> str:
     name = key.lstrip("-").replace("-", "_")
-    if name not in OPTION_BY_NAME:
-        raise ValueError(f"unknown sweep option {key!r}; options are "
-                         f"{', '.join(sorted(OPTION_BY_NAME))}")
+    options = option_table()
+    if name not in options:
+        raise ValueError(f"unknown sweep option {key!r}; options are {', '.join(sorted(options))}")
     return name
 
 
@@ -176,7 +196,8 @@ class Grid:
     """Axes (option name → list of values) and the seed count; `expand()` lists the runs.
 
     Attributes:
-        axes: option name → values. A name absent from `axes` takes the option's default.
+        axes: option name → values. A name absent from `axes` takes the run's pair's value (its
+            preset, else its card's default), as in `train`.
         seeds: None, or K: every run is repeated for seed s = 0..K-1, which sets init_seed,
             rotation_seed and data_seed to s and eval_seed to 1_000_000 + s.
     """
@@ -227,7 +248,8 @@ class Grid:
 
 def grid_from_args(args: Any) -> Grid:
     """A Grid from an argparse namespace built with `add_options(parser, parse=axis_parser)`."""
-    axes = {name: getattr(args, name) for name in OPTION_BY_NAME if getattr(args, name, None) is not None}
+    axes = {name: getattr(args, name) for name in option_table()
+            if getattr(args, name, None) is not None}
     return Grid(axes, getattr(args, "seeds", None))
 
 
@@ -275,32 +297,61 @@ def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ resolution
-def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A {"task", "model", "train"} spec (as `cli_options.build_run` takes it) of one grid point:
-    defaults filled in, seeds applied, heads/init expressions of D and N evaluated (ValueError
-    where one does not give a valid value)."""
-    values = {name: point[name] if name in point else opt.default for name, opt in OPTION_BY_NAME.items()}
+def given(point: Mapping[str, Any]) -> tuple[str, str, dict[str, dict[str, Any]]]:
+    """(task kind, model kind, {"task", "model", "train": {field: value}}) of one grid point: what
+    it gives of its pair's fields, seeds applied (`seed` s sets the pair's seed fields to s and
+    eval_seed to EVAL_SEED_OFFSET + s); heads/init expressions stay text. A point's value of an
+    option its pair lacks (an axis of another family in a mixed grid) is not the pair's: dropped
+    (`api.check_axes` refuses an axis that applies to none of the grid's pairs)."""
+    options = option_table()
+    task = point.get("task") or TASK.default
+    model = point.get("model") or MODEL.default
+    values = {k: v for k, v in point.items() if k not in ("task", "model", "seed") and v is not None}
     if point.get("seed") is not None:
         s = int(point["seed"])
-        for f in SEED_FIELDS:
-            values[f] = s
-        values["eval_seed"] = EVAL_SEED_OFFSET + s
-    dim = int(values["dim"])
-    ctx = values["context"]
-    n = max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)
-    names = {"D": dim, "N": n}
-    if isinstance(values["heads"], str):
-        h = evaluate(values["heads"], names)
-        if abs(h - round(h)) > 1e-9 or round(h) < 1:
-            raise ValueError(f"heads={values['heads']!r} gives {h} at D={dim}; need a positive integer")
-        values["heads"] = round(h)
-    if isinstance(values["init"], str):
-        values["init"] = float(evaluate(values["init"], names))
-    spec: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
-    for name, opt in OPTION_BY_NAME.items():
-        if values[name] is not None:
-            spec[opt.target][opt.field] = values[name]
-    return spec
+        values |= dict.fromkeys(SEED_FIELDS, s) | {"eval_seed": EVAL_SEED_OFFSET + s}
+    fields = {"task": {f.name for f in task_card(task).fields},
+              "model": {f.name for f in model_card(model).fields}, "train": {f.name for f in TRAIN}}
+    out: dict[str, dict[str, Any]] = {"task": {}, "model": {}, "train": {}}
+    for name, value in values.items():
+        opt = options[name]
+        if opt.field in fields[opt.target]:
+            out[opt.target][opt.field] = value
+    return task, model, out
+
+
+def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The resolved {"task", "model", "train"} spec (as `training.build.build_run` takes it) of one
+    grid point: `fastattn.configs.resolve` of what the point gives (`given`), the card defaults
+    then the pair's preset filling the rest, as for `train`; SWEEP_DEFAULTS where neither sets a
+    trainer value its method reads; heads/init expressions of D and N evaluated at the resolved
+    dim and context (ValueError where one does not give a valid value, or the pair is wrong)."""
+    task, model, values = given(point)
+    expressions = {f: values["model"].pop(f) for f in ("heads", "init_scale")
+                   if isinstance(values["model"].get(f), str)}
+    method = values["train"].get("method") or \
+        preset_for(task, model, values["task"]).train_for(None).get("method")
+    preset = preset_for(task, model, values["task"]).train_for(method)
+    for name, value in SWEEP_DEFAULTS.items():
+        if name not in values["train"] and name not in preset and method in METHOD_FIELDS[name]:
+            values["train"][name] = value
+    r = resolve_pair(task, model, values)
+    if expressions:
+        if "dim" not in r.task:
+            raise ValueError(f"--heads/--init expressions of D need a task with a dim; --task {task} "
+                             "has none: give numbers")
+        ctx = r.task.get("context", 1)
+        names = {"D": int(r.task["dim"]), "N": max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)}
+        for f, expr in expressions.items():
+            v = evaluate(expr, names)
+            if f == "heads":
+                if abs(v - round(v)) > 1e-9 or round(v) < 1:
+                    raise ValueError(f"heads={expr!r} gives {v} at D={names['D']}; need a positive "
+                                     "integer")
+                v = round(v)
+            values["model"][f] = float(v) if f == "init_scale" else v
+        r = resolve_pair(task, model, values)
+    return r.spec()
 
 
 def canonical(obj: Any) -> str:
@@ -308,8 +359,9 @@ def canonical(obj: Any) -> str:
 
 
 #: how `run_key` is computed; a sweep directory records it (sweep.json) and must match to resume
-#: (format 1 hashed every resolved option, defaults included)
-KEY_FORMAT = 2
+#: (format 1 hashed every resolved option, defaults included; format 2 those that differ from one
+#: default per option, the (linear_regression, separate) pair's)
+KEY_FORMAT = 3
 
 
 def _canonical_value(opt: Option | None, value: Any) -> Any:
@@ -321,21 +373,33 @@ def _canonical_value(opt: Option | None, value: Any) -> Any:
     return value
 
 
+def card_defaults(task: str, model: str) -> dict[tuple[str, str], Any]:
+    """(target, field) → the default its card declares, for the fields of a (task, model) run."""
+    return {(target, f.name): f.default
+            for target, fields in (("task", task_card(task).fields), ("model", model_card(model).fields),
+                                   ("train", TRAIN))
+            for f in fields}
+
+
 def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] | None = None) -> str:
-    """A stable 16-hex-digit key of a resolved run: a hash of the options whose value differs from
-    the option's default (by option name) and of `settings` (horizon settings that change the run,
-    given only where they differ from theirs). An option added with a default therefore leaves every
-    existing key unchanged. Fields of `spec` that are no option (other than private "_" ones, such
-    as a planning error) are hashed as "target.field"."""
-    by_field = {(o.target, o.field): (name, o) for name, o in OPTION_BY_NAME.items()}
+    """A stable 16-hex-digit key of a resolved run: a hash of its pair's kinds, of its values that
+    differ from their card's default (by option name; the preset's values are hashed as given) and
+    of `settings` (horizon settings that change the run, given only where they differ from theirs).
+    A field added to a card with a default therefore leaves every existing key unchanged. Fields of
+    `spec` that are no option (other than private "_" ones, such as a planning error) are hashed as
+    "target.field"."""
+    by_field = {(o.target, o.field): o for o in all_options()}
+    defaults = card_defaults(spec["task"]["kind"], spec["model"]["kind"])
     changed: dict[str, Any] = {}
     for target, fields in spec.items():
         for fld, value in fields.items():
             if fld.startswith("_"):
                 continue
-            name, opt = by_field.get((target, fld), (f"{target}.{fld}", None))
+            opt = by_field.get((target, fld))
+            name = opt.name if opt else f"{target}.{fld}"
             value = _canonical_value(opt, value)
-            if opt is None or value != _canonical_value(opt, opt.default):
+            if fld == "kind" or (target, fld) not in defaults or \
+                    value != _canonical_value(opt, defaults[(target, fld)]):
                 changed[name] = value
     doc = {"options": changed, "settings": dict(settings or {})}
     return hashlib.sha256(canonical(doc).encode()).hexdigest()[:16]
@@ -346,9 +410,10 @@ def flat_columns(point: Mapping[str, Any], spec: Mapping[str, Mapping[str, Any]]
     """Config columns of the results table: one per option in `names` (default: every option;
     the sweep passes the options of the run's family, `sweep.options.family_options`), resolved
     values; list values as JSON text so every column has one type."""
+    options = option_table()
     out: dict[str, Any] = {}
-    for name in OPTION_BY_NAME if names is None else names:
-        opt = OPTION_BY_NAME[name]
+    for name in options if names is None else names:
+        opt = options[name]
         v = spec[opt.target].get(opt.field)
         if isinstance(v, (list, tuple)):
             v = json.dumps(list(v))

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
-from fastattn.cli_options import build_run, build_task
 from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
 from fastattn.training import Trajectory, run_config
+from fastattn.training.build import build_run, build_task
 from fastattn.training.flow import objectives, population_runs
 from fastattn.training.records import environment
 
@@ -45,9 +46,14 @@ def run_hooks(task, model: dict[str, Any]) -> Hooks | None:
     return hooks_for(task.kind, model["kind"])
 
 
-def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, dict[str, Any]]:
-    """Fill the flow horizon (t_end, target) of the run's theory into a resolved spec; returns
-    (spec, theory predictions from the init scale). Cheap: builds the task without rotation."""
+def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon,
+              given: Mapping[str, Any] | None = None) -> tuple[dict, dict[str, Any]]:
+    """Fill the flow horizon of the run's theory into a resolved spec where the grid point did not
+    give it (`given`: the point's trainer values): t_end and the target loss of the pair's hooks,
+    in place of the preset's (a sweep's sizes are not the paper's); the preset's t_end only where
+    the hooks give none. Returns (spec, theory predictions from the init scale). Cheap: builds the
+    task without rotation."""
+    given = given or {}
     spec = {k: dict(v) for k, v in spec.items()}
     tr = spec["train"]
     task = build_task(dict(spec["task"], rotate=False))
@@ -57,15 +63,14 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon) -> tuple[dict, 
     if tr.get("method", "flow") != "flow":
         return spec, theory
     t_end, target = hooks.flow_horizon(theory, horizon) if hooks else (None, None)
-    if tr.get("target_loss") is None and target is not None:
+    if "target_loss" not in given and target is not None:
         tr["target_loss"] = target
-    if tr.get("t_end") is None:
-        if t_end is None:
-            why = (f"no horizon from {hooks.paper}'s theory for it (a sampled model, or init "
-                   "scale 0)" if hooks else
-                   f"no theory for (task, model) = ({task.kind}, {model['kind']})")
-            raise ValueError(f"flow run without --time and {why}; give --time")
+    if "t_end" not in given and t_end is not None:
         tr["t_end"] = t_end
+    if tr.get("t_end") is None:
+        why = (f"no horizon from {hooks.paper}'s theory for it (a sampled model, or init scale 0)"
+               if hooks else f"no theory for (task, model) = ({task.kind}, {model['kind']})")
+        raise ValueError(f"flow run without --time and {why}; give --time")
     return spec, theory
 
 
@@ -107,7 +112,7 @@ def batch_key(item: RunItem) -> str | None:
     tr = spec["train"]
     if tr.get("method", "flow") == "flow":
         m = spec["model"]
-        return canonical({"family": m["kind"], "dim": spec["task"]["dim"], "heads": m["heads"],
+        return canonical({"family": m["kind"], "dim": spec["task"].get("dim"), "heads": m.get("heads"),
                           "rank": m.get("rank", 1),
                           "train": {k: v for k, v in tr.items() if k != "eval_seed"}})
     if batched_sampled(spec):

@@ -3,7 +3,7 @@ that sweeps of different families read as one dataset (`dataset`, or DuckDB over
 files).
 
 Where each column's type comes from:
-- a config column (one per option): the option's parser (`fastattn.cli_options`): an integer, a
+- a config column (one per option): the option's parser (`fastattn.configs`): an integer, a
   number, true/false; an option whose values are numbers or lists (`--context 32` or `8/16`) is an
   integer column while every value of the sweep is one, else JSON text (`grid.flat_columns`): two
   sweeps, one of fixed and one of random context lengths, do not share one `context` type;
@@ -58,12 +58,12 @@ def arrow_type(kind: Any):
 def declared() -> dict[str, Any]:
     """Column name -> Python kind of every declared column (options, run, measurements)."""
     from fastattn.configs.base import boolean
-    from fastattn.sweep.grid import OPTION_BY_NAME
+    from fastattn.sweep.grid import option_table
     from fastattn.sweep.runner import MEASURED
 
     options = {name: str if opt.choices else
                {int: int, float: float, boolean: bool, str: str}.get(opt.parse, INT_OR_TEXT)
-               for name, opt in OPTION_BY_NAME.items()}
+               for name, opt in option_table().items()}
     return options | RUN_COLUMNS | MEASURED
 
 

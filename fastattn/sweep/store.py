@@ -64,8 +64,9 @@ def check_key_format(out: Path, expected: int) -> None:
     if found != expected:
         raise ValueError(
             f"{out} holds {n} finished runs whose keys use key format {found}; this version uses "
-            f"format {expected} (format 1 hashed every option, defaults included; format 2 hashes "
-            f"only options that differ from their defaults, see docs/sweeps.md), so they cannot be "
+            f"format {expected} (format 1 hashed every option, defaults included; format 2 those "
+            f"that differ from the separate preset's values; format 3 those that differ from their "
+            f"card's default, see docs/sweeps.md), so they cannot be "
             f"resumed here. Use a new --out directory; the old results stay readable with "
             f"fastattn.sweep.read_table({str(out)!r}).")
 

@@ -105,3 +105,28 @@ def test_build_default_takes_task_and_model_options():
     t, m, cfg = build_default("linear_regression", "separate", task={"dim": 3},
                               model={"heads": 2}, train={"t_end": 7.0})
     assert (t.dim, m.config.heads, cfg.t_end) == (3, 2, 7.0)
+
+
+def test_info_says_where_the_preset_is_not_covered_by_the_exact_objective(capsys):
+    """Issue 39: `info` advertised flow for every pair with a registered objective. Sander's AUG-1
+    preset is Fig. 5's Haar contexts, which Prop. 2's closed form does not cover (its `exact_for`):
+    info lists the sampled methods there with the reason, one line."""
+    assert main(["info", "--json"]) == 0
+    aug = json.loads(capsys.readouterr().out)["pairs"]["autoregressive"]["aug"]
+    assert aug["methods"] == ["sgd", "adam"] and aug["exact"] is False
+    assert "--context-dist haar has no closed form" in aug["not_exact"]
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "no exact flow at the preset: AUG-1's exact loss is Prop. 2's" in out
+
+
+def test_info_names_a_card_without_a_model_class(monkeypatch, capsys):
+    """Issue 39: a model card registered without its model class made `info` fail with a raw
+    KeyError; it lists the pair with no methods and the one-line fix."""
+    import dataclasses
+
+    monkeypatch.setitem(MODEL_CARDS, "orphan", dataclasses.replace(MODEL_CARDS["merged"], kind="orphan"))
+    assert main(["info", "--json"]) == 0
+    orphan = json.loads(capsys.readouterr().out)["pairs"]["linear_regression"]["orphan"]
+    assert orphan["methods"] == [] and "register one with fastattn.models.register_model" in \
+        orphan["not_exact"]

@@ -91,4 +91,4 @@ def test_cli_trains_positional_diag_exactly_and_haar_has_no_closed_form(tmp_path
     assert main([*base, "--context-dist", "haar", "--representation", "real", "--method", "flow",
                  "--time", "1", "--out", str(tmp_path / "haar")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no closed-form population loss under Haar" in err[0]
+    assert len(err) == 1 and "--context-dist haar has no closed form" in err[0] and "sgd" in err[0]

@@ -68,7 +68,8 @@ def test_mainali_half_times_and_fixed_points(tmp_path):
     s, n, init = np.array([1.0, 0.5]), 8, 0.1
     df = run_sweep({"task": "wishart_tasks", "model": "linear_transformer", "dim": 2,
                     "spectrum": "1,0.5", "context": n, "tasks": "fresh", "init": init,
-                    "snapshots": 200}, tmp_path, workers=0, progress=False)
+                    "snapshots": 200, "method": "flow", "reduced": False},   # C0's are task_sgd, reduced
+                   tmp_path, workers=0, progress=False)
     row = df.iloc[0]
     a_star, l_star = mainali2025.exact_optimum(s, n)
     assert row["final_loss"] == pytest.approx(l_star, rel=1e-6)

@@ -16,7 +16,6 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
-from fastattn.cli_options import Option  # noqa: E402
 from fastattn.sweep import (  # noqa: E402
     Grid,
     Horizon,
@@ -28,7 +27,6 @@ from fastattn.sweep import (  # noqa: E402
     runner,
     store,
 )
-from fastattn.sweep import grid as grid_module  # noqa: E402
 from fastattn.sweep.cli import add_parsers  # noqa: E402
 from fastattn.sweep.grid import grid_from_args, parse_axis, resolve, run_key  # noqa: E402
 
@@ -146,17 +144,20 @@ def test_run_keys_hash_only_options_that_differ_from_their_defaults():
 
 
 def test_a_new_option_with_a_default_resumes_every_run(tmp_path, monkeypatch):
-    """A sweep directory still resumes after an option (here a trainer option with a default) is
-    added to the grid's options: no key changes, nothing is recomputed."""
+    """A sweep directory still resumes after an option (here a model field with a default) is
+    added to a family's card: no key changes, nothing is recomputed. The option table is read when
+    asked, so the new option is a sweep axis at once."""
+    import dataclasses
+
+    from fastattn.configs import MODEL_CARDS, Field
+
     first = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False)
     mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
-    monkeypatch.setitem(grid_module.OPTION_BY_NAME, "new_knob",
-                        Option("--new-knob", "train", "new_knob", float, "a new option", 0.0))
-    from fastattn.sweep import api
-
-    monkeypatch.setattr(api, "check_run", lambda spec, trainer=True: None)   # no such config field
+    card = MODEL_CARDS["separate"]
+    monkeypatch.setitem(MODEL_CARDS, "separate", dataclasses.replace(
+        card, fields=(*card.fields, Field("new_knob", float, "a new option", 0.0))))
     items = plan(Grid(TINY, 2), Horizon())
-    assert all(it.spec["train"]["new_knob"] == 0.0 for it in items)
+    assert all(it.spec["model"]["new_knob"] == 0.0 for it in items)
     assert {it.key for it in items} == set(first["key"])
     seen = []
     again = run_sweep(TINY, tmp_path, seeds=2, workers=0, progress=False, on_row=seen.append)
@@ -194,7 +195,20 @@ def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch)
 
 
 def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch):
+    """Without a theory's horizon a flow runs to the preset's time (as `train` does), or to
+    --time; a preset without a time needs --time."""
+    import dataclasses
+
+    from fastattn.configs import MODEL_CARDS
+
     monkeypatch.setattr(runner, "hooks_for", lambda task, model: None)
+    (item,) = plan(Grid(dict(TINY, dim=2, context=8)))
+    assert item.spec["train"]["t_end"] == 1e5 and item.theory == {}     # Fig. 3's preset
+    card = MODEL_CARDS["separate"]
+    (preset,) = card.presets["linear_regression"]
+    untimed = dataclasses.replace(preset, train={"method": "flow"})
+    monkeypatch.setitem(MODEL_CARDS, "separate", dataclasses.replace(
+        card, presets={"linear_regression": (untimed,)}))
     with pytest.raises(ValueError, match=r"no theory for \(task, model\) = \(linear_regression, "
                                          r"separate\); give --time"):
         run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)

@@ -8,31 +8,32 @@ from typing import Any
 import numpy as np
 
 from fastattn import analysis, plots
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.experiments.zhang2025.settings import N
-from fastattn.models import MergedFullConfig
-from fastattn.tasks import LinearRegression, spectrum
+from fastattn.configs import resolve
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.theory import zhang2025 as theory
-from fastattn.training import TrainConfig
 
-LR = 0.2
+#: the paper's setting (D, N, H, Λ, init, lr, steps, data-set size) is the pair's preset
+#: (fastattn.configs.zhang2025.FULL); the recipe adds the fractions, its records and test sets
+PAIR = ("linear_regression", "merged_full")
 
 
 def runs(quick: bool) -> list[RunSpec]:
     fractions = (0.0, 1.0) if quick else (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
     # lr 0.2: at 0.4 full-batch GD overshot (the training loss rose by 0.24 between steps at f = 0);
     # at 0.2 it falls at every step for every fraction. 600 steps keep t = 2ηk up to 240.
-    cfg = TrainConfig(method="sgd", lr=LR, steps=30 if quick else 600, dataset_size=100 if quick else 1000,
-                      n_records=60, n_snapshots=5, test_size=100 if quick else 1000, eval_seed=1)
-    return [RunSpec(f"fixed{f:.1f}", LinearRegression(4, context=N, spectrum=tuple(spectrum("white", 4)),
-                                                      fixed_task_fraction=f, data_seed=0),
-                    MergedFullConfig(4, 8, init_scale=1e-2), cfg, {"fixed_fraction": f})
+    train = {"n_records": 60, "n_snapshots": 5, "eval_seed": 1}
+    if quick:
+        train |= {"steps": 30, "dataset_size": 100, "test_size": 100}
+    else:
+        train |= {"test_size": 1000}
+    return [preset_run(f"fixed{f:.1f}", *PAIR, group={"fixed_fraction": f},
+                       task={"fixed_task_fraction": f, "data_seed": 0}, train=train)
             for f in fractions]
 
 
 def summarize(runs: list[Run]) -> dict[str, Any]:
-    lam = spectrum("white", 4)
-    out: dict[str, Any] = {"pure_icl_L_star": theory.minimum_loss(lam, 1 / N)}
+    task = runs[0].spec.task
+    out: dict[str, Any] = {"pure_icl_L_star": theory.minimum_loss(task.eigvals, 1 / task.context)}
     ref = runs[0]
     _, drops = analysis.find_plateaus_and_drops(ref.traj.time[1:], ref.traj.loss[1:])
     t_after = 1.5 * drops[0].time if drops else float(ref.traj.time[-1])
@@ -78,7 +79,9 @@ def plot(runs: list[Run], summary: dict[str, Any]):
 
 
 
+_PRESET = resolve(*PAIR)
 RECIPE = Recipe(
-    f"Full-batch GD (lr {LR}) on a fixed data set, merged KQ with all blocks (Eq. 91), D=4, N=31, H=8, "
-    "Λ=I/4, init 1e-2 (App. C.2); fixed-task fraction 0..1. Dotted: the comparison time (1.5× first drop).",
-    runs, summarize, plot)
+    f"Full-batch GD (lr {_PRESET.train['lr']:g}) on a fixed data set, merged KQ with all blocks (Eq. "
+    f"91), D={_PRESET.task['dim']}, N={_PRESET.task['context']}, H={_PRESET.model['heads']}, Λ=I/4, "
+    f"init {_PRESET.model['init_scale']:g} (App. C.2); fixed-task fraction 0..1. Dotted: the "
+    "comparison time (1.5× first drop).", runs, summarize, plot)
