@@ -1,5 +1,8 @@
 """Small shared test utilities (importable as `helpers`; pytest puts tests/ on sys.path)."""
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +21,26 @@ def seeded_torch(rng: np.random.Generator) -> torch.Generator:
 def mc_mean_and_se(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Monte-Carlo mean and its standard error over axis 0."""
     return samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
+
+
+#: name → JSON document of each figure reproduced quick in this session (`reproduce_quick`)
+_QUICK_FIGURES: dict[str, dict[str, Any]] = {}
+
+
+def reproduce_quick(name: str, out: Path) -> dict[str, Any]:
+    """`registry.reproduce(name, out, quick=True)`, its document kept for the session: the figure
+    smoke test reproduces every quick figure, and the docs' quoted numbers read the same runs'
+    summaries (`quick_summary`) instead of training them again."""
+    from fastattn.experiments import registry
+
+    _QUICK_FIGURES[name] = registry.reproduce(name, out, quick=True)
+    return _QUICK_FIGURES[name]
+
+
+def quick_summary(name: str, out: Path) -> dict[str, Any]:
+    """The summary of figure `name`'s quick form: this session's reproduction, else one into `out`."""
+    doc = _QUICK_FIGURES.get(name) or reproduce_quick(name, out)
+    return doc["summary"]
 
 
 def triton_device(where: str, monkeypatch) -> torch.device:

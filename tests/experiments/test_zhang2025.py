@@ -21,6 +21,7 @@ from fastattn.experiments.zhang2025 import fig1, fig3, fig5, fig14, rank
 from fastattn.experiments.zhang2025.settings import D4, flow_config, rotated_task
 from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
+from helpers import reproduce_quick
 
 
 def _fig3_run(seed: int) -> Run:
@@ -177,7 +178,7 @@ def test_reproduce_every_figure_quick(name, tmp_path, monkeypatch):
     saved = []
     save = plots.save
     monkeypatch.setattr(plots, "save", lambda fig, path, *a: saved.append(fig) or save(fig, path, *a))
-    doc = registry.reproduce(name, tmp_path, quick=True)
+    doc = reproduce_quick(name, tmp_path)
     assert (tmp_path / f"{name}.png").stat().st_size > 0
     assert json.loads((tmp_path / f"{name}.json").read_text())["name"] == name
     assert doc["summary"]
