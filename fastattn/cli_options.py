@@ -128,8 +128,9 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
         opts = [o for o in options_for(card.tasks[0], kind) if o.target == "model"
                 and o.field != "kind"]
         presets = "\n".join(_preset_lines(t, kind) for t in card.tasks)
+        time = _wrap(f"time: {card.time.describe()} ({card.time.why})") + "\n" if card.time else ""
         parser.add_argument_group(f"model {kind} ({card.paper}): {card.summary}",
-                                  (_lines(opts) + "\n" if opts else "") + presets)
+                                  (_lines(opts) + "\n" if opts else "") + time + presets)
 
 
 def given(args: argparse.Namespace) -> tuple[str, str, dict[str, dict[str, Any]]]:

@@ -1,5 +1,8 @@
 """Small shared test utilities (importable as `helpers`; pytest puts tests/ on sys.path)."""
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +21,35 @@ def seeded_torch(rng: np.random.Generator) -> torch.Generator:
 def mc_mean_and_se(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Monte-Carlo mean and its standard error over axis 0."""
     return samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
+
+
+#: name → {"doc", "out", "figures"} of each figure reproduced quick in this session (`quick_figure`)
+_QUICK_FIGURES: dict[str, dict[str, Any]] = {}
+
+
+def quick_figure(name: str, out: Path) -> dict[str, Any]:
+    """Figure `name` reproduced quick once a session (`registry.reproduce(name, out, quick=True)`):
+    {"doc": its JSON document, "out": the folder of its PNG, JSON and runs, "figures": the figures
+    it saved, until the figure smoke test takes them}. The smoke test reproduces every quick figure,
+    and the tests of a quick figure's numbers (the docs' quotes, the papers' claims) read the same
+    runs instead of training them again; `out` is used by the first caller only."""
+    if name not in _QUICK_FIGURES:
+        from fastattn import plots
+        from fastattn.experiments import registry
+
+        saved, save = [], plots.save
+        plots.save = lambda fig, path, *a: saved.append(fig) or save(fig, path, *a)
+        try:
+            doc = registry.reproduce(name, out, quick=True)
+        finally:
+            plots.save = save
+        _QUICK_FIGURES[name] = {"doc": doc, "out": Path(out), "figures": saved}
+    return _QUICK_FIGURES[name]
+
+
+def quick_summary(name: str, out: Path) -> dict[str, Any]:
+    """The summary of figure `name`'s quick form (`quick_figure`)."""
+    return quick_figure(name, out)["doc"]["summary"]
 
 
 def triton_device(where: str, monkeypatch) -> torch.device:

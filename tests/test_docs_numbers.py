@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import quick_summary
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -35,15 +37,12 @@ def _quoted_range(doc: str, prefix: str) -> tuple[float, float]:
     return float(found[1]), float(found[2])
 
 
-def _musat_quick(fig: str, fig_label: str) -> str:
-    """The quick rows of a figure. The full model's loss (sampled float32 SGD of 28D² weights, which
-    amplifies last-place differences between CPUs) is checked within the range the docs quote over
-    seeds and CPU kernel sets; the first steps and the 3-parameter run's loss are checked as quoted."""
-    from fastattn.experiments import registry
-    from fastattn.experiments.musat2025 import dynamics
-
-    recipe = getattr(dynamics, fig)
-    s = recipe.summarize(registry.run_specs(recipe.runs(True)), quick=True)
+def _musat_quick(fig: str, fig_label: str, tmp_path: Path) -> str:
+    """The quick rows of figure `fig` (musat2025-fig5, -fig18, -fig19). The full model's loss
+    (sampled float32 SGD of 28D² weights, which amplifies last-place differences between CPUs) is
+    checked within the range the docs quote over seeds and CPU kernel sets; the first steps and the
+    3-parameter run's loss are checked as quoted."""
+    s = quick_summary(fig, tmp_path)
     order = ("gamma3>=0.1", "beta2>=0.1", "alpha3>=0.1", "loss<=0.5", "gamma3>=0.5", "beta2>=0.5",
              "alpha3>=0.5", "loss<=0.2")
     st = s["settings"]
@@ -63,11 +62,8 @@ def _musat_quick(fig: str, fig_label: str) -> str:
     return " ".join(rows)
 
 
-def _sander_fig9_quick() -> str:
-    from fastattn.experiments import registry
-    from fastattn.experiments.sander2024 import fig9
-
-    s = fig9.summarize(registry.run_specs(fig9.runs(quick=True)))
+def _sander_fig9_quick(tmp_path: Path) -> str:
+    s = quick_summary("sander2024-fig9", tmp_path)
 
     def q(name):
         return f"{s[name]['final_train_loss_tail_mean']:.1e}".replace("e-0", "e-")
@@ -78,10 +74,8 @@ def _sander_fig9_quick() -> str:
             f"plateau from step ≈ 300 | **0.83** (quick: {s['SM, MLP']['final_train_loss_tail_mean']:.2f}) |")
 
 
-def _he_e2_quick(tmp_path) -> str:
-    from fastattn.experiments import registry
-
-    m = registry.reproduce("he2025-e2", tmp_path, quick=True)["summary"]["models"]["H2_seed0"]
+def _he_e2_quick(tmp_path: Path) -> str:
+    m = quick_summary("he2025-e2", tmp_path)["models"]["H2_seed0"]
     (w0, w1), (m0, m1) = m["omega"], m["mu"]
     return (f"heads (ω, μ) = ({_num(w0)}, {_num(m0)}) and ({_num(w1)}, {_num(m1)}): sign matching, one "
             f"positive and one negative head, zero-sum to {100 * m['zero_sum']:.1f}%, η_eff = "
@@ -89,10 +83,8 @@ def _he_e2_quick(tmp_path) -> str:
             f"μ_γ curve (μ_γ({m['gamma']:.3f}) = {m['mu_gamma_at_gamma']:.3f})")
 
 
-def _he_e6_quick(tmp_path) -> str:
-    from fastattn.experiments import registry
-
-    s = registry.reproduce("he2025-e6", tmp_path, quick=True)["summary"]
+def _he_e6_quick(tmp_path: Path) -> str:
+    s = quick_summary("he2025-e6", tmp_path)
     r = next(r for r in s["rows"] if r["xi"] == 0.2)
     return (f"quick ({s['n_prompts']:,} prompts".replace(",", " ") + "; `fastattn reproduce he2025-e6 "
             f"--quick --out DIR`): dGD {r['dgd_mc']:.3f} ± {r['dgd_se']:.3f} (closed {r['dgd_closed']:.3f}, "
@@ -102,9 +94,12 @@ def _he_e6_quick(tmp_path) -> str:
 
 CASES = {
     "musat2025.md: emergence_steps_gd at lr 100": ("musat2025.md", _musat_gd_lr100),
-    "musat2025.md: Fig. 19 --quick": ("musat2025.md", lambda: _musat_quick("FIG19", "19")),
-    "musat2025.md: Figs. 4/5 --quick": ("musat2025.md", lambda: _musat_quick("FIG5", "4/5")),
-    "musat2025.md: Fig. 18 --quick": ("musat2025.md", lambda: _musat_quick("FIG18", "18")),
+    "musat2025.md: Fig. 19 --quick": ("musat2025.md", lambda out: _musat_quick("musat2025-fig19", "19",
+                                                                                out)),
+    "musat2025.md: Figs. 4/5 --quick": ("musat2025.md", lambda out: _musat_quick("musat2025-fig5", "4/5",
+                                                                                  out)),
+    "musat2025.md: Fig. 18 --quick": ("musat2025.md", lambda out: _musat_quick("musat2025-fig18", "18",
+                                                                                out)),
     "sander2024.md: Fig. 9 --quick": ("sander2024.md", _sander_fig9_quick),
     "he2025.md: E2 --quick": ("he2025.md", _he_e2_quick),
     "he2025.md: E6 --quick": ("he2025.md", _he_e6_quick),
@@ -120,5 +115,5 @@ SLOW = ("musat2025.md: Fig. 18 --quick", "musat2025.md: Figs. 4/5 --quick", "san
                                   for c in sorted(CASES)])
 def test_docs_quote_what_the_quick_command_gives(case, tmp_path):
     doc, render = CASES[case]
-    text = render(tmp_path) if "tmp_path" in render.__code__.co_varnames else render()
+    text = render(tmp_path) if render.__code__.co_argcount else render()
     assert re.sub(r"\s+", " ", text) in _text(doc), text

@@ -13,6 +13,7 @@ from fastattn.configs.base import (
     TASK_CARDS,
     Field,
     ModelCard,
+    PaperTime,
     PerDim,
     Preset,
     TaskCard,
@@ -35,7 +36,7 @@ from fastattn.configs.options import (
     resolve,
 )
 
-__all__ = ["MODEL_CARDS", "TASK_CARDS", "Field", "ModelCard", "Option", "PerDim", "Preset",
+__all__ = ["MODEL_CARDS", "TASK_CARDS", "Field", "ModelCard", "Option", "PaperTime", "PerDim", "Preset",
            "Resolved", "TaskCard", "all_options", "check_pair", "model_card", "n_params",
            "options_for", "pairs", "param_shapes", "preset_for", "register_model_card",
            "register_task_card", "resolve", "task_card", "unflatten"]

@@ -113,6 +113,58 @@ class Preset:
         return {"method": method, **self.methods.get(method, {})}
 
 
+#: how `PaperTime` prints each value it multiplies by
+_SYMBOLS = {"dim": "D", "dim_if_mean": "D", "lr": "η", "tasks": "P"}
+
+
+@dataclass(frozen=True)
+class PaperTime:
+    """How a family's paper measures training time, in the record's flow time t (dθ/dt = −½∇L: a
+    GD step of learning rate η advances t by 2η, docs/conventions.md "Time"): the paper's time is
+    t / divisor, the divisor being `factor` times the run's values named in `per`: a task field
+    ("dim" D, "tasks" P), "lr" (the trainer's η), or "dim_if_mean" (D where the task's reduction
+    is "mean", a loss D times smaller than the summed one, else 1). `unit`: what the paper calls
+    its time; `why`: the paper's convention that gives the divisor (the models' help prints it)."""
+
+    factor: float
+    why: str
+    per: tuple[str, ...] = ()
+    unit: str = "paper time"
+
+    def _values(self, task: Mapping[str, Any], train: Mapping[str, Any]) -> dict[str, Any]:
+        out = {}
+        for name in self.per:
+            if name == "dim_if_mean":
+                if task.get("reduction") == "mean":
+                    out[name] = task.get("dim")
+            else:
+                out[name] = (train if name == "lr" else task).get(name)
+        return out
+
+    def divisor(self, task: Mapping[str, Any], train: Mapping[str, Any]) -> float | None:
+        """The divisor for a run's task and trainer values; None where they lack a value it needs
+        (a flow has no η; a Wishart task drawn fresh per sequence has no P)."""
+        value = self.factor
+        for v in self._values(task, train).values():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+                return None
+            value *= v
+        return float(value)
+
+    def describe(self, task: Mapping[str, Any] | None = None,
+                 train: Mapping[str, Any] | None = None) -> str:
+        """"paper time t/2", "paper time t/(2D) = t/8", "paper epochs t/(2ηP)" (no η given)."""
+        task, train = task or {}, train or {}
+        symbols = [_SYMBOLS[name] for name in self._values(task, train)] if task or train else \
+            [_SYMBOLS[name] for name in self.per if name != "dim_if_mean"]
+        value = self.divisor(task, train)
+        if not symbols:
+            return f"{self.unit} = t" if value == 1 else f"{self.unit} t/{value:g}"
+        text = f"{self.factor:g}" + "".join(
+            s + ("²" if symbols.count(s) == 2 else "") for s in dict.fromkeys(symbols))
+        return f"{self.unit} t/({text})" + ("" if value is None else f" = t/{value:g}")
+
+
 @dataclass(frozen=True)
 class ModelCard:
     """A model family: `kind` (its `MODELS` key and its config's kind), the `paper` it comes from,
@@ -120,7 +172,9 @@ class ModelCard:
     order, its `presets` by task kind (the tasks it pairs with; the first preset of each is the
     default), `fixed`: config fields set by the kind (e.g. Musat's params) and `from_task`: config
     field → task field it takes (e.g. the positional models' T_max is the task's context).
-    `shapes` None: a token model whose flat order is its own (no exact objective reads it)."""
+    `shapes` None: a token model whose flat order is its own (no exact objective reads it).
+    `time`: how the family's paper measures training time (records and plots label it;
+    tests/configs/test_paper_time.py checks it against each paper's printed flow)."""
 
     kind: str
     paper: str
@@ -130,6 +184,7 @@ class ModelCard:
     presets: Mapping[str, tuple[Preset, ...]]
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
+    time: PaperTime | None = None
 
     @property
     def tasks(self) -> tuple[str, ...]:

@@ -18,7 +18,8 @@ BASE = (HEADS, INIT, INIT_SEED, INIT_SCHEME, DTYPE)
 TRAIN: tuple[Field, ...] = (
     Field("method", str, "flow | gd | sgd | adam | task_sgd (epochs over the fixed tasks; --steps "
           "counts updates)", "flow", choices=("flow", "gd", "sgd", "adam", "task_sgd")),
-    Field("t_end", float, "flow: gradient-flow time to reach (τ = 1)", flag="--time"),
+    Field("t_end", float, "flow: the record's time t to reach (dθ/dt = −½∇L, a GD step of rate η "
+          "is 2η of t); each model's paper time in t is under the model", flag="--time"),
     Field("integrator", str, "flow: auto (RK45 while not stiff; stabilized, Hessian-free Rodas4 "
           "once settled) | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4", "auto"),
     Field("rtol", float, "flow: relative tolerance", 1e-8),

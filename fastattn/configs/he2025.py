@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastattn.configs.base import (
     Field,
     ModelCard,
+    PaperTime,
     PerDim,
     Preset,
     TaskCard,
@@ -88,27 +89,32 @@ def _kernel(dims):               # r = ω entries per head: 1 (scalar), d (diago
     return (("omega", omega), ("mu", (h,)))
 
 
+#: the paper's GD θ ← θ − η∇L on L = E(y_q − ŷ_q)² (no ½; §3.4 prints its updates on L̃ with 2η):
+#: paper time η × steps, θ̇ = −∇L; the authors' code plots step × lr on L̃/2, the record's t
+TIME = PaperTime(2, "the paper's GD θ ← θ − η∇L on L = E(y_q − ŷ_q)² (no ½): time η × steps")
+
+
 for _card in (
     ModelCard("multihead_softmax", "he2025", "one-layer H-head softmax attention (spec §1.2-1.4)",
               (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C), _multihead,
-              {"linear_regression": (HE,)}),
+              {"linear_regression": (HE,)}, time=TIME),
     ModelCard("multihead_linear", "he2025", "H-head linear attention LinTF (spec §1.8)",
               (*TORCH_INIT, INIT_MODE,
                Field("norm_context", int, "LinTF's hard-coded 1/L (default: the actual context "
-                     "length)")), _multihead, {"linear_regression": (HE,)}),
+                     "length)")), _multihead, {"linear_regression": (HE,)}, time=TIME),
     ModelCard("multioutput_softmax", "he2025", "H-head softmax attention on [x; y], y ∈ R^N "
               "(spec §1.9); N = the task's number of supports",
               (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C), _multioutput,
-              {"multitask_regression": (HE_MULTITASK,)}, from_task={"outputs": "outputs"}),
+              {"multitask_regression": (HE_MULTITASK,)}, from_task={"outputs": "outputs"}, time=TIME),
     ModelCard("multilayer_softmax", "he2025", "a stack of softmax attention layers (the authors' "
               "multi-layer variant, spec §1.3)",
               (*TORCH_INIT, Field("layers", int, "number of attention layers", 2),
                Field("tied", boolean, "one set of layer weights applied --layers times", False)),
-              _multilayer, {"linear_regression": (HE,)}),
+              _multilayer, {"linear_regression": (HE,)}, time=TIME),
     ModelCard("kernel_regressors", "he2025", "the reduced model ŷ = Σ_h μ_h Σ_ℓ y_ℓ σ(x_ℓᵀ Ω_h x_q) "
               "(spec §1.5)", (*BASE, Field("omega_form", str, "scalar | diagonal | full Ω_h",
                                            "scalar", choices=("scalar", "diagonal", "full")),
                               ACTIVATION, ACTIVATION_C), _kernel,
-              {"linear_regression": (HE_KERNEL,)}),
+              {"linear_regression": (HE_KERNEL,)}, time=TIME),
 ):
     register_model_card(_card)

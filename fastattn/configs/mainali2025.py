@@ -11,6 +11,7 @@ from typing import Any
 from fastattn.configs.base import (
     Field,
     ModelCard,
+    PaperTime,
     Preset,
     TaskCard,
     boolean,
@@ -58,7 +59,9 @@ register_model_card(ModelCard(
            "N(0, init²))", "aligned", choices=("aligned", "gaussian")),
      Field("init_noise", float, "std of noise added to every block", 0.0),
      Field("reduced", boolean, "freeze the null blocks p1 = q2 = 0", False)),
-    _linear_transformer, {"wishart_tasks": (C0,)}))
+    _linear_transformer, {"wishart_tasks": (C0,)},
+    time=PaperTime(2, "the paper's ODE dθ/dt = −ηP ∇L (Eqs. 9-10; L with the ½) in epochs of P "
+                   "task updates of rate η (docs/conventions.md)", ("lr", "tasks"), "paper epochs")))
 
 
 # ------------------------------------------------------------------ the transformer applications
@@ -135,4 +138,6 @@ register_model_card(ModelCard(
      Field("init_std", float, "std of every weight (default 1/√fan_in)"),
      INIT_SEED, Field("dtype", str, "float32 | float64", "float32", choices=("float64", "float32"))),
     None, {"modular_addition": (NANDA,), "repeated_tokens": (ATTN_ONLY,)},
-    from_task={"vocab": "vocab", "vocab_out": "vocab_out", "n_ctx": "n_ctx"}))
+    from_task={"vocab": "vocab", "vocab_out": "vocab_out", "n_ctx": "n_ctx"},
+    time=PaperTime(2, "the applications count optimiser steps (full-batch epochs for modular "
+                   "addition): a step of rate η is 2η of t", ("lr",), "paper steps")))

@@ -11,6 +11,7 @@ from typing import Any
 from fastattn.configs.base import (
     Field,
     ModelCard,
+    PaperTime,
     Preset,
     TaskCard,
     boolean,
@@ -95,6 +96,15 @@ DISENTANGLED = (MASK, Field("init_scale", float, "std of the Gaussian init (0: t
                             "init)", 0.0, flag="--init"), INIT_SEED, DTYPE)
 
 
+#: θ̇ = −∇_θ L on the summed loss (App. B.5; theory.musat2025.PAPER_TIME_PER_CORE_TIME); the full
+#: weights move the pseudo-parameters θ = EᵀW/D by ∇_θ L / D (DisentangledFullObjective.paper_time)
+PSEUDO_TIME = PaperTime(2, "θ̇ = −∇_θ L (App. B.5) on the loss summed over D (a mean loss: ×D)",
+                        ("dim_if_mean",))
+FULL_TIME = PaperTime(2, "θ̇ = −∇_θ L (App. B.5) of the pseudo-parameters θ = EᵀW/D, which the full "
+                      "weights move by ∇_θ L / D; on the summed loss (a mean loss: ×D)",
+                      ("dim", "dim_if_mean"))
+
+
 def _full(dims):
     d = dims[0]
     return (("W1", (2 * d, 2 * d)), ("W2", (4 * d, 4 * d)), ("W3", (8 * d, d)))
@@ -102,13 +112,14 @@ def _full(dims):
 
 for _card in (
     ModelCard("disentangled", "musat2025", "the disentangled transformer, full W1, W2, W3",
-              DISENTANGLED, _full, {"induction": (THEOREM2_FULL, FIG4)}, fixed={"params": "full"}),
+              DISENTANGLED, _full, {"induction": (THEOREM2_FULL, FIG4)}, fixed={"params": "full"},
+              time=FULL_TIME),
     ModelCard("gram19", "musat2025", "the disentangled transformer on its 19 pseudo-parameters",
               DISENTANGLED, lambda dims: (("theta", (19,)),), {"induction": (THEOREM2,)},
-              fixed={"params": "gram19"}),
+              fixed={"params": "gram19"}, time=PSEUDO_TIME),
     ModelCard("three_param", "musat2025", "the disentangled transformer on α₃, β₂, γ₃",
               DISENTANGLED, lambda dims: (("theta", (3,)),), {"induction": (THEOREM2,)},
-              fixed={"params": "three_param"}),
+              fixed={"params": "three_param"}, time=PSEUDO_TIME),
     ModelCard("standard_transformer", "musat2025", "the two-layer attention-only transformer "
               "(§4, App. E) on tokens",
               (Field("d_model", int, "residual width D (= D_H)", 64),
@@ -117,6 +128,8 @@ for _card in (
                INIT_SEED, Field("dtype", str, "float32 | float64", "float32",
                                 choices=("float64", "float32"))),
               None, {"induction_tokens": (APP_E,)},
-              from_task={"vocab": "vocab", "block": "block"}),
+              from_task={"vocab": "vocab", "block": "block"},
+              time=PaperTime(2, "θ̇ = −∇L on the cross-entropy (the paper's convention; App. E "
+                             "counts AdamW steps)")),
 ):
     register_model_card(_card)

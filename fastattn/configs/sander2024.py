@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastattn.configs.base import (
     Field,
     ModelCard,
+    PaperTime,
     Preset,
     TaskCard,
     boolean,
@@ -124,29 +125,35 @@ def _non_aug(dims):             # dims (d, H, k), E = k·d; 100 learned position
             ("ln_b", (e,)), ("fc_w", (d, e)), ("fc_b", (d,)))
 
 
+#: gradient flow θ̇ = −∇ℓ (Prop. 5, App. A.7) on ℓ of Eq. 3, Σ_T E‖T_θ(e_1:T) − s_T+1‖² (no ½,
+#: summed over T: the task's loss); the authors' Fig. 6 code averages over T (lr 0.5 there = 0.5/29)
+TIME = PaperTime(2, "gradient flow θ̇ = −∇ℓ (Prop. 5) on ℓ of Eq. 3 (Σ_T E‖·‖², no ½)")
+
+
 for _card in (
     ModelCard("diag", "sander2024", "DIAG: H heads with diagonal A, B and positions P (Eq. 6)", BASE,
-              _diag, {"autoregressive": (FIG3_UNITARY, FIG3_ORTHOGONAL)}, from_task=T_MAX),
+              _diag, {"autoregressive": (FIG3_UNITARY, FIG3_ORTHOGONAL)}, from_task=T_MAX,
+              time=TIME),
     ModelCard("pe_only", "sander2024", "PE-only attention: only P is trained (Eq. 7)",
-              (*BASE[1:],), _pe_only, {"autoregressive": (FIG6,)}, from_task=T_MAX),
+              (*BASE[1:],), _pe_only, {"autoregressive": (FIG6,)}, from_task=T_MAX, time=TIME),
     ModelCard("aug", "sander2024", "AUG-1: six scalars a1..a4, b1, b2 (Eq. 4)", (*BASE[1:],), _aug,
-              {"autoregressive": (FIG5,)}),
+              {"autoregressive": (FIG5,)}, time=TIME),
     ModelCard("aug_layers", "sander2024", "AUG-L: L layers on augmented tokens (spec §3.3)",
-              (*TORCH_INIT, LAYERS, SOFTMAX), _aug_layers, {"autoregressive": (FIG5,)}),
+              (*TORCH_INIT, LAYERS, SOFTMAX), _aug_layers, {"autoregressive": (FIG5,)}, time=TIME),
     ModelCard("aug_transformer", "sander2024", "AUG-L with softmax and an MLP of width --heads "
               "(App. B)", (HEADS, *TORCH_INIT, LAYERS, SOFTMAX), _aug_transformer,
-              {"autoregressive": (FIG10,)}),
+              {"autoregressive": (FIG10,)}, time=TIME),
     ModelCard("non_aug", "sander2024", "the non-augmented transformer of §6 (Figs. 7-8)",
               (HEADS, *TORCH_INIT,
                Field("lookahead", boolean, "Eq. 6's one-step look-ahead mask (default: causal)",
                      False),
                Field("init_same", boolean, "every head starts as head 0 plus 0.05·N(0, 1) (Fig. 8)",
                      False)),
-              _non_aug, {"autoregressive": (FIG7,)}, from_task={"duplicate": "duplicate"}),
+              _non_aug, {"autoregressive": (FIG7,)}, from_task={"duplicate": "duplicate"}, time=TIME),
     ModelCard("eq6", "sander2024", "model (6) with full A, B and P, linear or softmax scores, "
               "optionally a residual MLP (App. B, Fig. 9)",
               (HEADS, INIT, INIT_SEED, DTYPE, SOFTMAX,
                Field("mlp_width", int, "eq6: hidden width of the residual ReLU MLP (0: none)", 0)),
-              None, {"autoregressive": (FIG9,)}, from_task=T_MAX),
+              None, {"autoregressive": (FIG9,)}, from_task=T_MAX, time=TIME),
 ):
     register_model_card(_card)

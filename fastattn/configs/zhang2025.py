@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastattn.configs.base import (
     Field,
     ModelCard,
+    PaperTime,
     Preset,
     TaskCard,
     boolean,
@@ -88,18 +89,21 @@ def _cubic(dims):
     return (("w2", (h,)), ("W1", (h, d * d)))
 
 
+TIME = PaperTime(1, "τ dθ/dt = −½ ∂L/∂θ, τ = 1 (Eq. 5), on L = E(y_q − ŷ_q)²")
+
+
 for _card in (
     ModelCard("merged", "zhang2025", "linear ATTN_M with zero blocks (Eq. 6 (M))", BASE, _merged,
-              {"linear_regression": (ZHANG_MERGED,)}),
+              {"linear_regression": (ZHANG_MERGED,)}, time=TIME),
     ModelCard("merged_full", "zhang2025", "linear ATTN_M keeping every block of W^V, W^KQ (Eq. 91)",
-              BASE, _merged_full, {"linear_regression": (FULL,)}),
+              BASE, _merged_full, {"linear_regression": (FULL,)}, time=TIME),
     ModelCard("separate", "zhang2025", "linear ATTN_S with rank-R keys/queries (Eq. 12)",
-              (*BASE, RANK), _separate, {"linear_regression": (ZHANG,)}),
+              (*BASE, RANK), _separate, {"linear_regression": (ZHANG,)}, time=TIME),
     ModelCard("cubic_mlp", "zhang2025", "the two-layer linear MLP on z (Eq. 7); heads = hidden width",
-              BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}),
+              BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}, time=TIME),
     ModelCard("softmax_merged", "zhang2025", "softmax ATTN_M", (*BASE, SCALE), _merged,
-              {"linear_regression": (SOFTMAX,)}),
+              {"linear_regression": (SOFTMAX,)}, time=TIME),
     ModelCard("softmax_separate", "zhang2025", "softmax ATTN_S", (*BASE, RANK, SCALE), _separate,
-              {"linear_regression": (SOFTMAX,)}),
+              {"linear_regression": (SOFTMAX,)}, time=TIME),
 ):
     register_model_card(_card)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from fastattn.configs import MODEL_CARDS
 from fastattn.population import EventHit
 from fastattn.training.records import RecordError, read_record, write_record
 
@@ -18,23 +19,16 @@ RECORD_TIME = "time t (dθ/dt = −½∇L; 2η per step)"
 
 
 def time_label(config: Mapping[str, Any]) -> str:
-    """The x label of a run's record time t, with the paper's time in terms of t where the model's
-    paper uses another (config: a record's {"task", "model", "train"}). Zhang et al.'s time is t
-    (τ = 1); Musat et al.'s θ̇ = −∇L is t/2 for the pseudo-parameters and t/(2D) for the full
-    weights (θ moves by ∇_θ L / D); Mainali and Teixeira's epochs are t/(2ηP)."""
+    """The x label of a run's record time t, with its model's paper time in terms of t (config: a
+    record's {"task", "model", "train"}; the conversion is the model card's `time`, e.g. Musat's
+    full weights: "paper time t/(2D) = t/32")."""
     task, model, train = (config.get(k, {}) for k in ("task", "model", "train"))
-    kind = model.get("kind")
     if train.get("method") == "adam":
         return "t = 2η × Adam steps, a rescaled step count, not a flow time (read step)"
-    if task.get("kind") == "linear_regression":
-        return f"{RECORD_TIME} = paper time (τ = 1)"
-    if kind == "disentangled" and task.get("dim"):
-        return f"{RECORD_TIME}; paper time t/(2D) = t/{2 * int(task['dim'])}"
-    if kind in ("gram19", "three_param"):
-        return f"{RECORD_TIME}; paper time t/2"
-    if task.get("kind") == "wishart_tasks" and isinstance(task.get("tasks"), int) and train.get("lr"):
-        return f"{RECORD_TIME}; paper epochs t/(2ηP) = t/{2 * float(train['lr']) * task['tasks']:g}"
-    return RECORD_TIME
+    card = MODEL_CARDS.get(model.get("kind"))
+    if card is None or card.time is None:
+        return RECORD_TIME
+    return f"{RECORD_TIME}; {card.time.describe(task, train)}"
 
 
 @dataclass

@@ -27,6 +27,7 @@ from fastattn.experiments.musat2025 import (
     weights,
 )
 from fastattn.population import emergence
+from helpers import quick_summary
 
 
 def _summary(recipe, quick: bool = True):
@@ -189,14 +190,14 @@ def test_loss_drop_over_emergence_limit():
 
 
 @pytest.mark.parametrize("name, size", [("FIG5", (16, 8)), ("FIG18", (8, 16)), ("FIG19", (16, 4))])
-def test_full_vs_three_param_quick_forms_show_the_claim(name, size):
+def test_full_vs_three_param_quick_forms_show_the_claim(name, size, tmp_path):
     """Each --quick form of Figs. 5/18/19 runs a size of its own shape (D = 2N, N = 2D, D = 4N), and
     in it the full model crosses all three ½ thresholds and the loss ½ (Hyp. 1), with the
     3-parameter run's loss drop no later (Hyp. 2); the caption names the quick size."""
     from fastattn.experiments.musat2025 import dynamics
 
     recipe = getattr(dynamics, name)
-    s = _summary(recipe)
+    s = quick_summary(f"musat2025-{name.lower()}", tmp_path)      # the figure's quick reproduction
     assert (s["settings"]["D"], s["settings"]["N"]) == size
     assert f"--quick: D = {size[0]}, N = {size[1]}" in recipe.caption
     full, three = s["runs"]["full"]["first_step"], s["runs"]["three_param"]["first_step"]

@@ -7,6 +7,7 @@ import pytest
 
 from fastattn.experiments import registry
 from fastattn.experiments.sander2024 import fig2, fig3, fig4, fig5, fig6, fig7, fig8
+from helpers import quick_summary
 
 
 def test_fig2_identity():
@@ -178,25 +179,21 @@ def test_eq6_model_is_the_per_row_formula_and_trains_as_fig9_did(softmax, mlp):
     np.testing.assert_array_equal(model.to_flat(), loop.to_flat())
 
 
-def test_fig9_quick_linear_attention_learns_softmax_plateaus():
+def test_fig9_quick_linear_attention_learns_softmax_plateaus(tmp_path):
     """App. B's claim at the quick size: linear model (6) goes from ℓ(0) = 9 to ≈ 0, softmax without
     an MLP stays on a plateau above 1."""
-    from fastattn.experiments.sander2024 import fig9
-
-    s = fig9.summarize(registry.run_specs(fig9.runs(quick=True)))
+    s = quick_summary("sander2024-fig9", tmp_path)
     assert s["curves"]["no SM, no MLP"][0] > 5
     assert s["no SM, no MLP"]["final_train_loss_tail_mean"] < 1e-2, s["no SM, no MLP"]
     assert s["no SM, MLP"]["final_train_loss_tail_mean"] < 1e-1, s["no SM, MLP"]
     assert s["SM, no MLP"]["final_train_loss_tail_mean"] > 1.0, s["SM, no MLP"]
 
 
-def test_props_flows_and_prop4_monte_carlo():
+def test_props_flows_and_prop4_monte_carlo(tmp_path):
     """Prop. 2: AUG-1's exact flow ends at a3·b1 = η* = 1274/48020 with a1 + a4 = a2 = b2 = 0 and
     ℓ* = 76; Prop. 5: every scalar init with |pab − 1| < 1 reaches pab = 1; Prop. 4's example point:
     the Monte Carlo of the DIAG model's loss is the corrected 167.5, not the printed 197.5."""
-    from fastattn.experiments.sander2024 import props
-
-    s = props.summarize(registry.run_specs(props.runs(quick=True)), quick=True)
+    s = quick_summary("sander2024-props", tmp_path)
     assert s["prop2"]["a3_b1"] == pytest.approx(1274 / 48020, rel=1e-6)
     assert s["prop2"]["other_blocks_over_step"] < 1e-6
     assert s["prop2"]["final_loss"] == pytest.approx(76.0, rel=1e-8)

@@ -21,12 +21,14 @@ def test_every_label_names_the_record_time_and_the_papers_conversion():
     lab = {kind: time_label({"task": {"kind": task, "tasks": 64, "dim": 4}, "model": {"kind": kind},
                              "train": {"lr": 0.01}})
            for task, kind in (("linear_regression", "separate"), ("induction", "gram19"),
-                              ("wishart_tasks", "linear_transformer"), ("autoregressive", "diag"))}
+                              ("wishart_tasks", "linear_transformer"), ("autoregressive", "diag"),
+                              ("linear_regression", "multihead_softmax"))}
     assert all(label.startswith(RECORD_TIME) for label in lab.values())
     assert lab["gram19"].endswith("paper time t/2")
     assert lab["linear_transformer"].endswith("t/(2ηP) = t/1.28")
-    assert lab["separate"].endswith("= paper time (τ = 1)")
-    assert lab["diag"] == RECORD_TIME
+    assert lab["separate"].endswith("; paper time = t")
+    assert lab["diag"].endswith("; paper time t/2")
+    assert lab["multihead_softmax"].endswith("; paper time t/2")     # He's, not Zhang's, on one task
     assert "not a flow time" in time_label({"task": {"kind": "linear_regression"},
                                             "train": {"method": "adam"}})
 

@@ -1,7 +1,8 @@
 """E8: the two-stage dynamics of gradient flow on the approximate loss L̃ (spec §3.4, §5.2, §6 E8),
 integrated by the shared C++ integrators (`ApproxLossObjective`, RK45) as runs of kind "flow":
 the reduced (ω, μ) model (`KernelRegressors`, scalar ω) with L̃ as the spec's objective override.
-Time t = step × lr of the repo's GD on L̃/2 (lr 0.01; its 10⁶ steps are t = 10⁴). Two heads
+Time t = step × lr of the repo's GD on L̃/2 (lr 0.01; its 10⁶ steps are t = 10⁴), the record's
+time; the paper's GD on L̃ (time η × steps) is at t/2 (the model card's `time`). Two heads
 from ω₀ = μ₀ = (10⁻³, −10⁻³) (σ² = 0.1) and four heads from ω₀, μ₀ ~ N(0, 0.1²) (σ² = 0.01).
 Stage I: ⟨μ, 1⟩ → 0 and sign matching; Stage II: |ω_h| → γ, μ₊ tracks μ_γ(γ) (drawn over the
 flow) while γ drifts down."""
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.patterns import DUMMY_TAU
+from fastattn.configs import model_card
 from fastattn.experiments.he2025.settings import L_TRAIN, D, task
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models import KernelRegressorsConfig
@@ -86,7 +88,8 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
         for ax, ylabel in zip(row, ("ω_h", "μ_h", ""), strict=True):
             ax.set_xscale("log")
             ax.axvspan(5.5, 7.5, color="0.9")
-            ax.set_xlabel("t = step × lr")
+            ax.set_xlabel(f"t = step × lr of the authors' GD on L̃/2; "
+                          f"{model_card('kernel_regressors').time.describe()}", fontsize=7)
             ax.set_ylabel(ylabel)
             ax.set_title(f"{label}, σ² = {c['sigma2']:g}", fontsize=8)
             ax.legend(fontsize=6)

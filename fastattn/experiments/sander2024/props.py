@@ -90,6 +90,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     for run in runs:
         ax = ax0 if run.spec.group["prop"] == 2 else ax1
         ax.plot(np.maximum(run.traj.time, 1e-4), run.traj.loss, lw=1)
+        ax.set_xlabel(run.traj.time_label, fontsize=7)
     p2 = summary["prop2"]
     ax0.set_title(f"Prop. 2: AUG-1 flow, a3·b1 = {p2['a3_b1']:.5f}, loss {p2['final_loss']:.3f}",
                   fontsize=8)
@@ -98,7 +99,6 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     for ax in (ax0, ax1):
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("flow time t")
         ax.set_ylabel("population loss")
     return fig
 
