@@ -19,13 +19,14 @@ import torch
 
 from fastattn.training import flow
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
+from fastattn.training.config import diverged
 from fastattn.training.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from fastattn.models.base import ICLModel
     from fastattn.tasks.base import Task
     from fastattn.training.callbacks import Emitter
-    from fastattn.training.trainer import TrainConfig
+    from fastattn.training.config import TrainConfig
 
 #: what the record's `backend["engine"]` says for this engine
 ENGINE = "fused C++ He Adam step (he_adam_steps)"
@@ -96,7 +97,6 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
 
     from fastattn._core_loader import core
     from fastattn.training.batched import BatchedState, FastLaw
-    from fastattn.training.trainer import diverged
 
     if (checkpoint is not None or emitter) and len(models) != 1:
         raise ValueError("checkpoints and callbacks are per run; train batched runs without them")
