@@ -94,10 +94,11 @@ def pair_methods(task: str, model: str) -> tuple[str, ...]:
     gradient (the Wishart task sets)."""
     from fastattn.models import MODELS
     from fastattn.population.registry import registered_objectives
+    from fastattn.training.capabilities import QUERY_LOSS_GRAD
 
     exact = (task, model) in set(registered_objectives())
     return (*(("flow", "gd") if exact else ()), "sgd", "adam",
-            *(("task_sgd",) if hasattr(MODELS[model].model, "query_loss_grad") else ()))
+            *(("task_sgd",) if QUERY_LOSS_GRAD.of(MODELS[model].model) else ()))
 
 
 def pairs_report() -> dict:

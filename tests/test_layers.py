@@ -216,8 +216,8 @@ def test_no_import_circle():
     modules that cannot be understood, or moved, one without the other."""
     found = circles(edges(typing=True))
     new = sorted(found - CIRCLES_PENDING)
-    assert not new, "import circles (each module imports the next, the last the first):\n" + \
-        "\n".join(" -> ".join(c) for c in new)
+    assert not new, "import circles (the modules of each line import each other, round a " \
+        "circle):\n" + "\n".join(", ".join(c) for c in new)
     gone = sorted(CIRCLES_PENDING - found)
     assert not gone, f"no longer a circle: remove from CIRCLES_PENDING: {gone}"
 
