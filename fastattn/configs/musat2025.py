@@ -95,8 +95,8 @@ DISENTANGLED = (MASK, Field("init_scale", float, "std of the Gaussian init (0: t
                             "init)", 0.0, flag="--init"), INIT_SEED, DTYPE)
 
 
-def _full(dims):
-    d = dims[0]
+def _full(c):
+    d = c.dim
     return (("W1", (2 * d, 2 * d)), ("W2", (4 * d, 4 * d)), ("W3", (8 * d, d)))
 
 
@@ -104,10 +104,10 @@ for _card in (
     ModelCard("disentangled", "musat2025", "the disentangled transformer, full W1, W2, W3",
               DISENTANGLED, _full, {"induction": (THEOREM2_FULL, FIG4)}, fixed={"params": "full"}),
     ModelCard("gram19", "musat2025", "the disentangled transformer on its 19 pseudo-parameters",
-              DISENTANGLED, lambda dims: (("theta", (19,)),), {"induction": (THEOREM2,)},
+              DISENTANGLED, lambda c: (("theta", (19,)),), {"induction": (THEOREM2,)},
               fixed={"params": "gram19"}),
     ModelCard("three_param", "musat2025", "the disentangled transformer on α₃, β₂, γ₃",
-              DISENTANGLED, lambda dims: (("theta", (3,)),), {"induction": (THEOREM2,)},
+              DISENTANGLED, lambda c: (("theta", (3,)),), {"induction": (THEOREM2,)},
               fixed={"params": "three_param"}),
     ModelCard("standard_transformer", "musat2025", "the two-layer attention-only transformer "
               "(§4, App. E) on tokens",

@@ -68,23 +68,23 @@ RANK = Field("rank", int, "key/query rank R", 1)
 SCALE = Field("scale", float, "score scale 1/ρ", 1.0)
 
 
-def _merged(dims):
-    d, h, _ = dims
+def _merged(c):
+    d, h = c.dim, c.heads
     return (("v", (h,)), ("U", (h, d, d)))
 
 
-def _separate(dims):
-    d, h, r = dims
+def _separate(c):
+    d, h, r = c.dim, c.heads, c.rank
     return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
 
 
-def _merged_full(dims):
-    d, h, _ = dims
+def _merged_full(c):
+    d, h = c.dim, c.heads
     return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
 
 
-def _cubic(dims):
-    d, h, _ = dims
+def _cubic(c):
+    d, h = c.dim, c.heads
     return (("w2", (h,)), ("W1", (h, d * d)))
 
 

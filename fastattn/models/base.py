@@ -6,9 +6,10 @@ rank=1))`, or the config's fields directly, `SeparateKQ(dim=4, heads=5, rank=1, 
 config's `kind` names the family in the registry (`MODELS`), in run records
 (`{"kind": ..., **asdict(config)}`, see `config_to_dict`) and in the objective registry.
 
-A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major,
-the family cards, fastattn.configs); the population objectives and the integrators read that vector
-(docs/conventions.md, "Parameters").
+A model's parameters map to one flat float64 vector laid out by its family's card
+(`fastattn.configs.param_shapes(config)`: each block's name and shape, in flat order, row-major);
+the models create their parameters with those shapes, and the population objectives and the
+integrators read that vector (docs/conventions.md, "Parameters").
 """
 
 from __future__ import annotations
@@ -74,12 +75,13 @@ _INPUT_SHAPES = {"x": ("B", "N", "D"), "y": ("B", "N"), "x_q": ("B", "D"), "b": 
 class ICLModel(nn.Module):
     """Base of the in-context regression models: config, flat parameters and seeded init.
 
-    Subclasses set `config_class` (their family's config; its `kind` is the model's), `PARAM_ORDER`
-    (names of the parameters in flat order), and implement `_init_parameters` and `forward`.
+    Subclasses set `config_class` (their family's config; its `kind` is the model's) and implement
+    `forward`, and either `init_variances` (each block drawn from N(0, variance) with the card's
+    shape, in flat order) or `_init_parameters` (creating the parameters with `param_layout()`'s
+    shapes). A family without a card layout (`shapes` None) sets `PARAM_ORDER` itself.
     """
 
     config_class: ClassVar[type[BaseModelConfig]] = BaseModelConfig
-    PARAM_ORDER: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """`Model(config)` with the family's config, or `Model(dim, heads, ..., **fields)` with the
@@ -105,9 +107,31 @@ class ICLModel(nn.Module):
                             f"{fields}") from None
         return want(*args, **kwargs)
 
+    @property
+    def PARAM_ORDER(self) -> tuple[str, ...]:
+        """The parameters' names in flat order: the blocks of the family card's layout."""
+        return tuple(self.param_layout())
+
+    def param_layout(self) -> dict[str, tuple[int, ...]]:
+        """name → shape of each parameter block, in flat order: the family card's
+        `shapes(config)` (fastattn.configs), the one declaration of the layout."""
+        from fastattn.configs.base import param_shapes
+
+        return dict(param_shapes(self.config))
+
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        """name → the variance of each entry of the block at initialisation (the family's initial
+        statistics), for families whose blocks are drawn i.i.d. normal."""
+        raise NotImplementedError(f"{cls.__name__} draws its parameters otherwise "
+                                  "(_init_parameters)")
+
     def _init_parameters(self, g: torch.Generator) -> None:
-        """Draw the parameters from `g` (seeded by `config.init_seed`)."""
-        raise NotImplementedError
+        """Draw the parameters from `g` (seeded by `config.init_seed`): each block of the card's
+        layout, in flat order, from N(0, `init_variances(config)[name]`)."""
+        var = self.init_variances(self.config)
+        for name, shape in self.param_layout().items():
+            setattr(self, name, self._normal(g, shape, var[name]))
 
     @property
     def kind(self) -> str:

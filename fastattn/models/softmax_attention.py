@@ -98,8 +98,7 @@ class SoftmaxMergedKQ(_SoftmaxReadout):
     """Softmax ATTN_M: parameters v `[H]`, U `[H, D, D]`, initialised as `MergedKQ` (the same draws)."""
 
     config_class = SoftmaxMergedConfig
-    PARAM_ORDER = ("v", "U")
-    _init_parameters = MergedKQ._init_parameters
+    init_variances = MergedKQ.init_variances
 
     def query_weights(self) -> torch.Tensor:
         return self.U
@@ -110,8 +109,7 @@ class SoftmaxSeparateKQ(_SoftmaxReadout):
     """Softmax ATTN_S: parameters v `[H]`, K, Q `[H, R, D]`, initialised as `SeparateKQ`."""
 
     config_class = SoftmaxSeparateConfig
-    PARAM_ORDER = ("v", "K", "Q")
-    _init_parameters = SeparateKQ._init_parameters
+    init_variances = SeparateKQ.init_variances
     dims = SeparateKQ.dims
 
     def query_weights(self) -> torch.Tensor:
