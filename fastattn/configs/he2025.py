@@ -60,7 +60,7 @@ INIT_MODE = Field("init_mode", str, "torch (nn.Linear's default, the paper's) | 
 ACTIVATION = Field("activation", str, "normalised activation: exp (softmax) | linear | square | tanh",
                    "exp", choices=("exp", "linear", "square", "tanh"))
 ACTIVATION_C = Field("activation_c", float, "the constant C of the linear and square activations", 1.0)
-#: init_scale and init_scheme are unused by the nn.Linear-initialised families
+#: init_scale is unused by the nn.Linear-initialised families
 TORCH_INIT = (HEADS, INIT_SEED, DTYPE)
 
 

@@ -64,6 +64,11 @@ FULL = Preset("zhang2025", "docs/zhang2025.md, Fig. 14: H=8, Λ=I/4, full-batch 
               model={"heads": 8, "init_scale": 1e-2},
               train={"method": "sgd", "lr": 0.2, "steps": 600, "dataset_size": 1000})
 
+#: the init scheme of Zhang et al.'s families (their configs' `init_scheme`)
+INIT_SCHEME = Field("init_scheme", str, "paper (Zhang App. C.2) | code (the public code's)", "paper",
+                    choices=("paper", "code"))
+#: the fields of Zhang et al.'s families: `BaseModelConfig`'s and the init scheme
+ZHANG_BASE = (*BASE, INIT_SCHEME)
 RANK = Field("rank", int, "key/query rank R", 1)
 SCALE = Field("scale", float, "score scale 1/ρ", 1.0)
 
@@ -89,17 +94,17 @@ def _cubic(c):
 
 
 for _card in (
-    ModelCard("merged", "zhang2025", "linear ATTN_M with zero blocks (Eq. 6 (M))", BASE, _merged,
+    ModelCard("merged", "zhang2025", "linear ATTN_M with zero blocks (Eq. 6 (M))", ZHANG_BASE, _merged,
               {"linear_regression": (ZHANG_MERGED,)}),
     ModelCard("merged_full", "zhang2025", "linear ATTN_M keeping every block of W^V, W^KQ (Eq. 91)",
-              BASE, _merged_full, {"linear_regression": (FULL,)}),
+              ZHANG_BASE, _merged_full, {"linear_regression": (FULL,)}),
     ModelCard("separate", "zhang2025", "linear ATTN_S with rank-R keys/queries (Eq. 12)",
-              (*BASE, RANK), _separate, {"linear_regression": (ZHANG,)}),
+              (*ZHANG_BASE, RANK), _separate, {"linear_regression": (ZHANG,)}),
     ModelCard("cubic_mlp", "zhang2025", "the two-layer linear MLP on z (Eq. 7); heads = hidden width",
-              BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}),
-    ModelCard("softmax_merged", "zhang2025", "softmax ATTN_M", (*BASE, SCALE), _merged,
+              ZHANG_BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}),
+    ModelCard("softmax_merged", "zhang2025", "softmax ATTN_M", (*ZHANG_BASE, SCALE), _merged,
               {"linear_regression": (SOFTMAX,)}),
-    ModelCard("softmax_separate", "zhang2025", "softmax ATTN_S", (*BASE, RANK, SCALE), _separate,
+    ModelCard("softmax_separate", "zhang2025", "softmax ATTN_S", (*ZHANG_BASE, RANK, SCALE), _separate,
               {"linear_regression": (SOFTMAX,)}),
 ):
     register_model_card(_card)

@@ -27,8 +27,11 @@ from torch import nn
 from fastattn import _validate as check
 from fastattn.ops._dispatch import active_transform
 
-INIT_SCHEMES = ("paper", "code")
 DTYPES = ("float64", "float32")
+#: fields every model config once had that moved to the families that use them (init_scheme: to
+#: Zhang et al.'s): a record written before holds them for every family, and loads with them
+#: dropped where the family has none (they had no effect there)
+MOVED_FIELDS = ("init_scheme",)
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,8 @@ class BaseModelConfig:
 
     Attributes:
         dim: token dimension D. heads: number of heads H (the MLP's hidden width).
-        init_scale: w_init of Zhang et al. App. C.2. init_seed: seed of the initialisation.
-        init_scheme: "paper" (App. C.2: layer norms O(w_init)) or "code" (the public code's
-            per-entry N(0, w_init²); see docs/conventions.md).
+        init_scale: the initialisation's scale (w_init of Zhang et al. App. C.2).
+        init_seed: seed of the initialisation.
         dtype: "float64" or "float32" (sampled training; the population flow is float64).
     """
 
@@ -50,15 +52,12 @@ class BaseModelConfig:
     _: KW_ONLY
     init_scale: float = 1e-2
     init_seed: int = 0
-    init_scheme: str = "paper"
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
         check.positive_int("dim", self.dim)
         check.positive_int("heads", self.heads)
         check.nonnegative_float("init_scale", self.init_scale)
-        if self.init_scheme not in INIT_SCHEMES:
-            raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}; got {self.init_scheme!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}; got {self.dtype!r}")
 
@@ -271,6 +270,8 @@ def config_from_dict(record: Mapping[str, Any]) -> BaseModelConfig:
                          f"{sorted(fields)}")
     family = get_model(fields.pop("kind"))
     names = {f.name for f in dataclasses.fields(family.config)}
+    for name in set(MOVED_FIELDS) - names:
+        fields.pop(name, None)
     unknown = sorted(set(fields) - names)
     if unknown:
         raise ValueError(f"{family.config.__name__} has no field(s) {unknown}; it has "

@@ -12,7 +12,7 @@ import torch
 
 from fastattn import ops
 from fastattn.models.base import BaseModelConfig, register_model
-from fastattn.models.linear_attention import _BilinearReadout, beta, merged_variances
+from fastattn.models.linear_attention import ZhangInitConfig, _BilinearReadout, beta, merged_variances
 
 
 def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
@@ -21,7 +21,7 @@ def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class CubicMLPConfig(BaseModelConfig):
+class CubicMLPConfig(ZhangInitConfig):
     """The two-layer linear MLP on z (Eq. 7): `heads` is its hidden width H."""
 
     kind = "cubic_mlp"

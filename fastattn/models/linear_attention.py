@@ -11,7 +11,7 @@ Families (config → model, kind): `MergedConfig` → `MergedKQ` ("merged"), `Me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import torch
 
@@ -75,22 +75,43 @@ class _BilinearReadout(ICLModel):
         return ops.icl_readout_next_token(x, y, self.head_gammas()).sum(-1)
 
 
+INIT_SCHEMES = ("paper", "code")
+
+
 @dataclass(frozen=True)
-class MergedConfig(BaseModelConfig):
-    """ATTN_M with zero blocks (Eq. 6 (M)): fields of `BaseModelConfig` only."""
+class ZhangInitConfig(BaseModelConfig):
+    """The fields of Zhang et al.'s families beyond `BaseModelConfig`.
+
+    Attributes:
+        init_scheme: "paper" (App. C.2: layer norms O(w_init)) or "code" (the public code's
+            per-entry N(0, w_init²); see docs/conventions.md).
+    """
+
+    _: KW_ONLY
+    init_scheme: str = "paper"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.init_scheme not in INIT_SCHEMES:
+            raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}; got {self.init_scheme!r}")
+
+
+@dataclass(frozen=True)
+class MergedConfig(ZhangInitConfig):
+    """ATTN_M with zero blocks (Eq. 6 (M)): fields of `ZhangInitConfig` only."""
 
     kind = "merged"
 
 
 @dataclass(frozen=True)
-class MergedFullConfig(BaseModelConfig):
-    """ATTN_M keeping every block of W^V and W^KQ (Eq. 91): fields of `BaseModelConfig` only."""
+class MergedFullConfig(ZhangInitConfig):
+    """ATTN_M keeping every block of W^V and W^KQ (Eq. 91): fields of `ZhangInitConfig` only."""
 
     kind = "merged_full"
 
 
 @dataclass(frozen=True)
-class SeparateConfig(BaseModelConfig):
+class SeparateConfig(ZhangInitConfig):
     """ATTN_S (Eq. 12, 84). rank: key/query rank R >= 1 (positional after heads)."""
 
     kind = "separate"
@@ -101,7 +122,7 @@ class SeparateConfig(BaseModelConfig):
         check.positive_int("rank", self.rank)
 
 
-def merged_variances(c: BaseModelConfig) -> tuple[float, float]:
+def merged_variances(c: ZhangInitConfig) -> tuple[float, float]:
     """(var v_i, var of each U_i entry): App. C.2 Eq. 34 ("paper") or N(0, w_init²) ("code")."""
     d, h, s2 = c.dim, c.heads, c.init_scale ** 2
     return (s2 / h, s2 / (h * d * d)) if c.init_scheme == "paper" else (s2, s2)

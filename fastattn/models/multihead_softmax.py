@@ -90,8 +90,7 @@ class MultiHeadSoftmaxConfig(BaseModelConfig):
         init_mode: "torch" (nn.Linear's default U(±1/√fan_in), the paper's), "small_id" (W_Q, W_K,
             W_V = 1e-6·I), "small_id_qk" (W_Q, W_K = 1e-4·I) or "oppo_small_id" (W_Q = +1e-6·I on
             the first H/2 heads and −1e-6·I on the rest, W_K = 1e-6·I), the other factors drawn as
-            "torch" (the authors' code, spec §1.4). `init_scale` and `init_scheme` of the base
-            config are not used.
+            "torch" (the authors' code, spec §1.4). `init_scale` of the base config is not used.
         activation: "exp" (softmax), "linear" (1 + Cx), "square" ((1 + Cx)²), "tanh" (1 + tanh x).
         activation_c: the constant C of "linear" and "square" (the text leaves it open).
     """

@@ -14,12 +14,12 @@ import torch
 
 from fastattn import _validate as check
 from fastattn import ops
-from fastattn.models.base import BaseModelConfig, ICLModel, register_model
-from fastattn.models.linear_attention import MergedKQ, SeparateKQ
+from fastattn.models.base import ICLModel, register_model
+from fastattn.models.linear_attention import MergedKQ, SeparateKQ, ZhangInitConfig
 
 
 @dataclass(frozen=True)
-class SoftmaxMergedConfig(BaseModelConfig):
+class SoftmaxMergedConfig(ZhangInitConfig):
     """Softmax ATTN_M. scale: scores are scale · x_mᵀ W x_q (the paper's 1/ρ; code: 1)."""
 
     kind = "softmax_merged"
@@ -31,7 +31,7 @@ class SoftmaxMergedConfig(BaseModelConfig):
 
 
 @dataclass(frozen=True)
-class SoftmaxSeparateConfig(BaseModelConfig):
+class SoftmaxSeparateConfig(ZhangInitConfig):
     """Softmax ATTN_S. rank: key/query rank R (positional after heads); scale as
     `SoftmaxMergedConfig`."""
 
