@@ -95,13 +95,14 @@ def pair_methods(task: str, model: str) -> tuple[str, ...]:
     Wishart task sets). A ValueError in one line for a card whose model family is not registered."""
     from fastattn.models import MODELS
     from fastattn.population.registry import registered_objectives
+    from fastattn.training.capabilities import QUERY_LOSS_GRAD
 
     if model not in MODELS:
         raise ValueError(f"--model {model} has a card but no model class: register one with "
                          "fastattn.models.register_model (or register_family)")
     exact = (task, model) in set(registered_objectives())
     return (*(("flow", "gd") if exact else ()), "sgd", "adam",
-            *(("task_sgd",) if hasattr(MODELS[model].model, "query_loss_grad") else ()))
+            *(("task_sgd",) if QUERY_LOSS_GRAD.of(MODELS[model].model) else ()))
 
 
 def exact_at_preset(task: str, model: str) -> str | None:

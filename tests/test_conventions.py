@@ -1,6 +1,7 @@
 """docs/conventions.md, enforced: one test per rule of the sheet."""
 
 import numpy as np
+import pytest
 import torch
 
 from fastattn.models import CubicMLP, MergedKQ, SeparateKQ, cubic_feature
@@ -92,12 +93,12 @@ def _build_at(name: str, sizes: dict):
 def _assert_one_layout(m) -> None:
     from fastattn import configs as layout
 
-    shapes = layout.param_shapes(m.kind, m.dims)
-    assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes), (m.kind, m.dims)
-    assert m.flat_size() == layout.n_params(m.kind, m.dims)
+    shapes = layout.param_shapes(m.config)
+    assert [(n, tuple(getattr(m, n).shape)) for n in m.PARAM_ORDER] == list(shapes), m.config
+    assert m.flat_size() == layout.n_params(m.config)
     flat = np.arange(m.flat_size(), dtype=np.float64)
     m.load_flat(flat)
-    blocks = layout.unflatten(m.kind, m.to_flat(), m.dims)
+    blocks = layout.unflatten(m.config, m.to_flat())
     for n, _ in shapes:
         np.testing.assert_array_equal(blocks[n], getattr(m, n).detach().numpy())
 
@@ -136,4 +137,61 @@ def test_objectives_read_the_models_flat_layout_at_non_default_sizes(rng):
         for state in draw_states(pair, rng):
             m = state.model
             _assert_one_layout(m)
-            assert state.objective.size() == m.flat_size() == layout.n_params(m.kind, m.dims), str(state)
+            assert state.objective.size() == m.flat_size() == layout.n_params(m.config), str(state)
+
+
+#: (D, H, R) the C++ linear objectives are checked at: none of them the presets' (4, 5, 1)
+LINEAR_SIZES = ((3, 2, 2), (2, 5, 3), (4, 1, 1), (5, 3, 4))
+
+
+def _exact_loss_reads_the_models_blocks(kind: str, D: int, H: int, R: int) -> bool:
+    """The C++ objective (its own dims and offsets, `Dims::P`) at the model's flat vector has the
+    loss of the model's own Γ (its tensors, not the flat vector): L = tr(ΛS) + σ² − 2 tr(Γ ΛSΛ) +
+    tr(Γᵀ B Γ Λ) with B = E[ββᵀ] (docs/theory.md §1)."""
+    from fastattn import population
+    from fastattn.models import build_model, get_model
+
+    task = LinearRegression(D, context=7, spectrum=np.arange(D, 0, -1) / D, rotate=True,
+                            rotation_seed=1)
+    family = get_model(kind)
+    fields = {"rank": R} if kind == "separate" else {}
+    model = build_model(family.config(D, H, init_scale=1.0, init_seed=D + H + R, **fields))
+    m = task.moments()
+    lam, S, B = np.asarray(m.cov), np.asarray(m.w_second), m.beta_second_moment()
+    G = model.gamma().detach().numpy()
+    own = np.trace(lam @ S) + m.noise - 2 * np.trace(G @ lam @ S @ lam) + np.trace(G.T @ B @ G @ lam)
+    exact, _ = population.loss_and_grad(kind, model.to_flat(), model.dims, m)
+    return bool(np.isclose(exact, own, rtol=1e-10, atol=1e-13))
+
+
+def test_the_exact_objectives_read_the_card_layout_at_non_default_sizes():
+    for kind in ("merged", "separate", "cubic_mlp"):
+        for D, H, R in LINEAR_SIZES:
+            assert _exact_loss_reads_the_models_blocks(kind, D, H, R), (kind, D, H, R)
+
+
+def _transposed(c):
+    """K laid out [H, D, R] instead of [H, R, D]: the same size P, so no count catches it."""
+    return (("v", (c.heads,)), ("K", (c.heads, c.dim, c.rank)), ("Q", (c.heads, c.rank, c.dim)))
+
+
+def _swapped(c):
+    """Q's block before K's: the same shapes, so only the values can tell (Γ becomes Γᵀ)."""
+    return (("v", (c.heads,)), ("Q", (c.heads, c.rank, c.dim)), ("K", (c.heads, c.rank, c.dim)))
+
+
+@pytest.mark.parametrize(("wrong", "error"), [(_transposed, (AssertionError, RuntimeError,
+                                                             ValueError)),
+                                              (_swapped, AssertionError)])
+def test_a_planted_wrong_layout_fails(monkeypatch, wrong, error):
+    """A wrong separate card makes the layout test above fail: the model built from it no longer
+    agrees with the C++ objective, which keeps its own offsets (or, transposed, Γ no longer
+    builds)."""
+    import dataclasses
+
+    from fastattn.configs.base import MODEL_CARDS
+
+    monkeypatch.setitem(MODEL_CARDS, "separate",
+                        dataclasses.replace(MODEL_CARDS["separate"], shapes=wrong))
+    with pytest.raises(error):
+        test_the_exact_objectives_read_the_card_layout_at_non_default_sizes()

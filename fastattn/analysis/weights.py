@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fastattn import configs as layout
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 
 __all__ = [
     "alignment",
@@ -68,7 +69,7 @@ def value_weights(params: ArrayLike, n_heads: int) -> np.ndarray:
 def split_merged(params: ArrayLike, n_heads: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Unflatten `MergedKQ` / `CubicMLP` parameters `[..., H (1 + D²)]` → v `[..., H]`,
     U `[..., H, D, D]` (for the MLP, W1[h].reshape(D, D))."""
-    b = layout.unflatten("merged", params, (dim, n_heads, 1))
+    b = layout.unflatten(MergedConfig(dim, n_heads), params)
     return b["v"], b["U"]
 
 
@@ -76,7 +77,7 @@ def split_separate(
     params: ArrayLike, n_heads: int, rank: int, dim: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unflatten `SeparateKQ` parameters `[..., H (1 + 2RD)]` → v `[..., H]`, K, Q `[..., H, R, D]`."""
-    b = layout.unflatten("separate", params, (dim, n_heads, rank))
+    b = layout.unflatten(SeparateConfig(dim, n_heads, rank=rank), params)
     return b["v"], b["K"], b["Q"]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastattn import papers
 
@@ -168,10 +168,13 @@ class PaperTime:
 @dataclass(frozen=True)
 class ModelCard:
     """A model family: `kind` (its `MODELS` key and its config's kind), the `paper` it comes from,
-    the settable `fields` of its config, its flat parameter `shapes(dims)` for dims (D, H, R) in flat
-    order, its `presets` by task kind (the tasks it pairs with; the first preset of each is the
-    default), `fixed`: config fields set by the kind (e.g. Musat's params) and `from_task`: config
-    field → task field it takes (e.g. the positional models' T_max is the task's context).
+    the settable `fields` of its config, its flat parameter layout `shapes(config)`: (name, shape)
+    of each block in flat order, read off the family's model config (its fields by name: dim,
+    heads, rank, context, layers, ...; the models create their parameters from it and the
+    objectives read their offsets from it), its `presets` by task kind (the tasks it pairs with;
+    the first preset of each is the default), `fixed`: config fields set by the kind (e.g.
+    Musat's params) and `from_task`: config field → task field it takes (e.g. the positional
+    models' T_max is the task's context).
     `shapes` None: a token model whose flat order is its own (no exact objective reads it).
     `time`: how the family's paper measures training time (records and plots label it;
     tests/configs/test_paper_time.py checks it against each paper's printed flow)."""
@@ -180,7 +183,7 @@ class ModelCard:
     paper: str
     summary: str
     fields: tuple[Field, ...]
-    shapes: Callable[[tuple[int, int, int]], Shapes] | None
+    shapes: Callable[[Any], Shapes] | None
     presets: Mapping[str, tuple[Preset, ...]]
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
@@ -267,35 +270,56 @@ def task_card(kind: str) -> TaskCard:
 
 
 # ------------------------------------------------------------------------------ flat layout
-def param_shapes(kind: str, dims: tuple[int, int, int]) -> Shapes:
-    """(name, shape) of each parameter block of model `kind`, in flat order, for dims (D, H, R)."""
+class Block(NamedTuple):
+    """One parameter block of a flat vector: its `name`, `shape` and place `start:stop`."""
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+    stop: int
+
+
+def param_shapes(config: Any) -> Shapes:
+    """(name, shape) of each parameter block, in flat order, of the model that `config` describes
+    (a model config, or any object with its family's `kind` and the fields its card reads)."""
+    if isinstance(config, str):
+        raise TypeError(f"param_shapes takes the model config now, not (kind, dims): "
+                        f"param_shapes(model.config) (for {config!r})")
+    kind = getattr(config, "kind", None)
     shaped = [k for k, c in MODEL_CARDS.items() if c.shapes is not None]
     if kind not in shaped:
-        raise ValueError(f"unknown family {kind!r}; choose one of {', '.join(shaped)}")
-    return MODEL_CARDS[kind].shapes(tuple(int(v) for v in dims))
+        raise ValueError(f"model kind {kind!r} has no flat layout; choose one of {', '.join(shaped)}")
+    return tuple((name, tuple(int(n) for n in shape))
+                 for name, shape in MODEL_CARDS[kind].shapes(config))
 
 
-def n_params(kind: str, dims: tuple[int, int, int]) -> int:
-    """Flat parameter count P: H(1 + D²) for merged/cubic_mlp, H(1 + 2RD) for separate,
-    2H(D + 1)² for merged_full."""
-    return sum(math.prod(shape) for _, shape in param_shapes(kind, dims))
+def blocks(config: Any) -> tuple[Block, ...]:
+    """The blocks of `param_shapes(config)` with their offsets in the flat vector."""
+    out, offset = [], 0
+    for name, shape in param_shapes(config):
+        out.append(Block(name, shape, offset, offset + math.prod(shape)))
+        offset += math.prod(shape)
+    return tuple(out)
 
 
-def unflatten(kind: str, flat, dims: tuple[int, int, int]) -> dict[str, Any]:
-    """Views of each block: flat `[..., P]` → {name: `[..., *shape]`} (leading axes kept)."""
+def n_params(config: Any) -> int:
+    """Flat parameter count P of the model `config` describes (H(1 + D²) for merged/cubic_mlp,
+    H(1 + 2RD) for separate, 2H(D + 1)² for merged_full, ...)."""
+    return sum(math.prod(shape) for _, shape in param_shapes(config))
+
+
+def unflatten(config: Any, flat: Any) -> dict[str, Any]:
+    """Views of each block: flat `[..., P]` → {name: `[..., *shape]`} (leading axes kept); a numpy
+    array or anything that converts to one (float64), or a torch tensor (kept a tensor)."""
     import numpy as np
 
-    p = np.asarray(flat, dtype=np.float64)
-    size = n_params(kind, dims)
-    if p.shape[-1:] != (size,):
-        raise ValueError(f"{kind} parameters at dims {tuple(dims)} must have last dimension "
-                         f"{size}; got shape {p.shape}")
-    out, offset = {}, 0
-    for name, shape in param_shapes(kind, dims):
-        n = math.prod(shape)
-        out[name] = p[..., offset:offset + n].reshape(*p.shape[:-1], *shape)
-        offset += n
-    return out
+    p = flat if hasattr(flat, "requires_grad") else np.asarray(flat, dtype=np.float64)
+    size = n_params(config)
+    if tuple(p.shape[-1:]) != (size,):
+        raise ValueError(f"{config.kind} parameters of {config} must have last dimension {size}; "
+                         f"got shape {tuple(p.shape)}")
+    lead = tuple(p.shape[:-1])
+    return {b.name: p[..., b.start:b.stop].reshape(*lead, *b.shape) for b in blocks(config)}
 
 
 @dataclass(frozen=True)

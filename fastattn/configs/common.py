@@ -8,11 +8,9 @@ from fastattn.configs.base import Field, boolean, floats, metric_target
 HEADS = Field("heads", int, "number of heads H")
 INIT = Field("init_scale", float, "initialisation scale w_init", flag="--init")
 INIT_SEED = Field("init_seed", int, "seed of the initialisation", 0)
-INIT_SCHEME = Field("init_scheme", str, "paper (Zhang App. C.2) | code (the public code's)", "paper",
-                    choices=("paper", "code"))
 DTYPE = Field("dtype", str, "float64 | float32 (sampled training; flows are float64)", "float64",
               choices=("float64", "float32"))
-BASE = (HEADS, INIT, INIT_SEED, INIT_SCHEME, DTYPE)
+BASE = (HEADS, INIT, INIT_SEED, DTYPE)
 
 #: the trainer (fastattn.training.TrainConfig), the same for every pair; presets set its values
 TRAIN: tuple[Field, ...] = (

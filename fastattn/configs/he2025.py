@@ -61,31 +61,31 @@ INIT_MODE = Field("init_mode", str, "torch (nn.Linear's default, the paper's) | 
 ACTIVATION = Field("activation", str, "normalised activation: exp (softmax) | linear | square | tanh",
                    "exp", choices=("exp", "linear", "square", "tanh"))
 ACTIVATION_C = Field("activation_c", float, "the constant C of the linear and square activations", 1.0)
-#: init_scale and init_scheme are unused by the nn.Linear-initialised families
+#: init_scale is unused by the nn.Linear-initialised families
 TORCH_INIT = (HEADS, INIT_SEED, DTYPE)
 
 
-def _multihead(dims):
-    d, h, _ = dims
+def _multihead(c):
+    d, h = c.dim, c.heads
     square = (h, d + 1, d + 1)
     return (("wq", square), ("wk", square), ("wv", square), ("wo", (h, d + 1)))
 
 
-def _multioutput(dims):          # dims (d, H, N): tokens of width d + N, N outputs
-    d, h, n = dims
+def _multioutput(c):             # tokens of width d + N, N outputs
+    d, h, n = c.dim, c.heads, c.outputs
     square = (h, d + n, d + n)
     return (("wq", square), ("wk", square), ("wv", square), ("wo", (h, n, d + n)))
 
 
-def _multilayer(dims):           # dims (d, H, S): S weight sets (1 if tied, else layers)
-    d, h, s = dims
+def _multilayer(c):              # S weight sets: 1 if tied, else one per layer
+    d, h, s = c.dim, c.heads, 1 if c.tied else c.layers
     square = (s, h, d + 1, d + 1)
     return (("wq", square), ("wk", square), ("wv", square), ("wo", square), ("readout", (1, d + 1)))
 
 
-def _kernel(dims):               # r = ω entries per head: 1 (scalar), d (diagonal), d² (full)
-    d, h, r = dims
-    omega = (h,) if r == 1 else (h, d) if r == d else (h, d, d)
+def _kernel(c):                  # ω per head: a scalar, a diagonal [d] or a full [d, d]
+    d, h = c.dim, c.heads
+    omega = {"scalar": (h,), "diagonal": (h, d), "full": (h, d, d)}[c.omega_form]
     return (("omega", omega), ("mu", (h,)))
 
 

@@ -47,8 +47,8 @@ C0 = Preset("mainali2025", "spec mainali2025 §9.0 C0: d=4, s=(2,1,.5,.25), N=32
             methods={"flow": {"t_end": 2 * 0.01 * 64 * 250, "integrator": "rk45"}})
 
 
-def _linear_transformer(dims):
-    d = dims[0]
+def _linear_transformer(c):
+    d = c.dim
     return tuple((name, (d, d)) for name in ("p1", "p2", "q1", "q2"))
 
 

@@ -105,8 +105,8 @@ FULL_TIME = PaperTime(2, "θ̇ = −∇_θ L (App. B.5) of the pseudo-parameters
                       ("dim", "dim_if_mean"))
 
 
-def _full(dims):
-    d = dims[0]
+def _full(c):
+    d = c.dim
     return (("W1", (2 * d, 2 * d)), ("W2", (4 * d, 4 * d)), ("W3", (8 * d, d)))
 
 
@@ -115,10 +115,10 @@ for _card in (
               DISENTANGLED, _full, {"induction": (THEOREM2_FULL, FIG4)}, fixed={"params": "full"},
               time=FULL_TIME),
     ModelCard("gram19", "musat2025", "the disentangled transformer on its 19 pseudo-parameters",
-              DISENTANGLED, lambda dims: (("theta", (19,)),), {"induction": (THEOREM2,)},
+              DISENTANGLED, lambda c: (("theta", (19,)),), {"induction": (THEOREM2,)},
               fixed={"params": "gram19"}, time=PSEUDO_TIME),
     ModelCard("three_param", "musat2025", "the disentangled transformer on α₃, β₂, γ₃",
-              DISENTANGLED, lambda dims: (("theta", (3,)),), {"induction": (THEOREM2,)},
+              DISENTANGLED, lambda c: (("theta", (3,)),), {"induction": (THEOREM2,)},
               fixed={"params": "three_param"}, time=PSEUDO_TIME),
     ModelCard("standard_transformer", "musat2025", "the two-layer attention-only transformer "
               "(§4, App. E) on tokens",

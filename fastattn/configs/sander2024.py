@@ -88,28 +88,28 @@ TORCH_INIT = (INIT_SEED, DTYPE)
 T_MAX = {"context": "context"}
 
 
-def _diag(dims):
-    d, h, t = dims
+def _diag(c):                    # t = T_max, the task's context
+    d, h, t = c.dim, c.heads, c.context
     return (("A", (h, d)), ("B", (h, d)), ("P", (t, t)))
 
 
-def _pe_only(dims):
-    return (("P", (dims[2], dims[2])),)
+def _pe_only(c):
+    return (("P", (c.context, c.context)),)
 
 
-def _aug(dims):
+def _aug(c):
     return (("a", (4,)), ("b", (2,)))
 
 
-def _aug_layers(dims):          # dims (d, 1, L), E = 3d
-    d, _, n = dims
+def _aug_layers(c):             # L layers, E = 3d
+    d, n = c.dim, c.layers
     e = 3 * d
     per_layer = [(f"{w}{q}", (n, e, e) if w == "W" else (n, e)) for q in "qkvo" for w in "Wb"]
     return (*per_layer, ("ln_w", (n, e)), ("ln_b", (n, e)), ("fc_w", (e, e)), ("fc_b", (e,)))
 
 
-def _aug_transformer(dims):     # dims (d, m, L): AUG-L plus an MLP of hidden width m
-    d, m, n = dims
+def _aug_transformer(c):        # AUG-L plus an MLP of hidden width m = heads
+    d, m, n = c.dim, c.heads, c.layers
     e = 3 * d
     per_layer = [(f"{w}{q}", (n, e, e) if w == "W" else (n, e)) for q in "qkvo" for w in "Wb"]
     mlp = (("W1", (n, m, e)), ("b1", (n, m)), ("W2", (n, e, m)), ("b2", (n, e)),
@@ -117,8 +117,9 @@ def _aug_transformer(dims):     # dims (d, m, L): AUG-L plus an MLP of hidden wi
     return (*per_layer, ("ln_w", (n, e)), ("ln_b", (n, e)), *mlp, ("fc_w", (e, e)), ("fc_b", (e,)))
 
 
-def _non_aug(dims):             # dims (d, H, k), E = k·d; 100 learned positions
-    d, h, k = dims
+def _non_aug(c):
+    """E = k·d (k the task's duplicate); 100 learned positions (the authors' nn.Embedding(100, E))."""
+    d, h, k = c.dim, c.heads, c.duplicate
     e = d * k
     qkv = [(f"{w}{q}", (h, e, e) if w == "W" else (h, e)) for q in "qkv" for w in "Wb"]
     return (*qkv, ("pos", (100, e)), ("Wo", (e, e)), ("bo", (e,)), ("ln_w", (e,)),

@@ -65,27 +65,32 @@ FULL = Preset("zhang2025", "docs/zhang2025.md, Fig. 14: H=8, Λ=I/4, full-batch 
               model={"heads": 8, "init_scale": 1e-2},
               train={"method": "sgd", "lr": 0.2, "steps": 600, "dataset_size": 1000})
 
+#: the init scheme of Zhang et al.'s families (their configs' `init_scheme`)
+INIT_SCHEME = Field("init_scheme", str, "paper (Zhang App. C.2) | code (the public code's)", "paper",
+                    choices=("paper", "code"))
+#: the fields of Zhang et al.'s families: `BaseModelConfig`'s and the init scheme
+ZHANG_BASE = (*BASE, INIT_SCHEME)
 RANK = Field("rank", int, "key/query rank R", 1)
 SCALE = Field("scale", float, "score scale 1/ρ", 1.0)
 
 
-def _merged(dims):
-    d, h, _ = dims
+def _merged(c):
+    d, h = c.dim, c.heads
     return (("v", (h,)), ("U", (h, d, d)))
 
 
-def _separate(dims):
-    d, h, r = dims
+def _separate(c):
+    d, h, r = c.dim, c.heads, c.rank
     return (("v", (h,)), ("K", (h, r, d)), ("Q", (h, r, d)))
 
 
-def _merged_full(dims):
-    d, h, _ = dims
+def _merged_full(c):
+    d, h = c.dim, c.heads
     return (("value", (h, d + 1, d + 1)), ("kq", (h, d + 1, d + 1)))
 
 
-def _cubic(dims):
-    d, h, _ = dims
+def _cubic(c):
+    d, h = c.dim, c.heads
     return (("w2", (h,)), ("W1", (h, d * d)))
 
 
@@ -93,17 +98,17 @@ TIME = PaperTime(1, "τ dθ/dt = −½ ∂L/∂θ, τ = 1 (Eq. 5), on L = E(y_q 
 
 
 for _card in (
-    ModelCard("merged", "zhang2025", "linear ATTN_M with zero blocks (Eq. 6 (M))", BASE, _merged,
+    ModelCard("merged", "zhang2025", "linear ATTN_M with zero blocks (Eq. 6 (M))", ZHANG_BASE, _merged,
               {"linear_regression": (ZHANG_MERGED,)}, time=TIME),
     ModelCard("merged_full", "zhang2025", "linear ATTN_M keeping every block of W^V, W^KQ (Eq. 91)",
-              BASE, _merged_full, {"linear_regression": (FULL,)}, time=TIME),
+              ZHANG_BASE, _merged_full, {"linear_regression": (FULL,)}, time=TIME),
     ModelCard("separate", "zhang2025", "linear ATTN_S with rank-R keys/queries (Eq. 12)",
-              (*BASE, RANK), _separate, {"linear_regression": (ZHANG,)}, time=TIME),
+              (*ZHANG_BASE, RANK), _separate, {"linear_regression": (ZHANG,)}, time=TIME),
     ModelCard("cubic_mlp", "zhang2025", "the two-layer linear MLP on z (Eq. 7); heads = hidden width",
-              BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}, time=TIME),
-    ModelCard("softmax_merged", "zhang2025", "softmax ATTN_M", (*BASE, SCALE), _merged,
+              ZHANG_BASE, _cubic, {"linear_regression": (ZHANG_MERGED,)}, time=TIME),
+    ModelCard("softmax_merged", "zhang2025", "softmax ATTN_M", (*ZHANG_BASE, SCALE), _merged,
               {"linear_regression": (SOFTMAX,)}, time=TIME),
-    ModelCard("softmax_separate", "zhang2025", "softmax ATTN_S", (*BASE, RANK, SCALE), _separate,
+    ModelCard("softmax_separate", "zhang2025", "softmax ATTN_S", (*ZHANG_BASE, RANK, SCALE), _separate,
               {"linear_regression": (SOFTMAX,)}, time=TIME),
 ):
     register_model_card(_card)

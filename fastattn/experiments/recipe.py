@@ -84,10 +84,13 @@ def trainer_kind(spec: RunSpec, model: Any = None) -> str:
     if spec.train.method != "adam" or spec.train.sampler not in ("auto", "fast"):
         return "sampled"
     from fastattn.models import build_model
-    from fastattn.training.fused import fast_stream_reasons
+    from fastattn.training.engines import FUSED, NoEngineError, dispatch
 
     model = model if model is not None else build_model(spec.model)
-    return "sampled" if fast_stream_reasons(model, spec.task, spec.train) else "batched"
+    try:
+        return "batched" if dispatch(model, spec.task, spec.train).engine is FUSED else "sampled"
+    except NoEngineError:       # `train` says why, when the run is trained
+        return "sampled"
 
 
 def objective_config(objective: Objective) -> dict[str, Any]:

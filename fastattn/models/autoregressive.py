@@ -108,13 +108,10 @@ class ARDiag(ICLModel):
     `[H, d]` (row h: the diagonals a_h, b_h), P `[T_max, T_max]`."""
 
     config_class = ARDiagConfig
-    PARAM_ORDER = ("A", "B", "P")
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        c, var = self.config, self.config.init_scale ** 2
-        self.A = self._normal(g, (c.heads, c.dim), var)
-        self.B = self._normal(g, (c.heads, c.dim), var)
-        self.P = self._normal(g, (c.context, c.context), var)
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        return dict.fromkeys(("A", "B", "P"), config.init_scale ** 2)
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -145,11 +142,10 @@ class ARPEOnly(ICLModel):
     """Positional-attention-only model (Eq. 7). Parameter: P `[T_max, T_max]`."""
 
     config_class = ARPEOnlyConfig
-    PARAM_ORDER = ("P",)
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        c = self.config
-        self.P = self._normal(g, (c.context, c.context), c.init_scale ** 2)
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        return {"P": config.init_scale ** 2}
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -178,12 +174,10 @@ class ARAugmented(ICLModel):
     b = (b1, b2) `[2]` (Assumption 2's block scalars)."""
 
     config_class = ARAugmentedConfig
-    PARAM_ORDER = ("a", "b")
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        var = self.config.init_scale ** 2
-        self.a = self._normal(g, (4,), var)
-        self.b = self._normal(g, (2,), var)
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        return {"a": config.init_scale ** 2, "b": config.init_scale ** 2}
 
     def predict(self, tokens: torch.Tensor) -> torch.Tensor:
         """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from augmented tokens
@@ -231,22 +225,27 @@ class ARAugmentedLayers(ICLModel):
     fc_w `[E, E]`, fc_b `[E]`."""
 
     config_class = ARAugmentedLayersConfig
-    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b", "fc_w", "fc_b")
 
-    def _uniform(self, g: torch.Generator, fan_in: int, *shape: int) -> nn.Parameter:
-        """nn.Linear's default init, U(±1/√fan_in), drawn in float64 from `g`."""
+    def _uniform(self, g: torch.Generator, fan_in: int, name: str) -> nn.Parameter:
+        """Block `name` (its card shape) by nn.Linear's default init, U(±1/√fan_in), drawn in
+        float64 from `g`."""
+        shape = self.param_layout()[name]
         t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
         return nn.Parameter(t.to(self.config.torch_dtype))
 
+    def _constant(self, name: str, value: float) -> nn.Parameter:
+        """Block `name` (its card shape) filled with `value` (a layer norm's weight or bias)."""
+        shape = self.param_layout()[name]
+        return nn.Parameter(torch.full(shape, value, dtype=self.config.torch_dtype))
+
     def _init_parameters(self, g: torch.Generator) -> None:
-        L, E = self.config.layers, 3 * self.config.dim
+        E = 3 * self.config.dim
         for name in ("q", "k", "v", "o"):
-            setattr(self, f"W{name}", self._uniform(g, E, L, E, E))
-            setattr(self, f"b{name}", self._uniform(g, E, L, E))
-        self.ln_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
-        self.ln_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
+            setattr(self, f"W{name}", self._uniform(g, E, f"W{name}"))
+            setattr(self, f"b{name}", self._uniform(g, E, f"b{name}"))
+        self.ln_w, self.ln_b = self._constant("ln_w", 1.0), self._constant("ln_b", 0.0)
         self._init_mlp(g)
-        self.fc_w, self.fc_b = self._uniform(g, E, E, E), self._uniform(g, E, E)
+        self.fc_w, self.fc_b = self._uniform(g, E, "fc_w"), self._uniform(g, E, "fc_b")
 
     def _init_mlp(self, g: torch.Generator) -> None:
         """No MLP in AUG-L (`ARTransformer` adds one per layer)."""
@@ -290,10 +289,6 @@ class ARAugmentedLayers(ICLModel):
     forward = predict
 
 
-#: rows of the learned position table: the authors' `nn.Embedding(max_length=100, E)`
-MAX_POSITIONS = 100
-
-
 @dataclass(frozen=True)
 class NonAugmentedConfig(BaseModelConfig):
     """NONAUG-§6 (spec §3.6, the authors' non_augmented.py; Figs. 7–8): dim d, heads H,
@@ -333,32 +328,33 @@ class NonAugmented(ICLModel):
     fc_w `[d, E]`, fc_b `[d]`. Real tokens only (the §6 data are Haar O(d))."""
 
     config_class = NonAugmentedConfig
-    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "pos", "Wo", "bo", "ln_w", "ln_b",
-                   "fc_w", "fc_b")
 
     def _init_parameters(self, g: torch.Generator) -> None:
         c = self.config
-        d, H, E = c.dim, c.heads, c.duplicate * c.dim
-        bound = 1 / math.sqrt(E)
+        bound = 1 / math.sqrt(c.duplicate * c.dim)
+        layout = self.param_layout()
 
-        def uniform(*shape: int) -> torch.Tensor:
-            return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+        def uniform(name: str) -> torch.Tensor:
+            return (torch.rand(layout[name], generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+        def normal(name: str) -> torch.Tensor:
+            return torch.randn(layout[name], generator=g, dtype=torch.float64)
 
         def param(t: torch.Tensor) -> nn.Parameter:
             return nn.Parameter(t.to(c.torch_dtype))
 
         for name in ("q", "k", "v"):
-            W, b = uniform(H, E, E), uniform(H, E)
+            W, b = uniform(f"W{name}"), uniform(f"b{name}")
             if c.init_same:               # the authors' init_same: head 0's values + 0.05·N(0, 1)
-                W = W[:1] + 0.05 * torch.randn(H, E, E, generator=g, dtype=torch.float64)
-                b = b[:1] + 0.05 * torch.randn(H, E, generator=g, dtype=torch.float64)
+                W = W[:1] + 0.05 * normal(f"W{name}")
+                b = b[:1] + 0.05 * normal(f"b{name}")
             setattr(self, f"W{name}", param(W))
             setattr(self, f"b{name}", param(b))
-        self.pos = param(torch.randn(MAX_POSITIONS, E, generator=g, dtype=torch.float64))
-        self.Wo, self.bo = param(uniform(E, E)), param(uniform(E))
-        self.ln_w = param(torch.ones(E, dtype=torch.float64))
-        self.ln_b = param(torch.zeros(E, dtype=torch.float64))
-        self.fc_w, self.fc_b = param(uniform(d, E)), param(uniform(d))
+        self.pos = param(normal("pos"))
+        self.Wo, self.bo = param(uniform("Wo")), param(uniform("bo"))
+        self.ln_w = param(torch.ones(layout["ln_w"], dtype=torch.float64))
+        self.ln_b = param(torch.zeros(layout["ln_b"], dtype=torch.float64))
+        self.fc_w, self.fc_b = param(uniform("fc_w")), param(uniform("fc_b"))
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -393,8 +389,8 @@ class NonAugmented(ICLModel):
             raise ValueError(f"tokens have E = {E}; non_aug with dim={c.dim}, duplicate="
                              f"{c.duplicate} reads E = {c.duplicate * c.dim}: set the task's "
                              "duplicate to the model's")
-        if tmax > MAX_POSITIONS:
-            raise ValueError(f"T_max = {tmax} exceeds the {MAX_POSITIONS} learned positions")
+        if tmax > self.pos.shape[0]:
+            raise ValueError(f"T_max = {tmax} exceeds the {self.pos.shape[0]} learned positions")
         q = torch.einsum("nte,hfe->nhtf", tokens, self.Wq) + self.bq[:, None]
         k = torch.einsum("nte,hfe->nhtf", tokens, self.Wk) + self.bk[:, None]
         v = torch.einsum("nte,hfe->nhtf", tokens, self.Wv) + self.bv[:, None]
@@ -427,15 +423,12 @@ class ARTransformer(ARAugmentedLayers):
     W1 `[L, m, E]`, b1 `[L, m]`, W2 `[L, E, m]`, b2 `[L, E]`, ln2_w, ln2_b `[L, E]`."""
 
     config_class = ARTransformerConfig
-    PARAM_ORDER = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln_w", "ln_b",
-                   "W1", "b1", "W2", "b2", "ln2_w", "ln2_b", "fc_w", "fc_b")
 
     def _init_mlp(self, g: torch.Generator) -> None:
-        L, E, m = self.config.layers, 3 * self.config.dim, self.config.heads
-        self.W1, self.b1 = self._uniform(g, E, L, m, E), self._uniform(g, E, L, m)
-        self.W2, self.b2 = self._uniform(g, m, L, E, m), self._uniform(g, m, L, E)
-        self.ln2_w = nn.Parameter(torch.ones(L, E, dtype=self.config.torch_dtype))
-        self.ln2_b = nn.Parameter(torch.zeros(L, E, dtype=self.config.torch_dtype))
+        E, m = 3 * self.config.dim, self.config.heads
+        self.W1, self.b1 = self._uniform(g, E, "W1"), self._uniform(g, E, "b1")
+        self.W2, self.b2 = self._uniform(g, m, "W2"), self._uniform(g, m, "b2")
+        self.ln2_w, self.ln2_b = self._constant("ln2_w", 1.0), self._constant("ln2_b", 0.0)
 
     @property
     def dims(self) -> tuple[int, int, int]:

@@ -6,9 +6,10 @@ rank=1))`, or the config's fields directly, `SeparateKQ(dim=4, heads=5, rank=1, 
 config's `kind` names the family in the registry (`MODELS`), in run records
 (`{"kind": ..., **asdict(config)}`, see `config_to_dict`) and in the objective registry.
 
-A model's parameters map to one flat float64 vector in the order of `PARAM_ORDER` (row-major,
-the family cards, fastattn.configs); the population objectives and the integrators read that vector
-(docs/conventions.md, "Parameters").
+A model's parameters map to one flat float64 vector laid out by its family's card
+(`fastattn.configs.param_shapes(config)`: each block's name and shape, in flat order, row-major);
+the models create their parameters with those shapes, and the population objectives and the
+integrators read that vector (docs/conventions.md, "Parameters").
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from fastattn import _validate as check
 from fastattn import papers
 from fastattn.ops._dispatch import active_transform
 
-INIT_SCHEMES = ("paper", "code")
 DTYPES = ("float64", "float32")
+#: fields every model config once had that moved to the families that use them (init_scheme: to
+#: Zhang et al.'s): a record written before holds them for every family, and loads with them
+#: dropped where the family has none (they had no effect there)
+MOVED_FIELDS = ("init_scheme",)
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,8 @@ class BaseModelConfig:
 
     Attributes:
         dim: token dimension D. heads: number of heads H (the MLP's hidden width).
-        init_scale: w_init of Zhang et al. App. C.2. init_seed: seed of the initialisation.
-        init_scheme: "paper" (App. C.2: layer norms O(w_init)) or "code" (the public code's
-            per-entry N(0, w_init²); see docs/conventions.md).
+        init_scale: the initialisation's scale (w_init of Zhang et al. App. C.2).
+        init_seed: seed of the initialisation.
         dtype: "float64" or "float32" (sampled training; the population flow is float64).
     """
 
@@ -50,15 +53,12 @@ class BaseModelConfig:
     _: KW_ONLY
     init_scale: float = 1e-2
     init_seed: int = 0
-    init_scheme: str = "paper"
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
         check.positive_int("dim", self.dim)
         check.positive_int("heads", self.heads)
         check.nonnegative_float("init_scale", self.init_scale)
-        if self.init_scheme not in INIT_SCHEMES:
-            raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}; got {self.init_scheme!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}; got {self.dtype!r}")
 
@@ -75,12 +75,13 @@ _INPUT_SHAPES = {"x": ("B", "N", "D"), "y": ("B", "N"), "x_q": ("B", "D"), "b": 
 class ICLModel(nn.Module):
     """Base of the in-context regression models: config, flat parameters and seeded init.
 
-    Subclasses set `config_class` (their family's config; its `kind` is the model's), `PARAM_ORDER`
-    (names of the parameters in flat order), and implement `_init_parameters` and `forward`.
+    Subclasses set `config_class` (their family's config; its `kind` is the model's) and implement
+    `forward`, and either `init_variances` (each block drawn from N(0, variance) with the card's
+    shape, in flat order) or `_init_parameters` (creating the parameters with `param_layout()`'s
+    shapes). A family without a card layout (`shapes` None) sets `PARAM_ORDER` itself.
     """
 
     config_class: ClassVar[type[BaseModelConfig]] = BaseModelConfig
-    PARAM_ORDER: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """`Model(config)` with the family's config, or `Model(dim, heads, ..., **fields)` with the
@@ -106,9 +107,31 @@ class ICLModel(nn.Module):
                             f"{fields}") from None
         return want(*args, **kwargs)
 
+    @property
+    def PARAM_ORDER(self) -> tuple[str, ...]:
+        """The parameters' names in flat order: the blocks of the family card's layout."""
+        return tuple(self.param_layout())
+
+    def param_layout(self) -> dict[str, tuple[int, ...]]:
+        """name → shape of each parameter block, in flat order: the family card's
+        `shapes(config)` (fastattn.configs), the one declaration of the layout."""
+        from fastattn.configs.base import param_shapes
+
+        return dict(param_shapes(self.config))
+
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        """name → the variance of each entry of the block at initialisation (the family's initial
+        statistics), for families whose blocks are drawn i.i.d. normal."""
+        raise NotImplementedError(f"{cls.__name__} draws its parameters otherwise "
+                                  "(_init_parameters)")
+
     def _init_parameters(self, g: torch.Generator) -> None:
-        """Draw the parameters from `g` (seeded by `config.init_seed`)."""
-        raise NotImplementedError
+        """Draw the parameters from `g` (seeded by `config.init_seed`): each block of the card's
+        layout, in flat order, from N(0, `init_variances(config)[name]`)."""
+        var = self.init_variances(self.config)
+        for name, shape in self.param_layout().items():
+            setattr(self, name, self._normal(g, shape, var[name]))
 
     @property
     def kind(self) -> str:
@@ -251,6 +274,8 @@ def config_from_dict(record: Mapping[str, Any]) -> BaseModelConfig:
                          f"{sorted(fields)}")
     family = get_model(fields.pop("kind"))
     names = {f.name for f in dataclasses.fields(family.config)}
+    for name in set(MOVED_FIELDS) - names:
+        fields.pop(name, None)
     unknown = sorted(set(fields) - names)
     if unknown:
         raise ValueError(f"{family.config.__name__} has no field(s) {unknown}; it has "

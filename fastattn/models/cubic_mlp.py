@@ -12,7 +12,7 @@ import torch
 
 from fastattn import ops
 from fastattn.models.base import BaseModelConfig, register_model
-from fastattn.models.linear_attention import _BilinearReadout, _merged_variances, beta
+from fastattn.models.linear_attention import ZhangInitConfig, _BilinearReadout, beta, merged_variances
 
 
 def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
@@ -21,7 +21,7 @@ def cubic_feature(b: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class CubicMLPConfig(BaseModelConfig):
+class CubicMLPConfig(ZhangInitConfig):
     """The two-layer linear MLP on z (Eq. 7): `heads` is its hidden width H."""
 
     kind = "cubic_mlp"
@@ -35,13 +35,11 @@ class CubicMLP(_BilinearReadout):
     """
 
     config_class = CubicMLPConfig
-    PARAM_ORDER = ("w2", "W1")
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        d, h = self.config.dim, self.config.heads
-        var_2, var_1 = _merged_variances(self.config)
-        self.w2 = self._normal(g, (h,), var_2)          # [H]
-        self.W1 = self._normal(g, (h, d * d), var_1)    # [H, D²]
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        var_2, var_1 = merged_variances(config)
+        return {"w2": var_2, "W1": var_1}
 
     def head_gammas(self) -> torch.Tensor:
         d = self.config.dim

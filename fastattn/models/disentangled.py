@@ -38,13 +38,12 @@ from fastattn.population.induction import (  # noqa: F401  (the pseudo-parameter
 MASKS = ("strict", "inclusive")
 
 
-# shapes of W1, W2, W3 in units of D
-_SHAPES = ((2, 2), (4, 4), (8, 1))
+def weight_shapes(D: int) -> tuple[tuple[int, ...], ...]:
+    """Shapes of the full model's (W1, W2, W3): (2D, 2D), (4D, 4D), (8D, D), as its card lays them
+    out (fastattn.configs)."""
+    from fastattn.configs.base import param_shapes
 
-
-def weight_shapes(D: int) -> tuple[tuple[int, int], ...]:
-    """Shapes of (W1, W2, W3): (2D, 2D), (4D, 4D), (8D, D)."""
-    return tuple((r * D, c * D) for r, c in _SHAPES)
+    return tuple(shape for _, shape in param_shapes(DisentangledConfig(D)))
 
 
 def half_swap(D: int, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -103,7 +102,8 @@ def pseudo_weights(theta: torch.Tensor, D: int, names: tuple[str, ...] = NAMES
         raise ValueError(f"theta has shape {tuple(theta.shape)}; expected ({len(names)},) for {names}")
     eye = torch.eye(D, dtype=theta.dtype, device=theta.device)
     pattern = {"I": eye, "M": half_swap(D, theta.dtype, theta.device)}
-    blocks = [[[None] * c for _ in range(r)] for r, c in _SHAPES]
+    # each matrix as a grid of D × D blocks: its card shape in units of D
+    blocks = [[[None] * (c // D) for _ in range(r // D)] for r, c in weight_shapes(D)]
     for value, name in zip(theta, names, strict=True):
         b = BASIS[NAMES.index(name)]
         term = value * pattern[b.pattern]
@@ -165,25 +165,18 @@ class DisentangledTransformer(nn.Module):
     def __init__(self, config: DisentangledConfig | None = None, **fields):
         super().__init__()
         self.config = config if config is not None else DisentangledConfig(**fields)
-        D, s = self.config.dim, self.config.init_scale
+        s = self.config.init_scale
         g = torch.Generator().manual_seed(int(self.config.init_seed))
-        if self.config.params == "full":
-            for name, shape in zip(("W1", "W2", "W3"), weight_shapes(D), strict=True):
-                w = s * torch.randn(shape, generator=g, dtype=torch.float64)
-                setattr(self, name, nn.Parameter(w.to(self.config.torch_dtype)))
-        else:
-            n = 19 if self.config.params == "gram19" else 3
-            w = s * torch.randn(n, generator=g, dtype=torch.float64)
-            self.theta = nn.Parameter(w.to(self.config.torch_dtype))
+        for name, shape in self.param_layout().items():     # W1, W2, W3 or theta
+            w = s * torch.randn(shape, generator=g, dtype=torch.float64)
+            setattr(self, name, nn.Parameter(w.to(self.config.torch_dtype)))
 
-    # the flat float64 layout (row-major, in this order) that trainers and exact objectives read
+    # the flat float64 layout (the card's, row-major) that trainers and exact objectives read
     to_flat = ICLModel.to_flat
     load_flat = ICLModel.load_flat
     flat_size = ICLModel.flat_size
-
-    @property
-    def PARAM_ORDER(self) -> tuple[str, ...]:
-        return ("W1", "W2", "W3") if self.config.params == "full" else ("theta",)
+    param_layout = ICLModel.param_layout
+    PARAM_ORDER = ICLModel.PARAM_ORDER
 
     @property
     def kind(self) -> str:
@@ -214,11 +207,12 @@ class DisentangledTransformer(nn.Module):
         params = np.asarray(params, dtype=np.float64)
         if self.config.params != "full":
             return {name: params[:, k].copy() for k, name in enumerate(self.names)}
+        from fastattn.configs.base import unflatten
+
         D = self.config.dim
-        sizes = np.cumsum([r * c * D * D for r, c in _SHAPES])[:-1]
-        theta = np.stack([basis_products([w.reshape(shape) for w, shape in
-                                          zip(np.split(flat, sizes), weight_shapes(D), strict=True)], D)
-                          for flat in params]).reshape(len(params), len(NAMES)) / D
+        blocks = unflatten(self.config, params)
+        theta = np.stack([basis_products([blocks[n][k] for n in ("W1", "W2", "W3")], D)
+                          for k in range(len(params))]).reshape(len(params), len(NAMES)) / D
         return {name: theta[:, k] for k, name in enumerate(NAMES)}
 
 

@@ -11,7 +11,7 @@ Families (config → model, kind): `MergedConfig` → `MergedKQ` ("merged"), `Me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import torch
 
@@ -75,22 +75,43 @@ class _BilinearReadout(ICLModel):
         return ops.icl_readout_next_token(x, y, self.head_gammas()).sum(-1)
 
 
+INIT_SCHEMES = ("paper", "code")
+
+
 @dataclass(frozen=True)
-class MergedConfig(BaseModelConfig):
-    """ATTN_M with zero blocks (Eq. 6 (M)): fields of `BaseModelConfig` only."""
+class ZhangInitConfig(BaseModelConfig):
+    """The fields of Zhang et al.'s families beyond `BaseModelConfig`.
+
+    Attributes:
+        init_scheme: "paper" (App. C.2: layer norms O(w_init)) or "code" (the public code's
+            per-entry N(0, w_init²); see docs/conventions.md).
+    """
+
+    _: KW_ONLY
+    init_scheme: str = "paper"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.init_scheme not in INIT_SCHEMES:
+            raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}; got {self.init_scheme!r}")
+
+
+@dataclass(frozen=True)
+class MergedConfig(ZhangInitConfig):
+    """ATTN_M with zero blocks (Eq. 6 (M)): fields of `ZhangInitConfig` only."""
 
     kind = "merged"
 
 
 @dataclass(frozen=True)
-class MergedFullConfig(BaseModelConfig):
-    """ATTN_M keeping every block of W^V and W^KQ (Eq. 91): fields of `BaseModelConfig` only."""
+class MergedFullConfig(ZhangInitConfig):
+    """ATTN_M keeping every block of W^V and W^KQ (Eq. 91): fields of `ZhangInitConfig` only."""
 
     kind = "merged_full"
 
 
 @dataclass(frozen=True)
-class SeparateConfig(BaseModelConfig):
+class SeparateConfig(ZhangInitConfig):
     """ATTN_S (Eq. 12, 84). rank: key/query rank R >= 1 (positional after heads)."""
 
     kind = "separate"
@@ -101,7 +122,7 @@ class SeparateConfig(BaseModelConfig):
         check.positive_int("rank", self.rank)
 
 
-def _merged_variances(c: BaseModelConfig) -> tuple[float, float]:
+def merged_variances(c: ZhangInitConfig) -> tuple[float, float]:
     """(var v_i, var of each U_i entry): App. C.2 Eq. 34 ("paper") or N(0, w_init²) ("code")."""
     d, h, s2 = c.dim, c.heads, c.init_scale ** 2
     return (s2 / h, s2 / (h * d * d)) if c.init_scheme == "paper" else (s2, s2)
@@ -115,13 +136,11 @@ class MergedKQ(_BilinearReadout):
     """
 
     config_class = MergedConfig
-    PARAM_ORDER = ("v", "U")
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        d, h = self.config.dim, self.config.heads
-        var_v, var_u = _merged_variances(self.config)
-        self.v = self._normal(g, (h,), var_v)                 # [H]
-        self.U = self._normal(g, (h, d, d), var_u)            # [H, D, D]
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        var_v, var_u = merged_variances(config)
+        return {"v": var_v, "U": var_u}
 
     def head_gammas(self) -> torch.Tensor:
         return self.v[:, None, None] * self.U
@@ -147,13 +166,13 @@ class MergedKQFull(_BilinearReadout):
     """
 
     config_class = MergedFullConfig
-    PARAM_ORDER = ("value", "kq")
 
     def _init_parameters(self, g: torch.Generator) -> None:
         d, h = self.config.dim, self.config.heads
-        var_v, var_u = _merged_variances(self.config)
-        value = self._normal(g, (h, d + 1, d + 1), var_u)         # [H, D+1, D+1]
-        kq = self._normal(g, (h, d + 1, d + 1), var_u)            # [H, D+1, D+1]
+        var_v, var_u = merged_variances(self.config)
+        layout = self.param_layout()
+        value = self._normal(g, layout["value"], var_u)         # [H, D+1, D+1]
+        kq = self._normal(g, layout["kq"], var_u)               # [H, D+1, D+1]
         with torch.no_grad():
             value[:, d, d] = self._normal(g, (h,), var_v)         # v_i
             value[:, d, :d] = 0                                   # v⃗_i: zero block
@@ -200,11 +219,6 @@ class MergedKQFull(_BilinearReadout):
         return self.value, self.kq
 
 
-def _separate_variances(c: SeparateConfig) -> tuple[float, float]:
-    """(var v_i, var of each K/Q entry): App. C.2 Eq. 36 ("paper") or the Feb-May 2025 public code
-    (spec §3.8, "code")."""
-    d, h, r, s2 = c.dim, c.heads, c.rank, c.init_scale ** 2
-    return (s2 / h, s2 / (h * r * d)) if c.init_scheme == "paper" else (s2, s2 / (r * (d + 1)))
 
 
 @register_model
@@ -217,14 +231,14 @@ class SeparateKQ(_BilinearReadout):
     """
 
     config_class = SeparateConfig
-    PARAM_ORDER = ("v", "K", "Q")
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        d, h, r = self.config.dim, self.config.heads, self.config.rank
-        var_v, var_kq = _separate_variances(self.config)
-        self.v = self._normal(g, (h,), var_v)          # [H]
-        self.K = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
-        self.Q = self._normal(g, (h, r, d), var_kq)    # [H, R, D]
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        """App. C.2 Eq. 36 ("paper") or the Feb-May 2025 public code (spec §3.8, "code")."""
+        d, h, r, s2 = config.dim, config.heads, config.rank, config.init_scale ** 2
+        var_v, var_kq = (s2 / h, s2 / (h * r * d)) if config.init_scheme == "paper" else \
+            (s2, s2 / (r * (d + 1)))
+        return {"v": var_v, "K": var_kq, "Q": var_kq}
 
     @property
     def dims(self) -> tuple[int, int, int]:

@@ -68,24 +68,23 @@ class LinearTransformer(ICLModel):
     """The paper's linear transformer (kind "linear_transformer"); parameters p1, p2, q1, q2."""
 
     config_class = LinearTransformerConfig
-    PARAM_ORDER = ("p1", "p2", "q1", "q2")
-
     def _init_parameters(self, g: torch.Generator) -> None:
         c = self.config
         d, scale = c.dim, float(c.init_scale)
+        layout = self.param_layout()
         if c.init_mode == "aligned":
             eye = torch.eye(d, dtype=torch.float64)
             blocks = {"p1": 0 * eye, "p2": scale * eye, "q1": scale * eye, "q2": 0 * eye}
         else:
-            blocks = {k: scale * torch.randn(d, d, generator=g, dtype=torch.float64)
-                      for k in self.PARAM_ORDER}
-        for name in self.PARAM_ORDER:
+            blocks = {k: scale * torch.randn(shape, generator=g, dtype=torch.float64)
+                      for k, shape in layout.items()}
+        for name, shape in layout.items():
             t = blocks[name]
             null = name in ("p1", "q2")
             if c.reduced and null:
-                t = torch.zeros(d, d, dtype=torch.float64)
+                t = torch.zeros(shape, dtype=torch.float64)
             elif c.init_noise:
-                t = t + c.init_noise * torch.randn(d, d, generator=g, dtype=torch.float64)
+                t = t + c.init_noise * torch.randn(shape, generator=g, dtype=torch.float64)
             # copy=True: each block owns its storage (a shared one would get every block's update)
             p = torch.nn.Parameter(t.to(c.torch_dtype, copy=True), requires_grad=not (c.reduced and null))
             setattr(self, name, p)

@@ -90,8 +90,7 @@ class MultiHeadSoftmaxConfig(BaseModelConfig):
         init_mode: "torch" (nn.Linear's default U(±1/√fan_in), the paper's), "small_id" (W_Q, W_K,
             W_V = 1e-6·I), "small_id_qk" (W_Q, W_K = 1e-4·I) or "oppo_small_id" (W_Q = +1e-6·I on
             the first H/2 heads and −1e-6·I on the rest, W_K = 1e-6·I), the other factors drawn as
-            "torch" (the authors' code, spec §1.4). `init_scale` and `init_scheme` of the base
-            config are not used.
+            "torch" (the authors' code, spec §1.4). `init_scale` of the base config is not used.
         activation: "exp" (softmax), "linear" (1 + Cx), "square" ((1 + Cx)²), "tanh" (1 + tanh x).
         activation_c: the constant C of "linear" and "square" (the text leaves it open).
     """
@@ -115,16 +114,10 @@ class MultiHeadSoftmaxConfig(BaseModelConfig):
 class _FactorisedHeads(ICLModel):
     """Per-head factors wq, wk, wv `[H, D, D]` and wo `[H, D]`, and their circuits."""
 
-    PARAM_ORDER = ("wq", "wk", "wv", "wo")
-
     @property
     def token_dim(self) -> int:
         """D: the covariates and the response(s), d + 1 here."""
         return self.config.dim + 1
-
-    def _out_shape(self) -> tuple[int, ...]:
-        """W_O's shape: `[H, D]` (one output; `[H, N, D]` for N outputs)."""
-        return (self.config.heads, self.token_dim)
 
     def _init_parameters(self, g: torch.Generator) -> None:
         cfg = self.config
@@ -134,8 +127,9 @@ class _FactorisedHeads(ICLModel):
             bound = 1.0 / math.sqrt(fan_in)
             return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
 
-        w = {n: uniform((h, dd, dd), dd) for n in ("wq", "wk", "wv")}
-        w["wo"] = uniform(self._out_shape(), h * dd)
+        layout = self.param_layout()
+        w = {n: uniform(layout[n], dd) for n in ("wq", "wk", "wv")}
+        w["wo"] = uniform(layout["wo"], h * dd)
         eye = torch.eye(dd, dtype=torch.float64).expand(h, dd, dd)
         if cfg.init_mode == "small_id":
             w |= {n: 1e-6 * eye for n in ("wq", "wk", "wv")}
@@ -248,9 +242,6 @@ class MultiOutputSoftmax(_FactorisedHeads):
     def token_dim(self) -> int:
         return self.config.dim + self.config.outputs
 
-    def _out_shape(self) -> tuple[int, ...]:
-        return (self.config.heads, self.config.outputs, self.token_dim)
-
     @property
     def dims(self) -> tuple[int, int, int]:
         """(d, H, N) (the family cards, fastattn.configs)."""
@@ -302,20 +293,18 @@ class MultiLayerSoftmax(ICLModel):
     readout `[1, D]` (the authors' final Linear(D → 1))."""
 
     config_class = MultiLayerSoftmaxConfig
-    PARAM_ORDER = ("wq", "wk", "wv", "wo", "readout")
-
     def _init_parameters(self, g: torch.Generator) -> None:
         cfg = self.config
         h, dd = cfg.heads, cfg.dim + 1
-        n = 1 if cfg.tied else cfg.layers
+        layout = self.param_layout()
 
-        def uniform(shape: tuple[int, ...], fan_in: int) -> nn.Parameter:
-            t = (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
+        def uniform(name: str, fan_in: int) -> nn.Parameter:
+            t = (torch.rand(layout[name], generator=g, dtype=torch.float64) * 2 - 1) / math.sqrt(fan_in)
             return nn.Parameter(t.to(cfg.torch_dtype))
 
-        self.wq, self.wk, self.wv = (uniform((n, h, dd, dd), dd) for _ in range(3))
-        self.wo = uniform((n, h, dd, dd), h * dd)
-        self.readout = uniform((1, dd), dd)
+        self.wq, self.wk, self.wv = (uniform(name, dd) for name in ("wq", "wk", "wv"))
+        self.wo = uniform("wo", h * dd)
+        self.readout = uniform("readout", dd)
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -382,14 +371,9 @@ class KernelRegressors(ICLModel):
     and mu `[H]`."""
 
     config_class = KernelRegressorsConfig
-    PARAM_ORDER = ("omega", "mu")
-
-    def _init_parameters(self, g: torch.Generator) -> None:
-        cfg = self.config
-        shape = {"scalar": (cfg.heads,), "diagonal": (cfg.heads, cfg.dim),
-                 "full": (cfg.heads, cfg.dim, cfg.dim)}[cfg.omega_form]
-        self.omega = self._normal(g, shape, cfg.init_scale ** 2)
-        self.mu = self._normal(g, (cfg.heads,), cfg.init_scale ** 2)
+    @classmethod
+    def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
+        return {"omega": config.init_scale ** 2, "mu": config.init_scale ** 2}
 
     @property
     def dims(self) -> tuple[int, int, int]:

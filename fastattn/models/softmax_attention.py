@@ -14,12 +14,12 @@ import torch
 
 from fastattn import _validate as check
 from fastattn import ops
-from fastattn.models.base import BaseModelConfig, ICLModel, register_model
-from fastattn.models.linear_attention import MergedKQ, SeparateKQ
+from fastattn.models.base import ICLModel, register_model
+from fastattn.models.linear_attention import MergedKQ, SeparateKQ, ZhangInitConfig
 
 
 @dataclass(frozen=True)
-class SoftmaxMergedConfig(BaseModelConfig):
+class SoftmaxMergedConfig(ZhangInitConfig):
     """Softmax ATTN_M. scale: scores are scale · x_mᵀ W x_q (the paper's 1/ρ; code: 1)."""
 
     kind = "softmax_merged"
@@ -31,7 +31,7 @@ class SoftmaxMergedConfig(BaseModelConfig):
 
 
 @dataclass(frozen=True)
-class SoftmaxSeparateConfig(BaseModelConfig):
+class SoftmaxSeparateConfig(ZhangInitConfig):
     """Softmax ATTN_S. rank: key/query rank R (positional after heads); scale as
     `SoftmaxMergedConfig`."""
 
@@ -98,8 +98,7 @@ class SoftmaxMergedKQ(_SoftmaxReadout):
     """Softmax ATTN_M: parameters v `[H]`, U `[H, D, D]`, initialised as `MergedKQ` (the same draws)."""
 
     config_class = SoftmaxMergedConfig
-    PARAM_ORDER = ("v", "U")
-    _init_parameters = MergedKQ._init_parameters
+    init_variances = MergedKQ.init_variances
 
     def query_weights(self) -> torch.Tensor:
         return self.U
@@ -110,8 +109,7 @@ class SoftmaxSeparateKQ(_SoftmaxReadout):
     """Softmax ATTN_S: parameters v `[H]`, K, Q `[H, R, D]`, initialised as `SeparateKQ`."""
 
     config_class = SoftmaxSeparateConfig
-    PARAM_ORDER = ("v", "K", "Q")
-    _init_parameters = SeparateKQ._init_parameters
+    init_variances = SeparateKQ.init_variances
     dims = SeparateKQ.dims
 
     def query_weights(self) -> torch.Tensor:

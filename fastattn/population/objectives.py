@@ -29,6 +29,7 @@ from fastattn import configs as layout
 from fastattn._core_loader import core
 from fastattn.population import reference
 from fastattn.population.moments import Moments
+from fastattn.population.reference import LinearSizes
 from fastattn.population.registry import register_objective
 
 FAMILIES = ("merged", "cubic_mlp", "separate")
@@ -57,6 +58,11 @@ def family_dims(family: str, dims) -> tuple[int, int, int]:
 def layout_family(family: str) -> str:
     """The flat layout's name in the model cards (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
     return "merged" if family in _MERGED_LIKE else "separate"
+
+
+def sizes(family: str, dims) -> LinearSizes:
+    """The sizes the card of `family`'s layout reads (cubic_mlp's as merged's: the same offsets)."""
+    return LinearSizes(layout_family(family), *family_dims(family, dims))
 
 
 def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
@@ -154,13 +160,12 @@ def _moment_list(moments, K: int) -> list[Moments]:
 
 def n_params(family: str, dims) -> int:
     """Flat parameter count P of a family at dims (D, H, R)."""
-    return layout.n_params(family, family_dims(family, dims))
+    return layout.n_params(sizes(family, dims))
 
 
 def gamma(family: str, params, dims) -> np.ndarray:
     """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
-    b = layout.unflatten(layout_family(family), _family_params("params", params, family, dims),
-                         family_dims(family, dims))
+    b = layout.unflatten(sizes(family, dims), _family_params("params", params, family, dims))
     if "U" in b:
         return np.einsum("...i,...iab->...ab", b["v"], b["U"])
     return np.einsum("...i,...ira,...irb->...ab", b["v"], b["K"], b["Q"])
@@ -232,7 +237,7 @@ def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.nd
         separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
                    "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
     """
-    b = layout.unflatten(layout_family(family), params_over_time, family_dims(family, dims))
+    b = layout.unflatten(sizes(family, dims), params_over_time)
     if "U" in b:
         v, W1 = b["v"], b["U"].reshape(*b["U"].shape[:-2], -1)      # W1 [..., H, D²]
         return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]

@@ -6,28 +6,35 @@ the plain formula of docs/theory.md written with dense torch ops; nothing is cle
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import torch
 
+from fastattn.configs.base import unflatten
 from fastattn.population.moments import Moments
 
 FAMILIES = ("merged", "cubic_mlp", "separate")
 
 
-def n_params(family: str, D: int, H: int, R: int = 1) -> int:
-    """Flat parameter count: H(1+D²) for merged/cubic_mlp, H(1+2RD) for separate."""
-    return H * (1 + D * D) if family in ("merged", "cubic_mlp") else H * (1 + 2 * R * D)
+class LinearSizes(NamedTuple):
+    """A linear attention model's sizes as the objectives know them: the fields its family's card
+    reads to lay out the flat vector (`fastattn.configs.param_shapes`), as it reads a model config."""
+
+    kind: str
+    dim: int
+    heads: int
+    rank: int = 1
 
 
 def gamma_torch(family: str, theta: torch.Tensor, D: int, H: int, R: int = 1) -> torch.Tensor:
-    """Γ `[D, D]` from the flat parameters `theta [P]` (differentiable)."""
-    v = theta[:H]
-    if family in ("merged", "cubic_mlp"):
-        U = theta[H:].reshape(H, D, D)
-        return torch.einsum("i,iab->ab", v, U)
-    K = theta[H : H + H * R * D].reshape(H, R, D)
-    Q = theta[H + H * R * D :].reshape(H, R, D)
-    return torch.einsum("i,ira,irb->ab", v, K, Q)
+    """Γ `[D, D]` from the flat parameters `theta [P]` (differentiable); the blocks' offsets are
+    the card's (merged and cubic_mlp: v, U; separate: v, K, Q)."""
+    kind = "separate" if family == "separate" else "merged"    # w2 ≡ v, W1[h] ≡ vec U_h
+    b = unflatten(LinearSizes(kind, D, H, R), theta)
+    if kind == "merged":
+        return torch.einsum("i,iab->ab", b["v"], b["U"])
+    return torch.einsum("i,ira,irb->ab", b["v"], b["K"], b["Q"])
 
 
 def loss_torch(family: str, theta: torch.Tensor, dims, m: Moments) -> torch.Tensor:

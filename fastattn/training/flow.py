@@ -20,7 +20,7 @@ from fastattn.training.trajectory import Trajectory
 if TYPE_CHECKING:
     from fastattn.models.base import ICLModel
     from fastattn.tasks.base import Task
-    from fastattn.training.trainer import TrainConfig
+    from fastattn.training.config import TrainConfig
 
 
 def objectives(models: Sequence[ICLModel], tasks: Sequence[Task], method: str) -> list[Any]:

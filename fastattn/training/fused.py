@@ -19,13 +19,13 @@ import torch
 
 from fastattn.training import flow
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
+from fastattn.training.config import TrainConfig, diverged
 from fastattn.training.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from fastattn.models.base import ICLModel
     from fastattn.tasks.base import Task
     from fastattn.training.callbacks import Emitter
-    from fastattn.training.trainer import TrainConfig
 
 #: what the record's `backend["engine"]` says for this engine
 ENGINE = "fused C++ He Adam step (he_adam_steps)"
@@ -34,25 +34,22 @@ _SEGMENT = 2000
 
 
 def fast_stream_reasons(model: ICLModel, task: Task, cfg: TrainConfig) -> list[str]:
-    """Every reason the fast stream and its fused step cannot train this run (empty: they can)."""
+    """Every reason the fused step cannot train this run of a `multihead_softmax` model on
+    `linear_regression` with Adam (empty: it can); the engine registry (fastattn.training.engines)
+    declares those kinds and the method, and checks them first."""
     from fastattn._core_loader import core
-    from fastattn.models.multihead_softmax import MultiHeadSoftmax
-    from fastattn.tasks.linear_regression import LinearRegression
     from fastattn.training.batched import FastLaw
 
     reasons = []
-    if cfg.method != "adam":
-        reasons.append(f"method={cfg.method!r} (the fused step is Adam)")
     if cfg.weight_decay:
         reasons.append("weight_decay > 0 (the fused step is Adam without weight decay)")
-    if type(model) is not MultiHeadSoftmax or model.config.activation != "exp":
-        reasons.append(f"model {model.kind!r} (the fused step is multihead_softmax with the "
-                       "softmax activation)")
-    elif model.config.torch_dtype not in (torch.float32, torch.float64):
+    if model.config.activation != "exp":
+        reasons.append(f"activation={model.config.activation!r} (the fused step is softmax "
+                       "attention, activation 'exp')")
+    if model.config.torch_dtype not in (torch.float32, torch.float64):
         reasons.append(f"dtype {model.config.dtype} (float32 or float64)")
-    if not isinstance(task, LinearRegression) or len(task.context_lengths) != 1:
-        reasons.append(f"task {task.kind!r} (the fused step is linear_regression with one fixed "
-                       "context length)")
+    if len(task.context_lengths) != 1:
+        reasons.append("several context lengths (the fused step takes one fixed context length)")
     else:
         try:
             FastLaw.of(task)
@@ -65,6 +62,13 @@ def fast_stream_reasons(model: ICLModel, task: Task, cfg: TrainConfig) -> list[s
     if cfg.target_loss is not None:
         reasons.append("target_loss (checked every step by the torch trainer, only at records by "
                        "the fused step)")
+    defaults = TrainConfig(method="adam", lr=1.0, steps=1)
+    reasons += [f"{name} (the fused step is plain Adam, checked only by the torch trainer)"
+                for name in ("betas", "warmup", "target_metric")
+                if getattr(cfg, name) != getattr(defaults, name)]
+    if cfg.record_every or cfg.snapshot_every or not cfg.snapshot_params:
+        reasons.append("record_every / snapshot_every / snapshot_params (the fused step "
+                       "snapshots the parameters, log-spaced)")
     if core is None or not hasattr(core, "he_adam_steps"):
         reasons.append("the C++ core lacks he_adam_steps; run pip install . again")
     return reasons
@@ -96,7 +100,6 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
 
     from fastattn._core_loader import core
     from fastattn.training.batched import BatchedState, FastLaw
-    from fastattn.training.trainer import diverged
 
     if (checkpoint is not None or emitter) and len(models) != 1:
         raise ValueError("checkpoints and callbacks are per run; train batched runs without them")

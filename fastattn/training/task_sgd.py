@@ -8,7 +8,8 @@ gradient-flow time τ by 2η, as for every sampled method, so one epoch is τ = 
 epoch time is t = τ/(2ηP); its ODE dθ/dt = −ηP ∇L is the population flow dθ/dτ = −½ ∇L.
 
 The model must provide `query_loss_grad(x, y, x_q, y_q) -> (loss, {name: grad})` (the matrix-free
-backward of spec §10 K2) and the task `sample_task(mu, batch_size, step)`.
+backward of spec §10 K2) and the task `sample_task(mu, batch_size, step)`: the engine registry
+(fastattn.training.engines) checks both before this engine runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fastattn.training.trajectory import Trajectory
 if TYPE_CHECKING:
     from fastattn.models.base import ICLModel
     from fastattn.tasks.base import Task
-    from fastattn.training.trainer import TrainConfig
+    from fastattn.training.config import TrainConfig
 
 _STREAM_ORDER = 5
 
@@ -51,9 +52,6 @@ def train_task_sgd(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
     iterate (when the pair has one); a parameter snapshot at every record, so ‖p1‖, ‖q2‖ and
     Uᵀp2q1U can always be read off (spec §6.7).
     """
-    if not (hasattr(model, "query_loss_grad") and hasattr(task, "sample_task")):
-        raise ValueError(f"method='task_sgd' needs a model with query_loss_grad (linear_transformer) "
-                         f"and a task with sample_task (wishart_tasks); got {model.kind} on {task.kind}")
     # tiny tensors: one intra-op thread (several spin-wait, far slower on a busy machine)
     previous = torch.get_num_threads()
     torch.set_num_threads(cfg.threads or 1)

@@ -8,203 +8,33 @@ for any registered (task, model) pair.
 - "task_sgd": task-centric SGD (Mainali & Teixeira 2025): epochs over a fixed task set, one
   batch-mean update per task (fastattn.training.task_sgd).
 - "sgd" / "adam": torch training of `task.loss(model, batch)` on fresh batches every step (online)
-  or on one fixed data set (`dataset_size`, full batch, as the papers' code does).
+  or on one fixed data set (`dataset_size`, full batch, as the papers' code does)
+  (fastattn.training.sampled), or by the fused He step (fastattn.training.fused).
+
+Which engine trains a run is `fastattn.training.engines.dispatch`'s choice: each engine declares
+what it can train.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
-from fastattn import _validate as check
-from fastattn import population
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.tasks.base import Task
-from fastattn.training import flow, fused, task_sgd
+from fastattn.training import fused
 from fastattn.training.callbacks import Callback, Emitter
-from fastattn.training.checkpoint import Checkpointer, Checkpointing
+from fastattn.training.checkpoint import Checkpointing
+from fastattn.training.config import TrainConfig
+from fastattn.training.engines import FUSED, SNAPSHOT_SERIES, RunContext, dispatch, threads_of
 from fastattn.training.progress import interactive
 from fastattn.training.records import environment, to_jsonable
-from fastattn.training.threads import default_threads, machine_share, torch_threads
+from fastattn.training.threads import machine_share, torch_threads
 from fastattn.training.trajectory import Trajectory
-
-METHODS = ("flow", "gd", "sgd", "adam", "task_sgd")
-INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
-SAMPLERS = ("auto", "tokens", "stats", "fast")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """How to train. Seeds of data and initialisation live on the task and the model.
-
-    Attributes:
-        method: "flow", "gd", "sgd" or "adam".
-        t_end: flow: integrate to this time (required for "flow").
-        integrator: flow: "auto" (default: RK45 while the flow is not stiff, then the order-4
-            stabilized explicit method with Hessian-free Rodas4 episodes once it has settled),
-            "stiff" (Rodas4 throughout), "stiff_krylov", "stabilized", "rk45", "rk4"
-            (fastattn.population.FlowOptions).
-        rtol, atol: flow: error tolerances of the adaptive integrators. dt: "rk4" step.
-        lr: learning rate η (gd, sgd, adam). steps: number of optimiser steps (gd, sgd, adam).
-        weight_decay: adam: decoupled weight decay λ (AdamW: θ ← θ − ηλθ before the Adam step;
-            0, the default, is Adam). betas: adam: (β₁, β₂).
-        warmup: sgd/adam: linear learning-rate warm-up, η·min(1, (k + 1)/warmup) at step k (0: none).
-        batch_size: online sgd/adam batch. dataset_size: train full-batch on this many fixed
-            sequences instead (`task.fixed_dataset(dataset_size, task.data_seed)`); whiten: whiten
-            that data set's task vectors as the Zhang et al. code does.
-        sampler: sgd/adam online: "tokens" (`task.sample`, the full token tensors), "stats" (the
-            fused sampler `task.sample_stats` draws only (β, x_q, y_q); linear regression with a
-            linear model, query loss), "fast" (He 2025's fast stream: batch k a pure function of
-            (data_seed, k) from the counter-based generator of docs/conventions.md, same law as
-            "tokens", other bits; trained by the fused C++ Adam step: multihead_softmax on
-            linear_regression, Adam) or "auto" (the default: "fast" where the run fits the fused
-            step, else "tokens"; the record stores the one chosen and `backend` says why).
-        loss: sgd/adam: which of `task.losses` to train (default: the task's first; linear
-            regression: "query", the last-token loss, or "next_token", Eq. 23). Exact methods
-            train the pair's population objective and take no loss.
-        n_records: number of log-spaced points at which the loss is recorded.
-        n_snapshots: number of log-spaced parameter snapshots (the final state is always kept).
-        record_every, snapshot_every: gd, sgd, adam: record the loss (snapshot the parameters)
-            at every k-th step instead, 0 and the last step included (1: every step, what a
-            figure that reads first crossings off the record needs).
-        snapshot_params: sgd/adam: False keeps at each snapshot only the model's
-            `snapshot_series` (the trajectory's `series`, `[S]` at `snapshot_time`) and, of the
-            parameters, the final state (`params` `[1, P]`): long runs of large models snapshotted
-            often (a full disentangled transformer every step) without S × P floats.
-        target_loss: stop once the training loss is at or below it.
-        grad_tol: flow/gd: stop once the gradient norm is below it.
-        events: flow/gd: `population.CoordinateEvent` / `LossEvent` crossings to locate (a terminal
-            one stops the run, status "event"); the trajectory's `events` holds the crossings.
-        test_size: sgd/adam: evaluate on held-out in-context and in-weight test sets of this size
-            (`task.test_sets`); a task with `metrics` (the token tasks) records its held-out
-            measures there instead of one loss per set (the trajectory's `metrics`).
-        eval_seed: seed of the test sets; must differ from the task's data_seed.
-        target_metric: sgd/adam: (name, value): stop once the held-out metric `name` (the task's
-            `metrics`; needs test_size) is at or above `value` at a loss record, `patience` loss
-            records later (status "target_metric").
-        progress: show a progress bar (default: when attached to a terminal).
-        threads: threads of the run: torch's intra-op threads, and the fused He step's (default:
-            1 for the exact objectives, the fused step and sampled batches of fewer than 2²⁰
-            numbers — small ops run far slower split across threads, especially on a busy
-            machine — else this process's share of the machine, its cores divided among
-            $FASTATTN_WORKERS workers; fastattn.training.threads). Restored when training ends.
-    """
-
-    method: str = "flow"
-    t_end: float | None = None
-    integrator: str = "auto"
-    rtol: float = 1e-8
-    atol: float = 1e-12
-    dt: float | None = None
-    lr: float | None = None
-    steps: int | None = None
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.999)
-    warmup: int = 0
-    batch_size: int = 1024
-    dataset_size: int | None = None
-    whiten: bool = False
-    sampler: str = "auto"
-    loss: str | None = None
-    n_records: int = 400
-    n_snapshots: int = 40
-    record_every: int | None = None
-    snapshot_every: int | None = None
-    snapshot_params: bool = True
-    target_loss: float | None = None
-    grad_tol: float | None = None
-    test_size: int = 0
-    eval_seed: int = 1
-    target_metric: tuple[str, float] | None = None
-    patience: int = 0
-    progress: bool | None = None
-    threads: int | None = None
-    events: tuple[population.CoordinateEvent | population.LossEvent, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
-        if self.method == "flow":
-            if self.t_end is None:
-                raise ValueError("method='flow' needs t_end (the gradient-flow time to reach)")
-            check.positive_float("t_end", self.t_end)
-            if self.integrator not in INTEGRATORS:
-                raise ValueError(f"integrator must be one of {INTEGRATORS}; got {self.integrator!r}")
-            check.positive_float("rtol", self.rtol)
-            check.positive_float("atol", self.atol)
-            if self.integrator == "rk4":
-                check.positive_float("dt", self.dt if self.dt is not None else -1)
-        else:
-            if self.lr is None or self.steps is None:
-                raise ValueError(f"method={self.method!r} needs lr and steps")
-            check.positive_float("lr", self.lr)
-            check.positive_int("steps", self.steps)
-        if check.nonnegative_float("weight_decay", self.weight_decay) and self.method != "adam":
-            raise ValueError(f"weight_decay is for method='adam' (AdamW); method={self.method!r} takes none")
-        betas = tuple(float(b) for b in self.betas)
-        if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(f"betas must be two numbers in [0, 1); got {self.betas!r}")
-        object.__setattr__(self, "betas", betas)
-        object.__setattr__(self, "warmup", check.nonnegative_int("warmup", self.warmup))
-        if self.warmup and self.method not in ("sgd", "adam"):
-            raise ValueError(f"warmup is for sampled training (sgd, adam); method={self.method!r} "
-                             "takes none")
-        if self.target_metric is not None:
-            if len(self.target_metric) != 2 or not isinstance(self.target_metric[0], str):
-                raise ValueError("target_metric must be (metric name, value), e.g. ('test_acc', "
-                                 f"0.99); got {self.target_metric!r}")
-            object.__setattr__(self, "target_metric",
-                               (self.target_metric[0], float(self.target_metric[1])))
-            if self.method not in ("sgd", "adam") or not self.test_size:
-                raise ValueError("target_metric is checked on the held-out metrics of sampled "
-                                 "training: it needs method='sgd' or 'adam' and test_size > 0")
-        object.__setattr__(self, "patience", check.nonnegative_int("patience", self.patience))
-        check.positive_int("batch_size", self.batch_size)
-        if self.dataset_size is not None:
-            check.positive_int("dataset_size", self.dataset_size)
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.sampler == "stats" and (self.loss not in (None, "query")
-                                        or self.dataset_size is not None):
-            raise ValueError("sampler='stats' is for online training on the query loss; "
-                             "use sampler='tokens' with dataset_size or another loss")
-        if self.loss is not None and self.method in ("flow", "gd"):
-            raise ValueError(f"loss={self.loss!r} is for sampled training (sgd, adam); method="
-                             f"{self.method!r} trains the pair's population objective (for linear "
-                             "regression's exact next-token loss use context=range(1, N+1), "
-                             "Eq. 23-24)")
-        check.positive_int("n_records", self.n_records)
-        check.positive_int("n_snapshots", self.n_snapshots)
-        for name in ("record_every", "snapshot_every"):
-            if getattr(self, name) is not None:
-                check.positive_int(name, getattr(self, name))
-                if self.method in ("flow", "task_sgd"):
-                    raise ValueError(f"{name} counts optimiser steps (gd, sgd, adam); method="
-                                     f"{self.method!r} records at n_records / n_snapshots")
-        if not self.snapshot_params and self.method not in ("sgd", "adam"):
-            raise ValueError(f"snapshot_params=False is for sampled runs (sgd, adam); method="
-                             f"{self.method!r} keeps its snapshots")
-        if self.test_size:
-            check.positive_int("test_size", self.test_size)
-        if self.threads is not None:
-            object.__setattr__(self, "threads", check.thread_count("threads", self.threads))
-        if self.events and self.method not in ("flow", "gd"):
-            raise ValueError(f"events are located on exact flows; method={self.method!r} takes none")
-        object.__setattr__(self, "events", tuple(_event(e) for e in self.events))
-
-
-def _event(e: Any) -> population.CoordinateEvent | population.LossEvent:
-    """An event, or its record's dict (a coordinate event has an "index")."""
-    if isinstance(e, Mapping):
-        return population.CoordinateEvent(**e) if "index" in e else population.LossEvent(**e)
-    return e
 
 
 def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
@@ -235,30 +65,16 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     if cfg.test_size and cfg.eval_seed == task.data_seed:
         raise ValueError(f"eval_seed ({cfg.eval_seed}) must differ from the task's data_seed: "
                          "test sets must be independent of the training data")
-    if not cfg.snapshot_params and not hasattr(model, "snapshot_series"):
-        raise ValueError(f"snapshot_params=False keeps the model's snapshot_series, which "
-                         f"{type(model).__name__} does not define; keep the parameters")
     _check_finite(model)
     emitter = Emitter(callbacks)
-    cfg, backend = dispatch(model, task, cfg)
+    cfg, backend, engine = dispatch(model, task, cfg)
     start = time.perf_counter()
-    threads = cfg.threads or 1      # exact objectives and the fused step: small ops
-    if cfg.threads is None and cfg.method in ("sgd", "adam") and cfg.sampler != "fast":
-        threads = default_threads((cfg.dataset_size or cfg.batch_size) * task.sequence_size)
+    threads = threads_of(engine, task, cfg)
+    context = RunContext(checkpoint, _checkpoint_identity(task, model, cfg), _show_progress(cfg),
+                         emitter)
     with torch_threads(threads):
         try:
-            if cfg.method in ("flow", "gd"):
-                traj = flow.population_runs(
-                    [model], [task], cfg, progress=_show_progress(cfg),
-                    listen=emitter.progress if emitter.wants_progress else None)[0][0]
-            elif cfg.method == "task_sgd":
-                traj = task_sgd.train_task_sgd(model, task, cfg)
-            elif cfg.sampler == "fast":
-                traj = fused.train_fused([model], [task], cfg, checkpoint=checkpoint,
-                                         identity=_checkpoint_identity(task, model, cfg),
-                                         progress=_show_progress(cfg), emitter=emitter)[0]
-            else:
-                traj = _train_sampled(model, task, cfg, checkpoint, emitter)
+            traj = engine.run(model, task, cfg, context)
             # engines that deliver nothing live (the flow, GD, task_sgd) hand over every record
             # here; the others have sent theirs already, and `emit` skips what was sent
             emitter.emit(traj.time, traj.step, traj.loss, traj.test_loss, traj.metrics)
@@ -266,7 +82,7 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
             emitter.close()
     backend["threads"] = threads
     traj.wall_time = time.perf_counter() - start
-    if hasattr(model, "snapshot_series") and cfg.snapshot_params:
+    if SNAPSHOT_SERIES.of(model) and cfg.snapshot_params:
         traj.series = model.snapshot_series(traj.params)
     traj.config = run_config(task, model, cfg)
     traj.meta = environment()
@@ -311,9 +127,9 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
     groups: dict[str, list[int]] = {}
     resolved, alone = [], []
     for k, (model, task, cfg) in enumerate(zip(models, tasks, configs, strict=True)):
-        resolved_cfg, backend = dispatch(model, task, cfg)
+        resolved_cfg, _, engine = dispatch(model, task, cfg)
         resolved.append(resolved_cfg)
-        if backend["engine"] != fused.ENGINE:
+        if engine is not FUSED:
             alone.append(k)                           # its record says why it was not fused
             continue
         cfg = resolved_cfg
@@ -367,46 +183,6 @@ def _fused_check(model: ICLModel, task: Task, cfg: TrainConfig) -> str | None:
     return None
 
 
-def dispatch(model: ICLModel, task: Task, cfg: TrainConfig) -> tuple[TrainConfig, dict[str, Any]]:
-    """The engine that trains this run fastest with the numbers its config defines: the config
-    with `sampler` resolved, and the record's `backend` (engine, sampler, and the fallback reasons
-    when the run does not fit a faster engine)."""
-    if cfg.method in ("flow", "gd"):
-        objective = flow.objectives([model], [task], cfg.method)[0]
-        backend = {"engine": f"exact population objective ({type(objective).__name__})"}
-        full = population.objective_for(task, model)
-        if type(full) is not type(objective):
-            backend["reduction"] = (f"exact reduction of {type(full).__name__}: its flow from "
-                                    "this state stays on the set where the cheaper objective is "
-                                    "exact (reduction_at)")
-        return cfg, backend
-    if cfg.method == "task_sgd":
-        return cfg, {"engine": "torch (task-centric SGD)"}
-    reasons = fused.fast_stream_reasons(model, task, cfg) + _torch_only(cfg)
-    if cfg.record_every or cfg.snapshot_every or not cfg.snapshot_params:
-        reasons = [*reasons, "record_every / snapshot_every / snapshot_params (the fused step "
-                             "snapshots the parameters, log-spaced)"]
-    if cfg.sampler == "fast" and reasons:
-        raise ValueError("sampler='fast' (the fused He step) cannot train this run: "
-                         + "; ".join(reasons) + ". Use sampler='tokens'")
-    if cfg.sampler in ("fast", "auto") and not reasons:
-        return (dataclasses.replace(cfg, sampler="fast"),
-                {"engine": fused.ENGINE, "sampler": "fast", "runs_in_batch": 1})
-    backend = {"engine": "torch", "sampler": "tokens" if cfg.sampler == "auto" else cfg.sampler}
-    if cfg.sampler == "auto":
-        backend["fallback"] = "not the fused He step: " + "; ".join(reasons)
-        cfg = dataclasses.replace(cfg, sampler="tokens")
-    return cfg, backend
-
-
-def _torch_only(cfg: TrainConfig) -> list[str]:
-    """The options only the torch trainer has (reasons the fused step cannot take the run)."""
-    defaults = TrainConfig(method="adam", lr=1.0, steps=1)
-    return [f"{name} (the fused step is plain Adam, checked only by the torch trainer)"
-            for name in ("betas", "warmup", "target_metric")
-            if getattr(cfg, name) != getattr(defaults, name)]
-
-
 def _checkpoint_identity(task: Task, model: ICLModel, cfg: TrainConfig) -> dict[str, Any]:
     """The run's identity in a checkpoint: its config without the options that do not change what
     it computes."""
@@ -433,182 +209,6 @@ def _check_finite(model: ICLModel) -> None:
     for name, p in model.named_parameters():
         if not torch.all(torch.isfinite(p)):
             raise ValueError(f"model parameter {name!r} contains NaN or inf; re-initialise the model")
-
-
-# ---------------------------------------------------------------------------------- sampled
-def _train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
-                   checkpoint: Checkpointing | None = None,
-                   emitter: Emitter | None = None) -> Trajectory:
-    from tqdm.auto import tqdm
-
-    dtype = model.config.torch_dtype
-    loss_name = cfg.loss or task.losses[0]
-    if cfg.method == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
-    elif cfg.weight_decay:
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                betas=cfg.betas)
-    else:
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas)
-    warmup = cfg.warmup
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warmup)) \
-        if warmup else None
-    data = None
-    if cfg.dataset_size is not None:
-        data = task.fixed_dataset(cfg.dataset_size, task.data_seed, dtype=dtype, whiten=cfg.whiten)
-    tests = task.test_sets(cfg.test_size, cfg.eval_seed, dtype=dtype) if cfg.test_size else {}
-    exact = flow.population_loss(task, model)
-    if cfg.sampler == "stats" and not (hasattr(task, "sample_stats")
-                                       and hasattr(model, "forward_stats")):
-        raise ValueError(f"sampler='stats' needs a linear model (merged, separate, cubic_mlp) on a "
-                         f"task with sample_stats; {model.kind} on {task.kind} reads the tokens "
-                         "themselves: use sampler='tokens'")
-
-    # a task with `metrics` (the token tasks) measures its test sets itself
-    measure = getattr(task, "metrics", None) if tests else None
-    if cfg.target_metric is not None and measure is None:
-        raise ValueError(f"target_metric={cfg.target_metric!r} needs a task with held-out metrics "
-                         f"(`metrics`, e.g. the token tasks); task {task.kind!r} has only test "
-                         "losses: use target_loss")
-    rec = set(flow.record_steps(cfg.steps, cfg.n_records, cfg.record_every).tolist())
-    snap = set(flow.record_steps(cfg.steps, cfg.n_snapshots, cfg.snapshot_every).tolist())
-    out: dict[str, list] = {"step": [], "loss": [], "snap_step": [], "params": [], "metrics": {}}
-
-    def snapshot(k: int) -> None:
-        out["snap_step"].append(k)
-        flat = model.to_flat()
-        out["params"].append(flat if cfg.snapshot_params else model.snapshot_series(flat[None]))
-    test_out: dict[str, list] = ({} if measure else {k: [] for k in tests}) | \
-        ({"population": []} if exact else {})
-
-    def draw(k: int) -> Any:
-        if cfg.sampler == "stats":
-            return task.sample_stats(cfg.batch_size, k, dtype=dtype)
-        return data if data is not None else task.sample(cfg.batch_size, k, dtype=dtype)
-
-    def record(k: int, value: float) -> None:
-        out["step"].append(k)
-        out["loss"].append(value)
-        with torch.no_grad():
-            if measure is not None:
-                for name, v in measure(model, tests).items():
-                    out["metrics"].setdefault(name, []).append(v)
-            else:
-                for name, test in tests.items():
-                    test_out[name].append(float(task.loss(model, test, loss_name)))
-        if exact:
-            test_out["population"].append(exact(model.to_flat()))
-        if emitter:
-            emitter.emit(2 * cfg.lr * np.asarray(out["step"]), out["step"], out["loss"], test_out,
-                         out["metrics"])
-
-    status, n_evals, diverged_step = "steps", 0, None
-    stop_after: int | None = None       # target_metric met: stop once this many records are taken
-    done = 0                   # optimiser steps taken: the model holds the state after `done` steps
-    evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
-    loss0 = math.nan
-    previous = [p.detach().clone() for p in model.parameters()]
-    # the run's identity, without the options that do not change what it computes
-    ckpt = Checkpointer(checkpoint, _checkpoint_identity(task, model, cfg))
-    state = ckpt.load()
-    if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        done, n_evals, loss0, out, test_out, previous, stop_after = (
-            state[k] for k in ("step", "n_evals", "loss0", "out", "test_out", "previous",
-                               "stop_after"))
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        if emitter:     # the interrupted process delivered the records it had
-            emitter.sent = len(out["step"])
-    progress = tqdm(total=cfg.steps, initial=done, disable=not _show_progress(cfg), unit="step",
-                    desc=f"{cfg.method} {model.kind}")
-    try:
-        for k in range(done, cfg.steps + 1):
-            if ckpt.due():           # between steps: the state after k steps, records before k
-                ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                           "scheduler": sched.state_dict() if sched else None,
-                           "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
-                           "test_out": test_out, "stop_after": stop_after})
-            loss = task.loss(model, draw(k), loss_name)
-            n_evals += 1
-            value = loss.item()
-            loss0 = value if k == 0 else loss0
-            if diverged(value, loss0):
-                status, diverged_step = "diverged", k
-                with torch.no_grad():
-                    for p, q in zip(model.parameters(), previous, strict=True):
-                        p.copy_(q)
-                done = max(k - 1, 0)
-                break
-            evaluated = (k, value)
-            if k in rec:
-                record(k, value)
-            if k in snap:
-                snapshot(k)
-            if cfg.target_loss is not None and value <= cfg.target_loss:
-                status = "target_loss"
-                break
-            if k in rec and cfg.target_metric is not None:
-                name, level = cfg.target_metric
-                if name not in out["metrics"]:
-                    raise ValueError(f"target_metric {name!r} is not a metric of task {task.kind!r}; "
-                                     f"it has {sorted(out['metrics'])}")
-                if stop_after is None and out["metrics"][name][-1] >= level:
-                    stop_after = len(out["step"]) + cfg.patience
-                if stop_after is not None and len(out["step"]) >= stop_after:
-                    status = "target_metric"
-                    break
-            if k == cfg.steps:
-                break
-            previous = [p.detach().clone() for p in model.parameters()]
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if sched is not None:
-                sched.step()
-            done = k + 1
-            progress.update(1)
-            if k % 100 == 0:
-                progress.set_postfix(loss=f"{value:.4g}")
-    except KeyboardInterrupt:
-        status = "interrupted"
-    finally:
-        progress.close()
-    if status != "interrupted":
-        ckpt.remove()
-    # The record ends with the state the run stopped in, whatever stopped it.
-    if not out["step"] or out["step"][-1] != done:
-        if evaluated is None or evaluated[0] != done:
-            with torch.no_grad():
-                evaluated = (done, task.loss(model, draw(done), loss_name).item())
-            n_evals += 1
-        record(*evaluated)
-    if not out["snap_step"] or out["snap_step"][-1] != done:
-        snapshot(done)
-    series = {}
-    if not cfg.snapshot_params:
-        series = {k: np.concatenate([s[k] for s in out["params"]]) for k in out["params"][0]}
-        out["params"] = [model.to_flat()]
-    steps = np.asarray(out["step"], dtype=int)
-    return Trajectory(time=2 * cfg.lr * steps, step=steps, loss=np.asarray(out["loss"]),
-                      test_loss={k: np.asarray(v) for k, v in test_out.items()},
-                      snapshot_time=2 * cfg.lr * np.asarray(out["snap_step"], dtype=float),
-                      params=np.stack(out["params"]), status=status, n_evals=n_evals,
-                      series=series, diverged_at=diverged_step,
-                      metrics={k: np.asarray(v) for k, v in out["metrics"].items()})
-
-
-#: a sampled run has diverged once its training loss exceeds this multiple of its initial loss
-#: (or is not finite). Adam's steps are bounded by η, so its loss grows polynomially and can stay
-#: finite for ever; plain SGD and the exact methods blow up geometrically and reach inf.
-DIVERGENCE_FACTOR = 1e8
-
-
-def diverged(loss: float, initial: float) -> bool:
-    """Whether a training loss means divergence: not finite, or above DIVERGENCE_FACTOR × the
-    initial loss (when that is positive)."""
-    return not math.isfinite(loss) or (initial > 0 and loss > DIVERGENCE_FACTOR * initial)
 
 
 def _show_progress(cfg: TrainConfig) -> bool:

@@ -9,7 +9,6 @@ import json
 from dataclasses import dataclass
 
 import pytest
-import torch
 
 from fastattn.cli import main
 from fastattn.configs import MODEL_CARDS, Field, ModelCard, Preset, all_options, register_model_card
@@ -27,10 +26,10 @@ class ShrunkEstimatorConfig(BaseModelConfig):
 
 class ShrunkEstimator(ICLModel):
     config_class = ShrunkEstimatorConfig
-    PARAM_ORDER = ("v",)
 
-    def _init_parameters(self, g: torch.Generator) -> None:
-        self.v = self._normal(g, (self.config.heads,), self.config.init_scale ** 2)
+    @classmethod
+    def init_variances(cls, config: ShrunkEstimatorConfig) -> dict[str, float]:
+        return {"v": config.init_scale ** 2}
 
     def forward(self, x, y, x_q, lengths=None):
         beta = (y[..., None] * x).mean(1)                       # [B, D]
@@ -41,7 +40,7 @@ CARD = ModelCard(
     "shrunk_estimator", "a test", "H scalars on the plug-in estimator",
     (HEADS, INIT_SEED, Field("init_scale", float, "std of v", flag="--init"),
      Field("shrink", float, "the estimator's factor", 1.0)),
-    lambda dims: (("v", (dims[1],)),),
+    lambda c: (("v", (c.heads,)),),
     {"linear_regression": (Preset("toy", "a test's own setup", task={"dim": 3, "context": 9},
                                   model={"heads": 2, "init_scale": 0.1, "shrink": 0.5},
                                   train={"method": "sgd", "lr": 0.01, "steps": 5,

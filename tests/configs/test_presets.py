@@ -170,11 +170,12 @@ def test_sander2024_orthogonal_cli_default_reaches_the_prop6_block_solution(tmp_
     at 2.7e-5 with rank 8)."""
     from fastattn.cli import main
     from fastattn.configs import unflatten
+    from fastattn.models.autoregressive import ARDiagConfig
 
     assert main(["train", "--task", "autoregressive", "--model", "diag", "--context-dist",
                  "orthogonal", "--quiet", "--out", str(tmp_path)]) == 0
     z = np.load(tmp_path / "run.npz")
-    b = unflatten("diag", z["params"][-1], (10, 8, 20))
+    b = unflatten(ARDiagConfig(10, 8, context=20), z["params"][-1])
     C, P = b["B"].T @ b["A"], b["P"]
     sv = np.linalg.svd(C, compute_uv=False)
     assert z["loss"][-1] < 1e-10 and int((sv > 1e-3 * sv[0]).sum()) == 5

@@ -126,7 +126,7 @@ def test_configs_layouts_and_records():
                   ARAugmentedLayers(2, 1, 2, softmax=True), ARTransformer(3, 5, 2)):
         again = build_model(config_from_dict(config_to_dict(model.config)))
         np.testing.assert_array_equal(again.to_flat(), model.to_flat())
-        blocks = unflatten(model.kind, model.to_flat(), model.dims)
+        blocks = unflatten(model.config, model.to_flat())
         for name in model.PARAM_ORDER:
             np.testing.assert_array_equal(blocks[name], getattr(model, name).detach().numpy())
     with pytest.raises(ValueError, match="context"):
@@ -183,7 +183,7 @@ def test_non_augmented_init_records_and_errors():
     model = NonAugmented(5, 4, duplicate=2, init_same=True, init_seed=1)
     again = build_model(config_from_dict(config_to_dict(model.config)))
     np.testing.assert_array_equal(again.to_flat(), model.to_flat())
-    blocks = unflatten("non_aug", model.to_flat(), model.dims)
+    blocks = unflatten(model.config, model.to_flat())
     for name in model.PARAM_ORDER:
         np.testing.assert_array_equal(blocks[name], getattr(model, name).detach().numpy())
     spread = (model.Wq - model.Wq.mean(0)).std().item()          # heads = one init + 0.05·N(0, 1)

@@ -170,3 +170,23 @@ def test_musat_grid_plans_at_the_largest_N_without_building_its_data():
                          "query": "last", "dim": 131072, "context": 65536, "init": 0.0}))
     assert item.theory["theory_t_icl"] == pytest.approx(1.71125 * 65536**2 + 0.682 * 65536)
     assert item.spec["train"]["target_loss"] == 0.25 and item.spec["train"]["t_end"] > 0
+
+
+@pytest.mark.parametrize(("kind", "scheme"), [("merged", "paper"), ("separate", "code"),
+                                              ("cubic_mlp", "code"), ("softmax_separate", "paper")])
+def test_zhang_hook_reads_the_initial_value_weights_off_the_family(kind, scheme):
+    """The hook's v0 before any model is built (the family's `init_variances`) is the RMS of the
+    value weights the model then draws (400 heads: the RMS is within 15 % of its expectation),
+    for either init scheme."""
+    from fastattn.configs.build import model_config
+    from fastattn.models import build_model
+    from fastattn.sweep.hooks.zhang2025 import typical_value_weight
+    from fastattn.tasks import LinearRegression
+
+    task = LinearRegression(3, context=7)
+    options = {"kind": kind, "heads": 400, "init_scale": 0.1, "init_scheme": scheme}
+    model = build_model(model_config(options, task))
+    drawn = float(np.sqrt(np.mean(model.to_flat()[:400] ** 2)))
+    assert typical_value_weight(task, options) == pytest.approx(drawn, rel=0.15)
+    assert typical_value_weight(task, options) == pytest.approx(
+        0.1 / np.sqrt(400) if scheme == "paper" else 0.1)

@@ -131,3 +131,31 @@ def test_to_jsonable_gives_strict_json_for_figures_and_rows():
                                "c": np.float64("nan"), "d": (2, 3.5)})
     assert json.loads(json.dumps(doc, allow_nan=False)) == {"a": None, "b": [1.0, None, None],
                                                             "c": None, "d": [2, 3.5]}
+
+
+def test_records_written_before_init_scheme_moved_still_load():
+    """Run configs written by fastattn at e94bf92, when every model config had init_scheme
+    (tests/training/data): they rebuild, a Zhang family keeps its scheme, the others drop the field
+    (it never acted on them), and every TrainConfig field reads back as written; an unknown field
+    is still refused."""
+    import dataclasses
+    from pathlib import Path
+
+    from fastattn.models import config_from_dict
+    from fastattn.training import rebuild_run
+
+    old = json.loads((Path(__file__).parent / "data" / "records_e94bf92.json").read_text())
+    kinds = []
+    for config in old["configs"]:
+        assert "init_scheme" in config["model"]
+        task, model, train = rebuild_run(config)
+        kinds.append(model.kind)
+        now = dataclasses.asdict(model.config)
+        assert {k: v for k, v in config["model"].items() if k in now} == now
+        assert ("init_scheme" in now) == (model.kind == "merged")
+        assert json.loads(json.dumps(dataclasses.asdict(train))) == config["train"]
+        assert task.kind == config["task"]["kind"]
+    assert kinds == ["diag", "merged", "linear_transformer"]
+    assert old["configs"][1]["model"]["init_scheme"] == "code"
+    with pytest.raises(ValueError, match=r"has no field\(s\) \['init_shceme'\]"):
+        config_from_dict(old["configs"][0]["model"] | {"init_shceme": "paper"})

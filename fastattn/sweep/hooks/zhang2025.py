@@ -31,10 +31,15 @@ def theory_applies(task: LinearRegression) -> bool:
             and np.allclose(task.w_second_moment(), np.eye(task.dim)))
 
 
-def typical_value_weight(model: Mapping[str, Any]) -> float:
-    """Typical |v_i(0)|: init/√H (paper scheme, App. C.2) or init (code scheme)."""
-    s = float(model.get("init_scale", 1e-2))
-    return s / math.sqrt(model["heads"]) if model.get("init_scheme", "paper") == "paper" else s
+def typical_value_weight(task: LinearRegression, model: Mapping[str, Any]) -> float:
+    """Typical |v_i(0)|: the standard deviation of the value weights (the first block of the flat
+    vector) at initialisation, from the family's own initial statistics (`init_variances`:
+    init/√H in the paper scheme, App. C.2, init in the code scheme)."""
+    from fastattn.configs.build import model_config
+    from fastattn.models import get_model
+
+    variances = get_model(model["kind"]).model.init_variances(model_config(model, task))
+    return math.sqrt(next(iter(variances.values())))
 
 
 def predictions(task: LinearRegression, model: Mapping[str, Any], params0: np.ndarray | None,
@@ -51,7 +56,7 @@ def predictions(task: LinearRegression, model: Mapping[str, Any], params0: np.nd
     inv_n = task.inv_context_mean()
     name = model["kind"]
     heads = int(model["heads"])
-    v0 = typical_value_weight(model)
+    v0 = typical_value_weight(task, model)
     if params0 is not None and name in FLOW_MODELS:
         v0 = float(np.sqrt(np.mean(np.asarray(params0)[:heads] ** 2))) or v0
     out["v0_rms"] = v0
