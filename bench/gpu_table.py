@@ -2,54 +2,84 @@
 
     python bench/gpu_table.py bench.json [--after bench_after.json] [--peak-gbs 4800]
 
-One row per (op, shape, pass): the device median (ms) of the Triton kernel, the eager reference and
-torch.compile of it, the Triton GB/s (the fewest bytes the pass must move over its time) and that
-as a share of ``--peak-gbs`` (the card's nominal memory bandwidth; H200 4800, H100 SXM 3350). With
-``--after`` (a later run of some Triton cases), its Triton time and GB/s are the ones shown and the
-first file's Triton time is shown as "before" (for the cases the later run re-timed).
+One row per benchmark group (op, shape, pass; bench/groups.py): the device median (ms) of the Triton
+kernel, the eager reference and torch.compile of it, the Triton GB/s (the fewest bytes the pass must
+move over its time) and that as a share of ``--peak-gbs`` (the card's nominal memory bandwidth;
+H200 4800, H100 SXM 3350). With ``--after`` (a later run of some Triton cases), its Triton time and
+GB/s are the ones shown and the first file's Triton time is shown as "before" (for the groups the
+later run re-timed). Rows and implementations are matched by the benchmark's group and its
+``extra_info`` fields, never by test name. Both files may be ``--benchmark-autosave`` runs from
+``.benchmarks/``; pytest-benchmark's own ``--benchmark-compare`` compares wall times, this table
+the device medians it records in ``extra_info`` (docs/performance.md, "Comparing revisions").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
+from dataclasses import dataclass
 from pathlib import Path
 
-_NAME = re.compile(r"test_cuda_kernel\[(\w+)-(\d+)-(\d+)-(\d+)-(\d+)-([\w-]+)-(fwd\+bwd|fwd)\]")
+from groups import FIELDS
+from test_kernels_bench import CUDA_IMPLS as IMPLS
 
 
-def _medians(path: Path) -> dict[tuple, dict[str, tuple[float, float]]]:
-    rows: dict[tuple, dict[str, tuple[float, float]]] = {}
+@dataclass(frozen=True)
+class Case:
+    """One (op, shape, pass) group of test_cuda_kernel: its row label and each impl's
+    (device median ms, GB/s)."""
+
+    op: str
+    shape: dict[str, int]
+    pass_: str
+    impls: dict[str, tuple[float, float]]
+
+
+def cases(path: Path) -> dict[str, Case]:
+    """The kernel cases of a pytest-benchmark JSON, by group, in the file's order: the benchmarks
+    whose ``extra_info`` has a ``GB_per_s`` (the device-timed kernels)."""
+    out: dict[str, Case] = {}
     for bench in json.loads(path.read_text())["benchmarks"]:
-        m = _NAME.fullmatch(bench["name"])
-        if m:
-            op, b, n, d, h, impl, mode = m.groups()
-            info = bench["extra_info"]
-            rows.setdefault((op, int(b), int(n), int(d), int(h), mode), {})[impl] = (
-                info["device_median_ms"], info["GB_per_s"])
-    return rows
+        info = bench["extra_info"]
+        if "GB_per_s" not in info:
+            continue
+        missing = [k for k in FIELDS if k not in info]
+        if missing or not bench.get("group"):
+            raise SystemExit(f"{path}: benchmark {bench['name']} has no group or no extra_info "
+                             f"{'/'.join(missing or FIELDS)} (a run from before bench/groups.py): "
+                             "rerun bench/test_kernels_bench.py to make the file")
+        case = out.setdefault(bench["group"], Case(info["op"], info["shape"], info["pass"], {}))
+        case.impls[info["impl"]] = (info["device_median_ms"], info["GB_per_s"])
+    if not out:
+        raise SystemExit(f"{path}: no kernel benchmark (test_cuda_kernel) in it: make it with "
+                         "`pytest bench/test_kernels_bench.py -k cuda --benchmark-json FILE`")
+    return out
 
 
 def table(before: Path, after: Path | None, peak_gbs: float) -> str:
-    rows, later = _medians(before), _medians(after) if after else {}
-    head = ["op (B, N, D, H)", "pass"]
+    """The markdown table (module docstring) of ``before``, with ``after``'s Triton times."""
+    rows, later = cases(before), cases(after) if after else {}
+    head = ["op (shape)", "pass"]
     head += (["Triton before ms", "Triton ms"] if after else ["Triton ms"])
     head += ["eager ms", "compile ms", "Triton GB/s", "of peak"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
-    for key, impls in rows.items():
-        op, b, n, d, h, mode = key
-        tri_ms, tri_gbs = later.get(key, {}).get("triton", impls["triton"])
-        times = {"triton": tri_ms, "reference": impls["reference"][0],
-                 "compiled-reference": impls["compiled-reference"][0]}
+    for group, case in rows.items():
+        impls = dict(case.impls)
+        retimed = later[group].impls.get("triton") if group in later else None
+        if retimed:
+            impls["triton"] = retimed
+        times = {k: impls[k][0] for k in IMPLS if k in impls}
         best = min(times, key=times.get)
         cell = {k: (f"**{v:.3g}**" if k == best else f"{v:.3g}") for k, v in times.items()}
-        cols = [f"{op} ({b}, {n}, {d}, {h})", mode]
+        sizes = ", ".join(f"{k}={v}" for k, v in case.shape.items())
+        cols = [f"{case.op} ({sizes})", case.pass_]
         if after:  # "—": the kernel's code did not change between the two runs
-            cols.append(f"{impls['triton'][0]:.3g}" if key in later else "—")
-        cols.append(cell["triton"])
-        cols += [cell["reference"], cell["compiled-reference"], f"{tri_gbs:.0f}",
-                 f"{100 * tri_gbs / peak_gbs:.0f} %"]
+            cols.append(f"{case.impls['triton'][0]:.3g}" if retimed and "triton" in case.impls
+                        else "—")
+        cols += [cell.get(k, "—") for k in IMPLS]
+        tri_gbs = impls["triton"][1] if "triton" in impls else None
+        cols += ([f"{tri_gbs:.0f}", f"{100 * tri_gbs / peak_gbs:.0f} %"] if tri_gbs is not None
+                 else ["—", "—"])
         out.append("| " + " | ".join(cols) + " |")
     return "\n".join(out)
 

@@ -15,6 +15,9 @@ std √0.1 on context and query labels), MSELoss and torch.optim.Adam: one step 
 
     pytest bench/test_he2025_bench.py --benchmark-only --benchmark-columns=mean,min,rounds \
         -k "authors or fused" --benchmark-max-time=2 --benchmark-min-rounds=10
+
+Groups (bench/groups.py): op he2025_adam_step, shape (R, H, d, L, B), pass "1 step" (the authors'
+step and the torch step) or "STEPS_PER_CALL steps" (a fused call), and the thread count.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from groups import label
 from torch import nn
 
 from fastattn._core_loader import core as _core
@@ -80,6 +84,11 @@ def threads(request):
     torch.set_num_threads(old)
 
 
+def _label(benchmark, runs, steps, impl, threads):
+    label(benchmark, "he2025_adam_step", {"R": runs, "H": H, "d": d, "L": L, "B": B},
+          f"{steps} step{'s' * (steps > 1)}", impl, threads=threads)
+
+
 def test_authors_step(benchmark, threads):
     torch.manual_seed(1029)
     model = AuthorsAttention()
@@ -94,7 +103,7 @@ def test_authors_step(benchmark, threads):
         opt.step()
         return loss
 
-    benchmark.extra_info.update(runs=1, threads=threads)
+    _label(benchmark, 1, 1, "authors", threads)
     benchmark(step)
 
 
@@ -122,7 +131,7 @@ def test_fused_step(benchmark, threads, runs):
     def steps():
         return _core.he_adam_steps(theta, m, v, step0=next(counter), **args)
 
-    benchmark.extra_info.update(runs=runs, threads=threads, steps_per_call=STEPS_PER_CALL)
+    _label(benchmark, runs, STEPS_PER_CALL, "fused", threads)
     benchmark(steps)
 
 
@@ -147,5 +156,5 @@ def test_batched_step(benchmark, threads, runs, stream):
         adam_update(state, grads, cfg)
         return loss
 
-    benchmark.extra_info.update(runs=runs, threads=threads, stream=stream)
+    _label(benchmark, runs, 1, f"torch-{stream}", threads)
     benchmark(step)

@@ -10,12 +10,17 @@ forward and forward+backward, float32; the sampler against the torch samplers.
 
     pytest bench/test_kernels_bench.py --benchmark-only --benchmark-columns=mean,ops
     pytest bench/test_kernels_bench.py -k cuda --benchmark-json bench.json  # the GPU table
+
+Each case is labelled with its (op, shape, pass) group and fields (bench/groups.py), so the
+implementations of one op, shape and pass share a table (``--benchmark-group-by=group``, the
+default); comparing revisions: docs/performance.md, "Comparing revisions".
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from groups import label
 
 import fastattn.ops as ops
 from fastattn.triton_kernels.cubic.reference import cubic_hidden_reference
@@ -83,6 +88,8 @@ def _literal_step(params, step, lmat):
 @pytest.mark.parametrize("path", ["fused", "literal"])
 def test_cpu_sampled_training_step(benchmark, path):
     """Sequences per second of sample + forward + backward + update (B = 2^14, float32)."""
+    label(benchmark, "sampled_training_step", {"B": BATCH, "N": N, "D": D, "H": H},
+          "sample+fwd+bwd+update", path)
     params, lmat, state = _params(), _cov_factor(), {"step": 0}
     fn = _fused_step if path == "fused" else _literal_step
 
@@ -110,6 +117,12 @@ CUDA_CASES = {
     # (B, T, E, H): Sander et al. Fig. 7 (B = 1024, T = 50, E = 10, H = 64), and a longer T
     "pe_attention": [(1 << 10, 50, 10, 64), (1 << 12, 256, 16, 4)],
 }
+CUDA_KERNEL_CASES = [(op, *c) for op, cases in CUDA_CASES.items() for c in cases]
+CUDA_IMPLS = ("triton", "reference", "compiled-reference")
+CUDA_PASSES = ("fwd", "fwd+bwd")
+# the names of a case's four sizes, for its benchmark group and extra_info (bench/groups.py)
+CUDA_DIMS = {op: ("B", "T", "E", "H") if op == "pe_attention" else ("B", "N", "D", "H")
+             for op in CUDA_CASES}
 
 
 def _cuda_case(op, b, n, d, h, device="cuda"):
@@ -150,17 +163,22 @@ def _cuda_case(op, b, n, d, h, device="cuda"):
 _COMPILED: dict[str, object] = {}
 
 
+def label_kernel(benchmark, op, b, n, d, h, impl, mode):
+    """test_cuda_kernel's group and fields (bench/groups.py; read by bench/gpu_table.py)."""
+    label(benchmark, op, dict(zip(CUDA_DIMS[op], (b, n, d, h), strict=True)), mode, impl)
+
+
 @cuda
-@pytest.mark.parametrize("mode", ["fwd", "fwd+bwd"])
-@pytest.mark.parametrize("impl", ["triton", "reference", "compiled-reference"])
-@pytest.mark.parametrize("op,b,n,d,h", [(op, *c) for op, cases in CUDA_CASES.items()
-                                        for c in cases], ids=str)
+@pytest.mark.parametrize("mode", CUDA_PASSES)
+@pytest.mark.parametrize("impl", CUDA_IMPLS)
+@pytest.mark.parametrize("op,b,n,d,h", CUDA_KERNEL_CASES, ids=str)
 def test_cuda_kernel(benchmark, op, b, n, d, h, impl, mode):
     """Wall time of one synchronised call (pytest-benchmark) and the kernel time on the device
     (triton.testing.do_bench: CUDA events, L2 flushed, median); GB/s from the latter and the
     fewest bytes the pass must move (the ``CUDA_CASES`` comment)."""
     from triton.testing import do_bench
 
+    label_kernel(benchmark, op, b, n, d, h, impl, mode)
     args, fused, ref, fwd_elems, bwd_elems = _cuda_case(op, b, n, d, h)
     if impl == "triton":
         fn = lambda: fused(*args, backend="triton")  # noqa: E731
@@ -195,6 +213,7 @@ def test_cuda_sampling(benchmark, b, n, d, backend):
     """Sequences per second of ``sample_icl_stats`` on CUDA (float32; writes only (β, x_q, y_q))."""
     from triton.testing import do_bench
 
+    label(benchmark, "sample_icl_stats", {"B": b, "N": n, "D": d}, "sample", backend)
     lmat = torch.eye(d, device="cuda")
     mu = torch.zeros(d, device="cuda")
     state = {"step": 0}
@@ -223,6 +242,8 @@ def test_cuda_he_train_step(benchmark, runs, heads):
     from triton.testing import do_bench
 
     d, context, batch = 5, 40, 256
+    label(benchmark, "he_adam_step", {"R": runs, "H": heads, "d": d, "L": context, "B": batch},
+          "adam step", "triton")
     dd = d + 1
     p = 3 * heads * dd * dd + heads * dd
     g = torch.Generator(device="cuda").manual_seed(0)

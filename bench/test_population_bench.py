@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from groups import label
 
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.population import LinearAttentionObjective, Moments, integrate, make_evaluator, reference
@@ -107,7 +108,7 @@ def _big(D: int, seed: int = 0):
 @pytest.mark.parametrize("impl", ["cpp_dense", "cpp_eigenbasis", "torch_reference", "numpy_floor"])
 def test_per_step_evaluator(benchmark, D, impl):
     dims, m, th = _big(D)
-    benchmark.group = f"per-step D={D}"
+    label(benchmark, "separate_loss_grad", {"D": D, "H": D, "R": 1}, "loss+grad", impl)
     if impl == "torch_reference":
         benchmark(lambda: reference.loss_and_grad("separate", th, dims, m))
         return
