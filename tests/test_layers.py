@@ -103,13 +103,6 @@ def edges(typing: bool = False) -> list[tuple[str, str]]:
     return sorted((module_name(p), target) for p in sources() for target in imported(p, typing))
 
 
-#: Import circles still in the tree. The test also fails when one is gone, so this list only shrinks.
-CIRCLES_PENDING: set[tuple[str, ...]] = {
-    ("fastattn.sweep.schema", "fastattn.sweep.store"),
-    ("fastattn.triton_kernels.aot", "fastattn.triton_kernels.aot_cli"),
-}
-
-
 def circles(pairs: list[tuple[str, str]]) -> set[tuple[str, ...]]:
     """The import circles of the graph `pairs` (src, dst): its strongly connected components of
     more than one module, each sorted (Tarjan's algorithm, iterative)."""
@@ -248,12 +241,9 @@ def test_no_import_circle():
     """No module imports itself round a circle, counting the imports under `if TYPE_CHECKING:`:
     a type-only circle (the engines importing `TrainConfig` back from the trainer) is still two
     modules that cannot be understood, or moved, one without the other."""
-    found = circles(edges(typing=True))
-    new = sorted(found - CIRCLES_PENDING)
-    assert not new, "import circles (the modules of each line import each other, round a " \
-        "circle):\n" + "\n".join(", ".join(c) for c in new)
-    gone = sorted(CIRCLES_PENDING - found)
-    assert not gone, f"no longer a circle: remove from CIRCLES_PENDING: {gone}"
+    found = sorted(circles(edges(typing=True)))
+    assert not found, "import circles (the modules of each line import each other, round a " \
+        "circle):\n" + "\n".join(", ".join(c) for c in found)
 
 
 def test_the_circle_finder():

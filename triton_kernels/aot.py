@@ -16,7 +16,6 @@ Exit status 1 when a kernel fails to compile.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import os
@@ -38,7 +37,6 @@ __all__ = [
     "KernelReport",
     "compile_report",
     "kernel_names",
-    "main",
     "planned_launches",
     "run_report",
 ]
@@ -408,17 +406,3 @@ def run_report(targets: list[str], kernels: list[str] | None = None, as_json: bo
     for r in failed:
         print(f"error compiling {r.kernel} for {r.target} [{r.config}]:\n{r.error}", file=sys.stderr)
     return 1 if failed else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m fastattn.triton_kernels.aot``: same options as ``fastattn kernels``."""
-    from .aot_cli import DESCRIPTION, add_arguments, run
-
-    parser = argparse.ArgumentParser(prog="python -m fastattn.triton_kernels.aot",
-                                     description=DESCRIPTION)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

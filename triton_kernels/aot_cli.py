@@ -1,12 +1,13 @@
 """Command-line options of the AOT compile report (``fastattn kernels``,
-``python -m fastattn.triton_kernels.aot``), kept free of torch and triton imports so that building
+``python -m fastattn.triton_kernels.aot_cli``), kept free of torch and triton imports so that building
 the ``fastattn`` parser stays cheap."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-__all__ = ["add_arguments", "add_parser", "run"]
+__all__ = ["add_arguments", "add_parser", "main", "run"]
 
 DESCRIPTION = ("Compile every Triton kernel of the library at every launch configuration its "
                "launchers choose, for an NVIDIA target, without a GPU; report registers, spills, "
@@ -50,3 +51,15 @@ def run(args: argparse.Namespace) -> int:
                              f"`fastattn kernels --list` lists them")
     return run_report(targets=args.target or ["sm_90"], kernels=args.kernel, as_json=args.json,
                       list_only=args.list, jobs=args.jobs, quick=args.quick)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fastattn.triton_kernels.aot_cli``: the options of ``fastattn kernels``."""
+    parser = argparse.ArgumentParser(prog="python -m fastattn.triton_kernels.aot_cli",
+                                     description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

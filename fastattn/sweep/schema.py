@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+#: the results table's file name in a sweep folder
+TABLE = "results.parquet"
 #: raised when a column changes type or meaning; in the Parquet schema's metadata and in run records
 SCHEMA_VERSION = 1
 #: the key of the schema version in the Parquet schema's metadata
@@ -131,7 +133,6 @@ def dataset(folders: Iterable[str | Path]):
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    from fastattn.sweep.store import TABLE
 
     paths = [str(Path(f) / TABLE) for f in folders]
     schemas = [pq.read_schema(p) for p in paths]

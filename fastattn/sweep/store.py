@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from fastattn.outputs import Output
+from fastattn.sweep.schema import TABLE
 from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
 RECORDS = "records"
-TABLE = "results.parquet"
 SWEEP = "sweep.json"
 
 

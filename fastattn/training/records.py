@@ -100,7 +100,7 @@ def _rev_parse(root: Path) -> str | None:
 
 def environment() -> dict[str, Any]:
     """Versions, git revision, host and time: what a run record needs to be traced back."""
-    from fastattn.info import core_report, versions
+    from fastattn.versions import core_report, versions
 
     core_status = core_report()
     return {

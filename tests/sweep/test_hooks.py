@@ -178,10 +178,10 @@ def test_zhang_hook_reads_the_initial_value_weights_off_the_family(kind, scheme)
     """The hook's v0 before any model is built (the family's `init_variances`) is the RMS of the
     value weights the model then draws (400 heads: the RMS is within 15 % of its expectation),
     for either init scheme."""
-    from fastattn.training.build import model_config
     from fastattn.models import build_model
     from fastattn.sweep.hooks.zhang2025 import typical_value_weight
     from fastattn.tasks import LinearRegression
+    from fastattn.training.build import model_config
 
     task = LinearRegression(3, context=7)
     options = {"kind": kind, "heads": 400, "init_scale": 0.1, "init_scheme": scheme}

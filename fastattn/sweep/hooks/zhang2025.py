@@ -35,8 +35,8 @@ def typical_value_weight(task: LinearRegression, model: Mapping[str, Any]) -> fl
     """Typical |v_i(0)|: the standard deviation of the value weights (the first block of the flat
     vector) at initialisation, from the family's own initial statistics (`init_variances`:
     init/√H in the paper scheme, App. C.2, init in the code scheme)."""
-    from fastattn.training.build import model_config
     from fastattn.models import get_model
+    from fastattn.training.build import model_config
 
     variances = get_model(model["kind"]).model.init_variances(model_config(model, task))
     return math.sqrt(next(iter(variances.values())))
