@@ -176,6 +176,29 @@ def _smooth(
     return _Smoothed(grid, smooth, slope, level_sd, slope_sd, sd_raw, width * step)
 
 
+# samples per window wherever a curve is not exact: in the pass that estimates the noise, and as
+# the floor of the detector's windows for noisy curves
+_NOISY_WINDOW = 5
+# ln L scatter about the first pass below which a curve counts as exact: above the solver and
+# rounding error of flow and GD records (<= 3e-7 in the quick Zhang ledger), below sampled runs
+_EXACT_NOISE = 1e-6
+
+
+def _min_samples_for_noise(sd_raw: float, n_sigma: float, rel_tol: float) -> int:
+    """Samples per smoothing window that make the smoothed level's noise ≲ rel_tol / n_sigma.
+
+    An exact curve (sd_raw <= _EXACT_NOISE) needs no averaging: one sample per window, since
+    wider windows smear each drop into the edges of the plateaus around it (at 67 records per
+    decade a floor of 5 trimmed every edge by ~0.08 decades and lost 0.18-decade plateaus).
+    Sparse stretches of an exact curve (early steps of a step grid) need no floor either: each
+    window still widens until it holds about one sample. A noisy curve keeps a floor of
+    _NOISY_WINDOW: its noise is estimated globally, and where it is heteroscedastic (SGD: a quiet
+    first plateau, larger fluctuations after a drop) the estimate under-reports the loud stretch.
+    """
+    floor = 1 if sd_raw <= _EXACT_NOISE else _NOISY_WINDOW
+    return int(np.clip(math.ceil((max(n_sigma, 1.0) * sd_raw / rel_tol) ** 2), floor, 1000))
+
+
 def smooth_log_curve(
     time: ArrayLike,
     loss: ArrayLike,
@@ -222,8 +245,9 @@ def find_plateaus_and_drops(
         smooth_decades: Gaussian smoothing width in decades (raise it for very noisy curves).
         min_samples: minimum number of raw samples per smoothing window (the width adapts);
             None chooses it from the estimated noise, ((n_sigma · noise s.d.) / rel_tol)²
-            clipped to 5..1000, and also widens each window until the slope noise is at most
-            slope_tol / n_sigma; exact curves keep the narrow width.
+            clipped to 5..1000 (1..1000 for an exact curve, whose scatter is at rounding level:
+            one sample per window), and also widens each window until the slope noise is at most
+            slope_tol.
         slope_tol: a point is flat if |d ln L / d ln t| < slope_tol (+ n_sigma × slope noise).
         rel_tol: the largest drift of ln L within a plateau, and the largest level difference
             (in ln L) of two pieces that may be merged (each + n_sigma × level noise).
@@ -237,10 +261,11 @@ def find_plateaus_and_drops(
     """
     t, y = _clean(time, loss)
     if min_samples is None:
-        # enough samples per window that the smoothed level's noise is ≲ rel_tol / n_sigma
-        sd_raw = _smooth(t, y, points_per_decade, smooth_decades, 5).sd_raw
-        min_samples = int(np.clip(math.ceil((max(n_sigma, 1.0) * sd_raw / rel_tol) ** 2), 5, 1000))
-        # and wide enough windows that the slope noise is <= slope_tol / n_sigma
+        # the noise is measured about a curve averaged over >= _NOISY_WINDOW samples: windows of
+        # single samples would follow the noise of sparse stretches and hide it
+        sd_raw = _smooth(t, y, points_per_decade, smooth_decades, _NOISY_WINDOW).sd_raw
+        min_samples = _min_samples_for_noise(sd_raw, n_sigma, rel_tol)
+        # and wide enough windows that the slope noise is <= slope_tol
         sm = _smooth(t, y, points_per_decade, smooth_decades, min_samples, sd_raw, slope_tol)
     else:
         sm = _smooth(t, y, points_per_decade, smooth_decades, min_samples)
