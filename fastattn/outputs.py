@@ -60,28 +60,30 @@ def signals_held() -> Iterator[None]:
     after it. A file's rename and its manifest entry are one step this way: a Ctrl-C between the
     two would leave a file fastattn wrote that its manifest does not list.
 
-    The handlers are swapped, not the signals masked: a signal that reached the process just
-    before the block but that Python has not yet handled would, under a mask, still raise at the
-    block's first instruction. Only the main thread receives signals; elsewhere the block runs
-    unchanged."""
+    The signals are masked, and their Python handlers swapped for one that notes them: a signal
+    that reached the process just before the mask, which Python has not yet handled, would
+    otherwise still raise at the block's first instruction. A handler installed outside Python
+    (`signal.getsignal` gives None) is left in place, under the mask alone. Only the main thread
+    receives signals; elsewhere the block runs unchanged."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    signals = {signal.SIGINT, signal.SIGTERM}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     held: list[tuple[int, Any]] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, lambda s, frame: held.append((s, frame)))
+    previous = {s: signal.signal(s, lambda s, frame: held.append((s, frame)))
+                for s in sorted(signals) if signal.getsignal(s) is not None}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if held:
             signum, frame = held[0]
-            handler = previous[signum]
-            if callable(handler):
-                handler(signum, frame)
-            elif handler == signal.SIG_DFL:
+            if callable(previous[signum]):
+                previous[signum](signum, frame)
+            elif previous[signum] == signal.SIG_DFL:
                 signal.raise_signal(signum)
 
 

@@ -11,7 +11,18 @@ import pytest
 from fastattn.outputs import signals_held
 
 
-def test_a_signal_python_has_not_yet_handled_waits_for_the_block():
+@pytest.fixture
+def handlers():
+    """Python's own handlers for the test (another test, or Ray, may have left SIGINT ignored)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    for signum, handler in before.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+
+
+def test_a_signal_python_has_not_yet_handled_waits_for_the_block(handlers):
     """`interrupt_main` trips SIGINT as a signal does that reached the process just before the block
     and that Python handles at its next instruction: under a signal mask alone it raised inside."""
     steps = []
@@ -22,7 +33,16 @@ def test_a_signal_python_has_not_yet_handled_waits_for_the_block():
     assert steps == [0, 1, 2]
 
 
-def test_sigterm_reaches_its_own_handler_after_the_block():
+def test_a_signal_from_outside_waits_for_the_block(handlers):
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_held():
+            signal.raise_signal(signal.SIGINT)
+            steps.extend(range(3))
+    assert steps == [0, 1, 2]
+
+
+def test_sigterm_reaches_its_own_handler_after_the_block(handlers):
     got = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
     try:
@@ -35,7 +55,7 @@ def test_sigterm_reaches_its_own_handler_after_the_block():
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_without_a_signal_the_handlers_are_restored():
+def test_without_a_signal_the_handlers_are_restored(handlers):
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     with signals_held():
         pass

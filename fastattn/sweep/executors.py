@@ -145,12 +145,14 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
             # installed package. An empty working_dir keeps the workers' imports those of the
             # installed environment.
             kw["runtime_env"] = {"working_dir": tempfile.mkdtemp(prefix="fastattn-ray-")}
-            # ray.init installs its own SIGTERM handler (exit at once, the sweep's markers left
-            # behind): the sweep's (`terminate_as_interrupt`) is put back
-            term = signal.getsignal(signal.SIGTERM)
+            # ray.init installs its own handlers (SIGTERM: exit at once, the sweep's markers left
+            # behind): the sweep's (`terminate_as_interrupt`, Ctrl-C) are put back
+            handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
             ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
             if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, term)
+                for signum, handler in handlers.items():
+                    if handler is not None:
+                        signal.signal(signum, handler)
             started = True
         pending: dict[Any, list[RunItem]] = {}
         try:
