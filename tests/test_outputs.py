@@ -22,22 +22,18 @@ def handlers():
             signal.signal(signum, handler)
 
 
-def test_a_signal_python_has_not_yet_handled_waits_for_the_block(handlers):
-    """`interrupt_main` trips SIGINT as a signal does that reached the process just before the block
-    and that Python handles at its next instruction: under a signal mask alone it raised inside."""
+@pytest.mark.parametrize("deliver", [
+    # trips SIGINT as a signal does that reached the process just before the block and that Python
+    # handles at its next instruction: under a signal mask alone it raised inside the block
+    lambda: _thread.interrupt_main(signal.SIGINT),
+    # a signal sent while the block runs
+    lambda: signal.raise_signal(signal.SIGINT),
+], ids=["pending-before-the-block", "during-the-block"])
+def test_ctrl_c_waits_for_the_block(handlers, deliver):
     steps = []
     with pytest.raises(KeyboardInterrupt):
         with signals_held():
-            _thread.interrupt_main(signal.SIGINT)
-            steps.extend(range(3))
-    assert steps == [0, 1, 2]
-
-
-def test_a_signal_from_outside_waits_for_the_block(handlers):
-    steps = []
-    with pytest.raises(KeyboardInterrupt):
-        with signals_held():
-            signal.raise_signal(signal.SIGINT)
+            deliver()
             steps.extend(range(3))
     assert steps == [0, 1, 2]
 
