@@ -23,9 +23,11 @@ from fastattn.sweep import read_table, run_sweep, store  # noqa: E402
 from fastattn.sweep.worker import INFLIGHT, process_alive  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
 
-# flow runs that would take minutes (rk4, 1e8 steps): they are always running when signalled
+# flow runs that would take minutes (rk4, 1e8 steps; the sweep's cap of 5e6 evaluations and its
+# theory's target loss lifted: with them a run ended in seconds, at times before the signal)
 ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "2",
-           "--integrator", "rk4", "--dt", "1e-4", "--time", "1e4"]
+           "--integrator", "rk4", "--dt", "1e-4", "--time", "1e4", "--max-evals", "1000000000",
+           "--target-loss", "0"]
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
         "init": 1e-2, "spectrum": "linear", "records": 120}
 
