@@ -306,14 +306,19 @@ def test_auto_interpolates_records_inside_its_steps(rng):
     ref = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=2e4,
                     rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
     land = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=2e4,
-                     record_times=rec)
+                     record_times=rec, record_params=True)
     assert u.status == ref.status == "t_end"
     assert u.n_steps < few.n_steps + 150 < land.n_steps
-    # measured over 15 seeds: up to 1.5e-4 (params, relative to their scale) and 1.2e-4 (loss);
-    # rk45 or stabilized landing on the records: ~3e-5
+    # A record inside a step is about as accurate as one the integrator lands on. Near a fast
+    # escape any integrator's error grows (rk45 landing on the records: up to 3e-4 of the scale),
+    # so each record's error is bounded by rk45-landed's there: over 301 seeds the interpolated
+    # error never exceeded 8x the landed one by more than 2.8e-5 (params) or 4.2e-5 (loss).
     scale = np.abs(ref.params).max()
-    assert np.abs(u.params - ref.params).max() < 1e-3 * scale
-    np.testing.assert_allclose(u.loss, ref.loss, rtol=5e-4)
+    err_u = np.abs(u.params - ref.params).max(axis=1) / scale
+    err_land = np.abs(land.params - ref.params).max(axis=1) / scale
+    assert np.all(err_u <= 1e-4 + 8 * err_land)
+    loss_u, loss_land = np.abs(u.loss / ref.loss - 1), np.abs(land.loss / ref.loss - 1)
+    assert np.all(loss_u <= 2e-4 + 8 * loss_land)
     own = [loss_and_grad("separate", p, dims, m)[0] for p in u.params]
     np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 

@@ -28,10 +28,7 @@ ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "
            "--target-loss", "0"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.xfail(
-    reason="open bug (issue 38 note, session 13): in the full suite and in clean-clone CI a Ctrl-C "
-           "of a Ray sweep exits 0 with its endless runs stopped; alone it exits 130 (6 of 6 runs)",
-    strict=False))])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_ray_sweep_and_leaves_no_marker(tmp_path, signum):
     import time
 
