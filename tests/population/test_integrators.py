@@ -337,10 +337,12 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
                     rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
     assert u.status == ref.status == "t_end"
     assert u.n_steps <= few.n_steps + 10
-    # the records change the accepted steps a little (over 31 seeds: −2…+5 steps, 0 for most), and
-    # a step of a stiff phase costs many evaluations: each extra step is allowed its average cost
+    # the records perturb the step sequence a little (over 91 seeds: −5…+5 accepted steps, ±2
+    # rejected, none for most), and a step of a stiff phase costs many evaluations: each step
+    # that changed, accepted or rejected, is allowed its average cost
     per_step = few.n_evals / few.n_steps
-    assert u.n_evals <= few.n_evals + rec.size + 60 + max(0, u.n_steps - few.n_steps) * per_step
+    changed = abs(u.n_steps - few.n_steps) + abs(u.n_rejected - few.n_rejected)
+    assert u.n_evals <= few.n_evals + rec.size + 60 + changed * per_step
     # measured over 5 seeds: up to 3.1e-5 (params, relative to their scale), 2e-5 (loss)
     scale = np.abs(ref.params).max()
     assert np.abs(u.params - ref.params).max() < 3e-4 * scale
