@@ -1,6 +1,6 @@
 """The front doors against the engines behind them (issue 25): one table, every figure measured in
 this run beside its anchor. `python bench/doors.py` prints the table and writes it into
-docs/performance.md (between the DOORS markers); `--quick` shortens every measurement (for CI
+docs/benchmarks.md (between the DOORS markers); `--quick` shortens every measurement (for CI
 smoke runs; the docs table comes from the full run).
 
 Rows (door; engine it should reach; anchor measured in the same run):
@@ -42,7 +42,7 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 HE = dict(dim=5, heads=2, context=40, batch=256)
-DOCS = ROOT / "docs" / "performance.md"
+DOCS = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- DOORS BEGIN (python bench/doors.py) -->", "<!-- DOORS END -->"
 
 
@@ -268,7 +268,7 @@ def musat_row(quick: bool) -> Row:
                f"`auto` {times['auto']:.2f} s", f"best fixed: {best[1]} {best[0]:.2f} s",
                "`auto` within 1.2× of the best fixed integrator",
                ("met" if ratio <= 1.2 else "not met") + f": {ratio:.2f}× (every registered objective's "
-               "benchmark flow: `python bench/auto_table.py`, docs/performance.md \"auto against the "
+               "benchmark flow: `python bench/auto_table.py`, docs/benchmarks.md \"auto against the "
                "fixed integrators\")")
 
 

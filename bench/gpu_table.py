@@ -10,7 +10,7 @@ GB/s are the ones shown and the first file's Triton time is shown as "before" (f
 later run re-timed). Rows and implementations are matched by the benchmark's group and its
 ``extra_info`` fields, never by test name. Both files may be ``--benchmark-autosave`` runs from
 ``.benchmarks/``; pytest-benchmark's own ``--benchmark-compare`` compares wall times, this table
-the device medians it records in ``extra_info`` (docs/performance.md, "Comparing revisions").
+the device medians it records in ``extra_info`` (docs/benchmarks.md, "Comparing revisions").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A benchmark calls :func:`label` once: its group (what ``--benchmark-group-by=gro
 table, and ``--benchmark-compare`` compares within) names the op, the shape and the pass, so the
 implementations of one comparison sit side by side; ``extra_info`` carries ``op``, ``shape`` (a
 dict of named sizes), ``pass`` and ``impl``, so that tables (bench/gpu_table.py) read fields of the
-saved JSON instead of parsing test names. Comparing revisions: docs/performance.md, "Comparing
+saved JSON instead of parsing test names. Comparing revisions: docs/benchmarks.md, "Comparing
 revisions".
 """
 

@@ -13,7 +13,7 @@ forward and forward+backward, float32; the sampler against the torch samplers.
 
 Each case is labelled with its (op, shape, pass) group and fields (bench/groups.py), so the
 implementations of one op, shape and pass share a table (``--benchmark-group-by=group``, the
-default); comparing revisions: docs/performance.md, "Comparing revisions".
+default); comparing revisions: docs/benchmarks.md, "Comparing revisions".
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Small shared test utilities (importable as `helpers`; pytest puts tests/ on sys.path)."""
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,18 @@ def seeded_torch(rng: np.random.Generator) -> torch.Generator:
 def mc_mean_and_se(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Monte-Carlo mean and its standard error over axis 0."""
     return samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
+
+
+def ellipsis_pattern(expected: str) -> re.Pattern:
+    """The output a doc page shows, as a regex for `fullmatch`: `...` is any text within a line,
+    or any number of lines on a line of its own (doctest's ELLIPSIS)."""
+    parts = []
+    for line in expected.splitlines():
+        if line == "...":
+            parts.append(r"(?:.*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.split("...")) + r"\n")
+    return re.compile("".join(parts))
 
 
 #: name → {"doc", "out", "figures"} of each figure reproduced quick in this session (`quick_figure`)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ellipsis_pattern as pattern
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "tutorial.md"
 #: the checkout's command line, as the installed `fastattn` script runs it
@@ -28,16 +30,6 @@ def steps(text: str) -> list[tuple[str, str]]:
             command, _, expected = chunk.partition("\n")
             out.append((command, expected))
     return out
-
-
-def pattern(expected: str) -> re.Pattern:
-    parts = []
-    for line in expected.splitlines():
-        if line == "...":
-            parts.append(r"(?:.*\n)*?")
-        else:
-            parts.append(".*?".join(re.escape(p) for p in line.split("...")) + r"\n")
-    return re.compile("".join(parts))
 
 
 def argv(command: str) -> list[str]:
