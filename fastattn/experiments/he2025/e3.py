@@ -23,7 +23,7 @@ def runs(quick: bool = False) -> list[RunSpec]:
     lr 2e-3), batch 256, 40 log-spaced snapshots."""
     groups = [(2, 0)] if quick else [(2, 0), (2, 1), (4, 0), (4, 1)]
     steps, lr = (400, 1e-2) if quick else (20_000, 2e-3)
-    train = {"lr": lr, "steps": steps, "n_records": 60, "n_snapshots": 40}
+    train = {"lr": lr, "steps": steps, "n_records": 60}
     return [preset_run(f"H{h}_seed{s}", *PAIR, group={"heads": h, "seed": s},
                        task={"data_seed": 10 * h + s}, model={"heads": h, "init_seed": 10 * h + s},
                        train=train) for h, s in groups]

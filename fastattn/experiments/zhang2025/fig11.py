@@ -16,7 +16,7 @@ from fastattn.theory import zhang2025 as theory
 
 def runs(quick: bool) -> list[RunSpec]:
     return [run(f"R{r}", "separate", {"rank": r}, model={"rank": r},
-                train=rk45(1e6, snapshots=400)) for r in (2, 3, 4)]
+                train=rk45(1e6, n_records=800, n_snapshots=400)) for r in (2, 3, 4)]
 
 
 def value_escapes(run: Run) -> list[float]:

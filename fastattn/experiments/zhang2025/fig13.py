@@ -24,7 +24,7 @@ def runs(quick: bool) -> list[RunSpec]:
             out.append(run(f"R{rank}_seed{s}", "separate", {"rank": rank, "seed": s},
                            task={"spectrum": ",".join(map(str, D4_REPEATED)), "rotation_seed": s},
                            model={"heads": 4, "rank": rank, "init_seed": s},
-                           train=rk45(1e6, snapshots=20)))
+                           train=rk45(1e6, n_records=800, n_snapshots=20)))
     return out
 
 

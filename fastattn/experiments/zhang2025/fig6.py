@@ -35,8 +35,8 @@ def runs(quick: bool) -> list[RunSpec]:
                            model={"heads": heads[panel], "init_scale": w},
                            # plateau gradients scale as w²: GRAD_TOL stops init 1e-3's
                            # ATTN_S on its m = 2 plateau (L = 0.3774)
-                           train=rk45(horizon(panel, w), records=800, snapshots=40,
-                                      grad_tol=GRAD_TOL * min(1.0, (w / 1e-2) ** 2))))
+                           train=rk45(horizon(panel, w), GRAD_TOL * min(1.0, (w / 1e-2) ** 2),
+                                      n_records=800)))
     return out
 
 

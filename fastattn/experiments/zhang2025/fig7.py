@@ -17,13 +17,14 @@ def runs(quick: bool) -> list[RunSpec]:
     for d in dims:
         task = {"dim": d, "context": 127, "spectrum": "inverse"}
         specs.append(run(f"merged_D{d}", "merged", {"model": "merged", "dim": d}, task=task,
-                         model={"heads": 8, "init_scale": 1e-2}, train=rk45(3e4, snapshots=10)))
+                         model={"heads": 8, "init_scale": 1e-2},
+                         train=rk45(3e4, n_records=800, n_snapshots=10)))
         t_end = {8: 3e6, 16: 3e6, 32: 3e5}[d]
         specs.append(run(f"separate_D{d}", "separate", {"model": "separate", "dim": d}, task=task,
                          model={"heads": d},
                          # N = 127 flattens the plateaus: GRAD_TOL stops D = 8 on m = 7
                          # (L = 0.1035), so these end at the horizon
-                         train=rk45(t_end, snapshots=10, grad_tol=GRAD_TOL / 100)))
+                         train=rk45(t_end, GRAD_TOL / 100, n_records=800, n_snapshots=10)))
     return specs
 
 

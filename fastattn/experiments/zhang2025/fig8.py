@@ -21,9 +21,9 @@ def runs(quick: bool) -> list[RunSpec]:
     n = resolve(TASK, "separate").task["context"]
     task = {"context": tuple(range(1, n + 1))}     # next-token loss: N uniform on 1..31 (Eq. 24)
     return [run("merged", "merged", {"model": "merged"}, task=task, model={"heads": 8},
-                train=rk45(1e4, snapshots=20)),
+                train=rk45(1e4, n_records=800, n_snapshots=20)),
             run("separate", "separate", {"model": "separate"}, task=task, model={"heads": 4},
-                train=rk45(1e6, snapshots=20))]
+                train=rk45(1e6, n_records=800, n_snapshots=20))]
 
 
 #: context lengths drawn to estimate E(1/N) from the sampler (s.e. ≈ 0.19/√n ≈ 4e-4)

@@ -21,7 +21,8 @@ def rank_runs(quick: bool, ranks: tuple[int, ...], spectrum: str = "text",
     n = seeds if seeds is not None else (1 if quick else 3)
     return [run(f"R{r}_seed{s}", "separate", {"rank": r, "seed": s},
                 task={"dim": 8, "spectrum": SPECTRUM_D8[spectrum], "rotation_seed": s},
-                model={"heads": 9, "rank": r, "init_seed": s}, train=rk45(t_end))
+                model={"heads": 9, "rank": r, "init_seed": s},
+                train=rk45(t_end, n_records=800, n_snapshots=60))
             for r in ranks for s in range(n)]
 
 

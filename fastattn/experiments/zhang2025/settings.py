@@ -58,14 +58,13 @@ GRAD_TOL = 1e-8
 RTOL_PER_GRAD_TOL = 1e-2
 
 
-def rk45(t_end: float, records: int = 800, snapshots: int = 60,
-         grad_tol: float = GRAD_TOL) -> dict[str, Any]:
+def rk45(t_end: float, grad_tol: float = GRAD_TOL, **train: Any) -> dict[str, Any]:
     """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow), stopped at
     the horizon `t_end` or once the gradient norm falls below `grad_tol` (at the minimum the flow
     is stiff for an explicit method, and the converged tail carries no information), with rtol
     (and atol, 100× smaller) `RTOL_PER_GRAD_TOL`·grad_tol so that the integrator's error floor lies
     below the stop. Flatter plateaus (smaller inits, longer contexts) need a smaller `grad_tol`.
-    The trainer overrides (train=) of an exact-flow preset."""
+    The trainer overrides (train=) of an exact-flow preset, with the trainer values `train`."""
     rtol = RTOL_PER_GRAD_TOL * grad_tol
-    return {"t_end": t_end, "integrator": "rk45", "n_records": records, "n_snapshots": snapshots,
-            "grad_tol": grad_tol, "rtol": rtol, "atol": rtol * 1e-2}
+    return {"t_end": t_end, "integrator": "rk45", "grad_tol": grad_tol, "rtol": rtol,
+            "atol": rtol * 1e-2, **train}
