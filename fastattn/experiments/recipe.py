@@ -35,6 +35,10 @@ class RunSpec:
     population loss). The run record's config carries it (`objective_config`), so a cached
     record is reused only for the same objective.
 
+    `preset`: for a run built by `preset_run`, the (task kind, model kind) of the pair whose
+    preset it starts from and the overrides given to it (`{"task": {...}, "model": {...},
+    "train": {...}}`): what the recipe says, apart from the paper's setting.
+
     The trainer follows from the spec (`kind`); no recipe calls a trainer itself.
     """
 
@@ -45,6 +49,7 @@ class RunSpec:
     group: dict[str, Any] = field(default_factory=dict)
     init: tuple[float, ...] | None = None
     objective: Objective | None = None
+    preset: tuple[str, str, dict[str, dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if self.objective is not None and self.train.method not in ("flow", "gd"):
@@ -59,16 +64,21 @@ class RunSpec:
 
 
 def preset_run(label: str, task: str, model: str, /, *, group: dict[str, Any] | None = None,
+               init: tuple[float, ...] | None = None, objective: Objective | None = None,
                **given: dict[str, Any]) -> RunSpec:
     """The run `label` of the (task, model) pair's paper preset, overridden by `given` (task=,
     model=, train= dicts by field), resolved as `train` and `sweep` resolve a command line
-    (`fastattn.configs.resolve`): a paper's setting is written once, in its preset."""
+    (`fastattn.configs.resolve`): a paper's setting is written once, in its preset, and a recipe
+    states only what differs from it (tests/experiments/test_recipe.py checks that no override
+    restates the preset). `group`, `init`, `objective`: as `RunSpec`'s."""
     from fastattn.configs import resolve
     from fastattn.training.build import build_task, model_config
 
+    given = {k: dict(v) for k, v in given.items() if v}
     r = resolve(task, model, given)
     built = build_task(r.task)
-    return RunSpec(label, built, model_config(r.model, built), TrainConfig(**r.train), group or {})
+    return RunSpec(label, built, model_config(r.model, built), TrainConfig(**r.train), group or {},
+                   init, objective, (task, model, given))
 
 
 def trainer_kind(spec: RunSpec, model: Any = None) -> str:

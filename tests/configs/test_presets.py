@@ -183,3 +183,23 @@ def test_sander2024_orthogonal_cli_default_reaches_the_prop6_block_solution(tmp_
     assert np.abs(C[~block]).max() < 1e-6 * np.abs(C).max()
     T = np.arange(2, 21)
     np.testing.assert_allclose(P[T - 2, T - 2] / P[T - 2, T - 1], -0.5, atol=1e-4)
+
+
+def test_docs_table_of_presets_is_the_rendering_of_the_cards(monkeypatch):
+    """docs/configs.md's table of presets is generated (`python -m fastattn.configs.table
+    docs/configs.md`): the block equals `preset_table()`, and a preset's change reaches the
+    rendering (so a stale doc fails here)."""
+    import dataclasses
+    from pathlib import Path
+
+    from fastattn.configs import MODEL_CARDS
+    from fastattn.configs.table import preset_table, rewrite
+
+    doc = (Path(__file__).parents[2] / "docs" / "configs.md").read_text()
+    assert rewrite(doc) == doc, "docs/configs.md: run python -m fastattn.configs.table docs/configs.md"
+    card = MODEL_CARDS["merged_full"]
+    (preset,) = card.presets["linear_regression"]
+    moved = dataclasses.replace(preset, model=dict(preset.model, heads=3))
+    monkeypatch.setitem(MODEL_CARDS, "merged_full", dataclasses.replace(
+        card, presets={"linear_regression": (moved,)}))
+    assert "heads=3" in preset_table() and rewrite(doc) != doc

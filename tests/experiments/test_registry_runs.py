@@ -136,7 +136,7 @@ def test_objective_override_is_part_of_the_run_and_only_for_exact_runs(tmp_path)
     from fastattn.experiments.he2025.settings import task
 
     def spec(sigma2: float) -> RunSpec:
-        return RunSpec("H2", task(sigma2=0.1), KernelRegressorsConfig(5, 2), cfg,
+        return RunSpec("H2", task(), KernelRegressorsConfig(5, 2), cfg,
                        init=(1e-3, -1e-3, 1e-3, -1e-3),
                        objective=ApproxLossObjective(2, 5, 40, sigma2))
 

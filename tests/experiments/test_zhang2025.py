@@ -15,10 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import FigureBase
 
 from fastattn.experiments import claims, registry
-from fastattn.experiments.recipe import Run, RunSpec
+from fastattn.experiments.recipe import Run
 from fastattn.experiments.zhang2025 import fig1, fig3, fig5, fig14, rank
-from fastattn.experiments.zhang2025.settings import D4, flow_config, rotated_task
-from fastattn.models import SeparateConfig
 from fastattn.theory import zhang2025 as theory
 from helpers import quick_figure
 
@@ -27,10 +25,7 @@ def _fig3_run(seed: int) -> Run:
     # Seed 12 (of 0..15 scanned) has four well separated drops: in most seeds two drops overlap in
     # time, a plateau is then shorter than the detector's resolution and the Eq. 21 ansatz (one
     # head escaping at a time) does not apply to the overlapping pair.
-    spec = RunSpec(f"seed{seed}", rotated_task(D4, seed=seed),
-                            SeparateConfig(4, 4, 1, init_scale=1e-2, init_seed=seed),
-                            flow_config(1e5, snapshots=1000), {"seed": seed})
-    return registry.run_specs([spec])[0]
+    return registry.run_specs([fig3.seed_run(seed, quick=True)])[0]
 
 
 def test_separate_rank1_saddle_to_saddle():

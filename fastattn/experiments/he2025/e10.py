@@ -15,14 +15,14 @@ import numpy as np
 from fastattn.analysis.patterns import pattern_metrics
 from fastattn.analysis.risk import monte_carlo_risk
 from fastattn.experiments.he2025.e13 import effective_preconditioner
-from fastattn.experiments.he2025.settings import SIGMA2, D, one_thread, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import MultiHeadSoftmaxConfig
+from fastattn.experiments.he2025.settings import PAIR, SIGMA2, D, one_thread, task
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.tasks.spectra import toeplitz_cov
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
-COV = toeplitz_cov(D, 0.5)
+#: the AR(1) covariance Λ_ij = ρ^|i−j| of spec §2.2 (the task option cov_rho)
+RHO = 0.5
+COV = toeplitz_cov(D, RHO)
 
 
 def runs(quick: bool = False) -> list[RunSpec]:
@@ -30,11 +30,10 @@ def runs(quick: bool = False) -> list[RunSpec]:
     160}, 2·10⁴ steps at lr 2e-3, batch 256)."""
     lengths, steps, lr, batch = (((20, 80), 250, 1e-2, 128) if quick
                                  else ((20, 40, 80, 160), 20_000, 2e-3, 256))
-    cfg = TrainConfig(method="adam", lr=lr, steps=steps, batch_size=batch, n_records=40,
-                      n_snapshots=2)
-    return [RunSpec(f"L{L}", task(context=L, cov=COV, data_seed=L),
-                    MultiHeadSoftmaxConfig(D, 2, init_seed=L, dtype="float32"), cfg, {"L": L})
-            for L in lengths]
+    train = {"lr": lr, "steps": steps, "batch_size": batch, "n_records": 40, "n_snapshots": 2}
+    return [preset_run(f"L{L}", *PAIR, group={"L": L},
+                       task={"context": L, "cov_rho": RHO, "data_seed": L}, model={"init_seed": L},
+                       train=train) for L in lengths]
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -57,7 +56,7 @@ def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
             best = th.optimal_preconditioner(COV, L, SIGMA2, 1 / D)
             m = pattern_metrics(run.model.extract_kq().detach().double().numpy(),
                                 run.model.extract_ov().detach().double().numpy())
-            r = monte_carlo_risk(run.model, task(context=L, cov=COV), n, seed=L + 1)
+            r = monte_carlo_risk(run.model, task(context=L, cov_rho=RHO), n, seed=L + 1)
             out["models"][run.spec.label] = {
                 "L": L, "Gamma": gamma, "cosine_to_inverse_cov": cosine(gamma, inv),
                 "cosine_to_optimal": cosine(gamma, best),

@@ -16,12 +16,10 @@ import numpy as np
 
 from fastattn import plots
 from fastattn.analysis.risk import monte_carlo_risk
-from fastattn.experiments.he2025.settings import D_MT, L_TRAIN, SIGMA2, multitask_task, one_thread
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import MultiOutputSoftmaxConfig
+from fastattn.experiments.he2025.settings import D_MT, L_TRAIN, MULTITASK, SIGMA2, multitask_task, one_thread
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.models.predictors import MultiTaskKernel, MultiTaskRidge
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 N_TASKS = 2
 
@@ -30,12 +28,9 @@ def runs(quick: bool = False) -> list[RunSpec]:
     """Adam on the multi-output model, batch 256 (quick: H ∈ {2, 4}, 250 steps at lr 1e-2; full:
     H ∈ {1, 2, 3, 4}, 2·10⁴ steps at lr 2e-3; the paper: 5·10⁵ at 1e-3)."""
     heads, steps, lr = ((2, 4), 250, 1e-2) if quick else ((1, 2, 3, 4), 20_000, 2e-3)
-    cfg = TrainConfig(method="adam", lr=lr, steps=steps, batch_size=256, n_records=40,
-                      n_snapshots=2)
-    return [RunSpec(f"H{h}", multitask_task(data_seed=h),
-                    MultiOutputSoftmaxConfig(D_MT, h, outputs=N_TASKS, init_seed=h,
-                                             dtype="float32"), cfg, {"heads": h})
-            for h in heads]
+    train = {"lr": lr, "steps": steps, "n_records": 40, "n_snapshots": 2}
+    return [preset_run(f"H{h}", *MULTITASK, group={"heads": h}, task={"data_seed": h},
+                       model={"heads": h, "init_seed": h}, train=train) for h in heads]
 
 
 def circuits(model) -> dict[str, np.ndarray]:

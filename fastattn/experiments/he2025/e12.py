@@ -14,10 +14,9 @@ import numpy as np
 
 from fastattn.analysis.risk import monte_carlo_risk
 from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, one_thread, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import KernelRegressorsConfig, MultiHeadSoftmaxConfig, build_model
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
+from fastattn.models import build_model
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 #: activation → C_f, the slope of f at 0 (C = 1)
 C_F = {"exp": 1.0, "linear": 1.0, "square": 2.0, "tanh": 1.0}
@@ -25,15 +24,14 @@ C_F = {"exp": 1.0, "linear": 1.0, "square": 2.0, "tanh": 1.0}
 
 def runs(quick: bool = False) -> list[RunSpec]:
     steps, lr = (400, 2e-2) if quick else (20_000, 2e-3)
-    cfg = TrainConfig(method="adam", lr=lr, steps=steps, batch_size=128 if quick else 256,
-                      n_records=40, n_snapshots=30)
-    out = []
-    for i, act in enumerate(C_F):
-        model = (KernelRegressorsConfig(D, 2, activation=act, init_scale=0.1, init_seed=i)
-                 if quick else MultiHeadSoftmaxConfig(D, 2, activation=act, init_seed=i,
-                                                      dtype="float32"))
-        out.append(RunSpec(act, task(data_seed=20 + i), model, cfg, {"activation": act}))
-    return out
+    # quick: the reduced (ω, μ) model of the (linear_regression, kernel_regressors) preset
+    model = "kernel_regressors" if quick else "multihead_softmax"
+    train = {"lr": lr, "steps": steps, "n_records": 40, "n_snapshots": 30}
+    if quick:
+        train["batch_size"] = 128
+    return [preset_run(act, "linear_regression", model, group={"activation": act},
+                       task={"data_seed": 20 + i}, model={"activation": act, "init_seed": i},
+                       train=train) for i, act in enumerate(C_F)]
 
 
 def omega_mu(model) -> tuple[np.ndarray, np.ndarray]:

@@ -14,25 +14,21 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.risk import monte_carlo_risk
-from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, one_thread, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import MultiHeadLinearConfig, MultiHeadSoftmaxConfig
+from fastattn.experiments.he2025.settings import L_TRAIN, PAIR, SIGMA2, D, one_thread, task
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 
 def runs(quick: bool = False) -> list[RunSpec]:
     """One-head LinTF (1/L fixed to 1/40) and two-head softmax, Adam at batch 256 (quick: 300
     steps at lr 1e-2; full: 2·10⁴ steps at lr 2e-3)."""
     steps, lr = (300, 1e-2) if quick else (20_000, 2e-3)
-    cfg = TrainConfig(method="adam", lr=lr, steps=steps, batch_size=256, n_records=40,
-                      n_snapshots=2)
-    return [RunSpec("linear_H1", task(data_seed=1),
-                    MultiHeadLinearConfig(D, 1, norm_context=L_TRAIN, init_seed=1, dtype="float32"),
-                    cfg, {"kind": "linear"}),
-            RunSpec("softmax_H2", task(data_seed=2),
-                    MultiHeadSoftmaxConfig(D, 2, init_seed=2, dtype="float32"), cfg,
-                    {"kind": "softmax"})]
+    train = {"lr": lr, "steps": steps, "n_records": 40, "n_snapshots": 2}
+    return [preset_run("linear_H1", "linear_regression", "multihead_linear", group={"kind": "linear"},
+                       task={"data_seed": 1},
+                       model={"heads": 1, "norm_context": L_TRAIN, "init_seed": 1}, train=train),
+            preset_run("softmax_H2", *PAIR, group={"kind": "softmax"}, task={"data_seed": 2},
+                       model={"init_seed": 2}, train=train)]
 
 
 def effective_preconditioner(model) -> np.ndarray:

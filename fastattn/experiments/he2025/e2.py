@@ -12,11 +12,9 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.patterns import pattern_metrics
-from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import MultiHeadSoftmaxConfig
+from fastattn.experiments.he2025.settings import L_TRAIN, PAIR, SIGMA2, D
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 #: the library's acceptance band for E2 (spec §6 E2; library choices, not the text's)
 GAMMA_BAND, MU_PLUS_BAND = (0.10, 0.16), (3.0, 4.0)
@@ -28,15 +26,14 @@ def runs(quick: bool = False) -> list[RunSpec]:
     steps at lr 1e-3)."""
     if quick:
         groups = [(2, (0,))]
-        cfg = TrainConfig(method="adam", lr=1e-2, steps=250, batch_size=128, sampler="fast",
-                          n_records=50, n_snapshots=2)
+        train = {"lr": 1e-2, "steps": 250, "batch_size": 128, "n_records": 50}
     else:
         groups = [(2, (0, 1, 2)), (4, (0, 1, 2)), (8, (0, 1))]
-        cfg = TrainConfig(method="adam", lr=2e-3, steps=20_000, batch_size=256, sampler="fast",
-                          n_records=100, n_snapshots=2)
-    return [RunSpec(f"H{heads}_seed{seed}", task(data_seed=100 * heads + seed),
-                    MultiHeadSoftmaxConfig(D, heads, init_seed=100 * heads + seed, dtype="float32"),
-                    cfg, group={"heads": heads, "seed": seed})
+        train = {"lr": 2e-3, "steps": 20_000, "n_records": 100}
+    train |= {"sampler": "fast", "n_snapshots": 2}
+    return [preset_run(f"H{heads}_seed{seed}", *PAIR, group={"heads": heads, "seed": seed},
+                       task={"data_seed": 100 * heads + seed},
+                       model={"heads": heads, "init_seed": 100 * heads + seed}, train=train)
             for heads, seeds in groups for seed in seeds]
 
 

@@ -12,11 +12,10 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.patterns import pattern_metrics
-from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import MultiHeadSoftmaxConfig, build_model
+from fastattn.experiments.he2025.settings import L_TRAIN, PAIR, SIGMA2, D
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
+from fastattn.models import build_model
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 
 def runs(quick: bool = False) -> list[RunSpec]:
@@ -24,11 +23,10 @@ def runs(quick: bool = False) -> list[RunSpec]:
     lr 2e-3), batch 256, 40 log-spaced snapshots."""
     groups = [(2, 0)] if quick else [(2, 0), (2, 1), (4, 0), (4, 1)]
     steps, lr = (400, 1e-2) if quick else (20_000, 2e-3)
-    cfg = TrainConfig(method="adam", lr=lr, steps=steps, batch_size=256, n_records=60,
-                      n_snapshots=40)
-    return [RunSpec(f"H{h}_seed{s}", task(data_seed=10 * h + s),
-                    MultiHeadSoftmaxConfig(D, h, init_seed=10 * h + s, dtype="float32"), cfg,
-                    {"heads": h, "seed": s}) for h, s in groups]
+    train = {"lr": lr, "steps": steps, "n_records": 60}
+    return [preset_run(f"H{h}_seed{s}", *PAIR, group={"heads": h, "seed": s},
+                       task={"data_seed": 10 * h + s}, model={"heads": h, "init_seed": 10 * h + s},
+                       train=train) for h, s in groups]
 
 
 def snapshot_metrics(run: Run) -> dict[str, np.ndarray]:

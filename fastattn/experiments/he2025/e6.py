@@ -31,7 +31,7 @@ def summarize(_runs: list[Run], quick: bool = False) -> dict[str, Any]:
         for xi in XIS:
             d = round(xi * L)
             eta = th.eta_star(d, L, SIGMA2_E6)
-            t = task(d=d, context=L, sigma2=SIGMA2_E6)
+            t = task(dim=d, context=L, noise=SIGMA2_E6)
             gd = monte_carlo_risk(debiased_gd(eta), t, n, seed=d)
             ridge = monte_carlo_risk(Ridge(SIGMA2_E6 * d), t, n, seed=d)
             rows.append({"xi": xi, "d": d, "eta_star": eta, "dgd_mc": gd.mean, "dgd_se": gd.se,

@@ -15,12 +15,10 @@ import numpy as np
 
 from fastattn.analysis.patterns import DUMMY_TAU
 from fastattn.configs import model_card
-from fastattn.experiments.he2025.settings import L_TRAIN, D, task
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import KernelRegressorsConfig
+from fastattn.experiments.he2025.settings import L_TRAIN, D
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.population.kernel_regressors import ApproxLossObjective
 from fastattn.theory import he2025 as th
-from fastattn.training import TrainConfig
 
 #: (label, heads, σ², ω₀ and μ₀) of the repo's two runs (spec §3.4)
 CASES = (("H2", 2, 0.1, None), ("H4", 4, 0.01, 0))
@@ -35,11 +33,12 @@ def _init(heads: int, seed: int | None) -> np.ndarray:
 def runs(quick: bool = False) -> list[RunSpec]:
     """The two flows to t_end = 100 (quick) or 10⁴, recorded at 0 and 121 log-spaced times from
     10⁻⁶ t_end (20 a decade)."""
-    cfg = TrainConfig(method="flow", t_end=100.0 if quick else 1e4, integrator="rk45", rtol=1e-8,
-                      atol=1e-10, n_records=121, n_snapshots=121)
-    return [RunSpec(label, task(sigma2=s2), KernelRegressorsConfig(D, heads), cfg,
-                    group={"heads": heads, "sigma2": s2}, init=tuple(_init(heads, seed)),
-                    objective=ApproxLossObjective(heads, D, L_TRAIN, s2))
+    train = {"method": "flow", "t_end": 100.0 if quick else 1e4, "integrator": "rk45",
+             "atol": 1e-10, "n_records": 121, "n_snapshots": 121}
+    return [preset_run(label, "linear_regression", "kernel_regressors",
+                       group={"heads": heads, "sigma2": s2}, init=tuple(_init(heads, seed)),
+                       objective=ApproxLossObjective(heads, D, L_TRAIN, s2),
+                       task={"noise": s2}, model={"heads": heads}, train=train)
             for label, heads, s2, seed in CASES]
 
 

@@ -16,11 +16,8 @@ from fastattn import analysis, plots
 from fastattn.analysis.risk import monte_carlo_risk
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import by_label, conservation_drift
-from fastattn.experiments.zhang2025.settings import D4, SCHEMES, W_INIT_M, N, rotated_task
-from fastattn.models import CubicMLPConfig, MergedConfig
-from fastattn.tasks import LinearRegression
+from fastattn.experiments.zhang2025.settings import SCHEMES, run
 from fastattn.theory import zhang2025 as theory
-from fastattn.training import TrainConfig
 
 
 def aligned_merged_init(dim: int, heads: int, s0: float) -> tuple[float, ...]:
@@ -32,24 +29,25 @@ def aligned_merged_init(dim: int, heads: int, s0: float) -> tuple[float, ...]:
 
 
 def runs(quick: bool, init: str = "text") -> list[RunSpec]:
-    scheme = SCHEMES[init]
-    task = rotated_task(D4)
-    merged = MergedConfig(4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
-    mlp = CubicMLPConfig(4, 8, init_scale=W_INIT_M, init_seed=0, init_scheme=scheme)
+    # the (linear_regression, merged / cubic_mlp) presets with the caption's H = 8
+    model = {"heads": 8} | ({} if init == "text" else {"init_scheme": SCHEMES[init]})
     # explicit RK45 at tight tolerances: faster and more accurate than "stiff" for these smooth flows
-    flow = TrainConfig(method="flow", t_end=1e3, integrator="rk45", n_records=600, n_snapshots=200,
-                       rtol=1e-10, atol=1e-14)
-    sgd = TrainConfig(method="sgd", lr=0.2, steps=40 if quick else 300, batch_size=256,
-                      n_records=40 if quick else 150, n_snapshots=10)
-    white = LinearRegression(4, context=N, spectrum=(1.0, 1.0, 1.0, 1.0))
-    wflow = TrainConfig(method="flow", t_end=30.0, integrator="rk45", n_records=600, n_snapshots=20,
-                        rtol=1e-11, atol=1e-15)
-    return [RunSpec("attn_m", task, merged, flow, {"panel": "flow"}),
-            RunSpec("attn_m_sgd", task, merged, sgd, {"panel": "sgd"}),
-            RunSpec("mlp_sgd", task, mlp, sgd, {"panel": "sgd"}),
-            RunSpec("white_aligned", white, merged, wflow, {"panel": "white", "init": "aligned"},
-                    init=aligned_merged_init(4, 8, W_INIT_M**2)),
-            RunSpec("white_random", white, merged, wflow, {"panel": "white", "init": init})]
+    flow = {"t_end": 1e3, "integrator": "rk45", "n_records": 600, "n_snapshots": 200,
+            "rtol": 1e-10, "atol": 1e-14}
+    sgd = {"method": "sgd", "lr": 0.2, "steps": 40 if quick else 300, "batch_size": 256,
+           "n_records": 40 if quick else 150, "n_snapshots": 10}
+    white = {"spectrum": "identity", "rotate": False}
+    wflow = {"t_end": 30.0, "integrator": "rk45", "n_records": 600, "n_snapshots": 20,
+             "rtol": 1e-11, "atol": 1e-15}
+    random = run("white_random", "merged", {"panel": "white", "init": init}, task=white, model=model,
+                 train=wflow)
+    m = random.model
+    aligned = run("white_aligned", "merged", {"panel": "white", "init": "aligned"}, task=white,
+                  model=model, train=wflow, init=aligned_merged_init(m.dim, m.heads, m.init_scale**2))
+    return [run("attn_m", "merged", {"panel": "flow"}, model=model, train=flow),
+            run("attn_m_sgd", "merged", {"panel": "sgd"}, model=model, train=sgd),
+            run("mlp_sgd", "cubic_mlp", {"panel": "sgd"}, model=model, train=sgd),
+            aligned, random]
 
 
 def s0_of(run: Run) -> float:

@@ -10,15 +10,13 @@ import numpy as np
 from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import conspicuous, loss_panel
-from fastattn.experiments.zhang2025.settings import D4, eq19_levels, rk45_config, rotated_task
-from fastattn.models import SeparateConfig
+from fastattn.experiments.zhang2025.settings import eq19_levels, rk45, run
 from fastattn.theory import zhang2025 as theory
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    return [RunSpec(f"R{r}", rotated_task(D4, seed=0),
-                    SeparateConfig(4, 5, r, init_scale=1e-2, init_seed=0),
-                    rk45_config(1e6, snapshots=400), {"rank": r}) for r in (2, 3, 4)]
+    return [run(f"R{r}", "separate", {"rank": r}, model={"rank": r},
+                train=rk45(1e6, n_records=800, n_snapshots=400)) for r in (2, 3, 4)]
 
 
 def value_escapes(run: Run) -> list[float]:

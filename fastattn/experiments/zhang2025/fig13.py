@@ -11,8 +11,7 @@ from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.registry import plateau_table
 from fastattn.experiments.zhang2025._common import MIN_DECADES, loss_panel, nearest_m
-from fastattn.experiments.zhang2025.settings import eq19_levels, rk45_config, rotated_task
-from fastattn.models import SeparateConfig
+from fastattn.experiments.zhang2025.settings import eq19_levels, rk45, run
 
 D4_REPEATED = (0.35, 0.35, 0.15, 0.15)
 RANKS = (1, 2, 3, 4)          # the caption: "the four panels differ only in the rank", D = 4
@@ -22,11 +21,10 @@ def runs(quick: bool) -> list[RunSpec]:
     out = []
     for rank in RANKS:
         for s in range(2 if quick else 6):
-            task = rotated_task(D4_REPEATED, seed=s)
-            model = SeparateConfig(4, 4, rank, init_scale=1e-2, init_seed=s)
-            flow = rk45_config(1e6, records=800, snapshots=20)
-            out.append(RunSpec(f"R{rank}_seed{s}", task, model, flow,
-                               {"rank": rank, "seed": s}))
+            out.append(run(f"R{rank}_seed{s}", "separate", {"rank": rank, "seed": s},
+                           task={"spectrum": ",".join(map(str, D4_REPEATED)), "rotation_seed": s},
+                           model={"heads": 4, "rank": rank, "init_seed": s},
+                           train=rk45(1e6, n_records=800, n_snapshots=20)))
     return out
 
 

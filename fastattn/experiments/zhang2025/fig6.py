@@ -11,14 +11,7 @@ import numpy as np
 from fastattn import analysis, plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import MIN_DECADES, loss_panel, nearest_m
-from fastattn.experiments.zhang2025.settings import (
-    D4,
-    GRAD_TOL,
-    eq19_levels,
-    rk45_config,
-    rotated_task,
-)
-from fastattn.models import MergedConfig, SeparateConfig
+from fastattn.experiments.zhang2025.settings import GRAD_TOL, eq19_levels, rk45, run
 from fastattn.theory import zhang2025 as theory
 
 PANELS = {"attn_m": "(a) ATTN_M, merged KQ, H=8", "attn_s": "(b) ATTN_S, separate KQ R=1, H=4"}
@@ -33,18 +26,17 @@ def horizon(panel: str, w_init: float) -> float:
 def runs(quick: bool) -> list[RunSpec]:
     scales = {"attn_m": (1e-2, 3.0) if quick else (1e-3, 1e-2, 1e-1, 1.0, 3.0),
               "attn_s": (1e-2, 1e-1, 10.0) if quick else (1e-3, 1e-2, 1e-1, 1.0, 10.0)}
-    task = rotated_task(D4, seed=0)
+    heads = {"attn_m": 8, "attn_s": 4}
     out = []
     for panel, ws in scales.items():
         for w in ws:
-            model = (MergedConfig(4, 8, init_scale=w, init_seed=0) if panel == "attn_m"
-                     else SeparateConfig(4, 4, 1, init_scale=w, init_seed=0))
-            out.append(RunSpec(f"{panel}_init{w:g}", task, model,
-                               # plateau gradients scale as w²: GRAD_TOL stops init 1e-3's
-                               # ATTN_S on its m = 2 plateau (L = 0.3774)
-                               rk45_config(horizon(panel, w), records=800, snapshots=40,
-                                           grad_tol=GRAD_TOL * min(1.0, (w / 1e-2) ** 2)),
-                               {"panel": panel, "init_scale": w}))
+            out.append(run(f"{panel}_init{w:g}", "merged" if panel == "attn_m" else "separate",
+                           {"panel": panel, "init_scale": w},
+                           model={"heads": heads[panel], "init_scale": w},
+                           # plateau gradients scale as w²: GRAD_TOL stops init 1e-3's
+                           # ATTN_S on its m = 2 plateau (L = 0.3774)
+                           train=rk45(horizon(panel, w), GRAD_TOL * min(1.0, (w / 1e-2) ** 2),
+                                      n_records=800)))
     return out
 
 

@@ -8,24 +8,23 @@ from typing import Any
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import loss_panel, nearest_m
-from fastattn.experiments.zhang2025.settings import GRAD_TOL, eq19_levels, rk45_config
-from fastattn.models import MergedConfig, SeparateConfig
-from fastattn.tasks import LinearRegression, spectrum
+from fastattn.experiments.zhang2025.settings import GRAD_TOL, eq19_levels, rk45, run
 
 
 def runs(quick: bool) -> list[RunSpec]:
     dims = (8,) if quick else (8, 16, 32)
     specs = []
     for d in dims:
-        task = LinearRegression(d, context=127, spectrum=tuple(spectrum("inverse", d)), rotate=True)
-        specs.append(RunSpec(f"merged_D{d}", task, MergedConfig(d, 8, init_scale=1e-2),
-                             rk45_config(3e4, snapshots=10), {"model": "merged", "dim": d}))
+        task = {"dim": d, "context": 127, "spectrum": "inverse"}
+        specs.append(run(f"merged_D{d}", "merged", {"model": "merged", "dim": d}, task=task,
+                         model={"heads": 8, "init_scale": 1e-2},
+                         train=rk45(3e4, n_records=800, n_snapshots=10)))
         t_end = {8: 3e6, 16: 3e6, 32: 3e5}[d]
-        specs.append(RunSpec(f"separate_D{d}", task, SeparateConfig(d, d, 1, init_scale=1e-2),
-                             # N = 127 flattens the plateaus: GRAD_TOL stops D = 8 on m = 7
-                             # (L = 0.1035), so these end at the horizon
-                             rk45_config(t_end, snapshots=10, grad_tol=GRAD_TOL / 100),
-                             {"model": "separate", "dim": d}))
+        specs.append(run(f"separate_D{d}", "separate", {"model": "separate", "dim": d}, task=task,
+                         model={"heads": d},
+                         # N = 127 flattens the plateaus: GRAD_TOL stops D = 8 on m = 7
+                         # (L = 0.1035), so these end at the horizon
+                         train=rk45(t_end, GRAD_TOL / 100, n_records=800, n_snapshots=10)))
     return specs
 
 

@@ -9,21 +9,20 @@ from fastattn import plots
 from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.experiments.zhang2025._common import MIN_DECADES, conspicuous, loss_panel
-from fastattn.experiments.zhang2025.settings import eq19_levels, rk45_config, rotated_task, spectrum_d8
-from fastattn.models import SeparateConfig
+from fastattn.experiments.zhang2025.settings import SPECTRUM_D8, eq19_levels, rk45, run
 from fastattn.theory import zhang2025 as theory
 
 
 def rank_runs(quick: bool, ranks: tuple[int, ...], spectrum: str = "text",
               seeds: int | None = None) -> list[RunSpec]:
-    lam = spectrum_d8(spectrum)
     # GRAD_TOL ends every run (the last, rank-1, by t ≈ 4e5 with λ ∝ 1/d); the horizon, ≈ 3× that
     # (Eq. 72: the m-th plateau lasts ∝ 1/(λ_m² v(0))), only bounds a run that would not converge
     t_end = 1e6 if spectrum == "text" else 1e7
     n = seeds if seeds is not None else (1 if quick else 3)
-    return [RunSpec(f"R{r}_seed{s}", rotated_task(lam, seed=s),
-                    SeparateConfig(8, 9, r, init_scale=1e-2, init_seed=s),
-                    rk45_config(t_end), {"rank": r, "seed": s})
+    return [run(f"R{r}_seed{s}", "separate", {"rank": r, "seed": s},
+                task={"dim": 8, "spectrum": SPECTRUM_D8[spectrum], "rotation_seed": s},
+                model={"heads": 9, "rank": r, "init_seed": s},
+                train=rk45(t_end, n_records=800, n_snapshots=60))
             for r in ranks for s in range(n)]
 
 

@@ -11,43 +11,36 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.models import SeparateKQ
-from fastattn.tasks import LinearRegression, spectrum
+from fastattn.experiments.recipe import RunSpec, preset_run
+from fastattn.tasks import LinearRegression
 from fastattn.theory import zhang2025 as theory
-from fastattn.training import TrainConfig
 
-D4 = (0.4, 0.3, 0.2, 0.1)          # Figs. 1, 3, 5, 6, 8, 11
-N = 31                              # the code's seq_len 32 = N + 1
+#: the task of every figure here; D = 4, λ ∝ (4, 3, 2, 1) rotated, N = 31 and the models' heads,
+#: inits and trainers are the pairs' presets (`fastattn.configs.zhang2025`): a recipe states only
+#: what its figure changes
+TASK = "linear_regression"
 SPECTRUM_D8 = {"text": "inverse", "code": "linear"}   # Fig. 4/12 captions vs the code's gen_cov
-W_INIT_M = 1e-3                     # merged / MLP init scale (App. C.2 scheme by default)
 SCHEMES = {"text": "paper", "code": "code"}           # option init=text|code → the model config's init_scheme
 
 
-def rotated_task(eigvals, seed: int = 0, context: Any = N, **kw) -> LinearRegression:
-    """Linear regression with spectrum `eigvals` in a random eigenbasis drawn from `seed`."""
-    return LinearRegression(len(eigvals), context=context, spectrum=tuple(eigvals), rotate=True,
-                            rotation_seed=seed, **kw)
+def run(label: str, model: str, group: dict[str, Any] | None = None, /, **given: Any) -> RunSpec:
+    """The run `label` of (linear_regression, `model`)'s preset overridden by `given` (task=,
+    model=, train= dicts, `init=`): `fastattn.experiments.recipe.preset_run`."""
+    return preset_run(label, TASK, model, group=group, **given)
 
 
 def fig3_setting(init_scale: float = 1e-2, seed: int = 0, heads: int = 5):
     """The Fig. 3 setting as (task, model), the benchmarks' reference problem: separate rank 1,
-    D=4, λ=(.4,.3,.2,.1) in a random eigenbasis drawn from `seed`, N=31, App. C.2 init."""
-    return rotated_task(D4, seed=seed), SeparateKQ(4, heads, 1, init_scale=init_scale, init_seed=seed)
-
-
-def spectrum_d8(option: str) -> np.ndarray:
-    """λ of the D=8 figures: option "text" (the captions' λ∝1/d) or "code" (λ∝9−d)."""
-    return spectrum(SPECTRUM_D8[option], 8)
+    the (linear_regression, separate) preset (D=4, λ=(.4,.3,.2,.1) in a random eigenbasis, here
+    drawn from `seed`, N=31, App. C.2 init)."""
+    spec = run("fig3", "separate", task={"rotation_seed": seed},
+               model={"heads": heads, "init_scale": init_scale, "init_seed": seed})
+    return spec.task, spec.model
 
 
 def eq19_levels(task: LinearRegression) -> np.ndarray:
     """The plateau levels L(M_0..M_D) of Eq. 19 for `task`."""
     return theory.fixed_point_losses(task.eigvals, task.inv_context_mean())
-
-
-def flow_config(t_end: float, snapshots: int = 40, **kw) -> TrainConfig:
-    """Exact population flow with the default (stiff-aware) integrator."""
-    return TrainConfig(method="flow", t_end=t_end, n_snapshots=snapshots, **kw)
 
 
 #: gradient norm at which an RK45 flow counts as converged. The plateaus of the D ≤ 8 figures lie
@@ -65,13 +58,13 @@ GRAD_TOL = 1e-8
 RTOL_PER_GRAD_TOL = 1e-2
 
 
-def rk45_config(t_end: float, records: int = 800, snapshots: int = 60,
-                grad_tol: float = GRAD_TOL) -> TrainConfig:
+def rk45(t_end: float, grad_tol: float = GRAD_TOL, **train: Any) -> dict[str, Any]:
     """Explicit RK45 flow (the stiff integrator's Hessian makes rank R > 1 runs slow), stopped at
     the horizon `t_end` or once the gradient norm falls below `grad_tol` (at the minimum the flow
     is stiff for an explicit method, and the converged tail carries no information), with rtol
     (and atol, 100× smaller) `RTOL_PER_GRAD_TOL`·grad_tol so that the integrator's error floor lies
-    below the stop. Flatter plateaus (smaller inits, longer contexts) need a smaller `grad_tol`."""
+    below the stop. Flatter plateaus (smaller inits, longer contexts) need a smaller `grad_tol`.
+    The trainer overrides (train=) of an exact-flow preset, with the trainer values `train`."""
     rtol = RTOL_PER_GRAD_TOL * grad_tol
-    return TrainConfig(method="flow", t_end=t_end, integrator="rk45", n_records=records,
-                       n_snapshots=snapshots, grad_tol=grad_tol, rtol=rtol, atol=rtol * 1e-2)
+    return {"t_end": t_end, "integrator": "rk45", "grad_tol": grad_tol, "rtol": rtol,
+            "atol": rtol * 1e-2, **train}
