@@ -245,6 +245,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     """Write a run's record and plot, print its summary; the exit status it calls for."""
     from fastattn import plots
     from fastattn.outputs import Output, signals_held
+    from fastattn.population.stops import Stop
 
     output = Output(out, "train")
     with signals_held():                 # the record and its manifest entries together
@@ -263,7 +264,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     else:
         plots.plot_loss(ax, traj, label=label, x=x)
     ax.set_title(_title(resolved))
-    if traj.status == "diverged":
+    if traj.status == Stop.DIVERGED:
         if config.method == "flow":
             where = f"t = {float(traj.time[-1]):.4g}"
         else:
@@ -279,7 +280,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     if traj.metrics:                    # a token task's held-out measures (test accuracy, ICL score)
         print("held-out: " + ", ".join(f"{k}={float(v[-1]):.4g}" for k, v in traj.metrics.items()))
     print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
-    if traj.status == "diverged":
+    if traj.status == Stop.DIVERGED:
         print(f"fastattn train: {name} diverged at {where} (the record keeps the last state "
               f"before it); exit status {DIVERGED}", file=sys.stderr)
         return DIVERGED

@@ -29,6 +29,7 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
             "--context", "31", "--spectrum", "0.4,0.3,0.2,0.1", "--init", "1e-2",
             "--method", "flow", "--time", "2000", "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
+    assert "flow: status=t_end" in capsys.readouterr().out     # the flow stops at its time
     data = np.load(tmp_path / "run.npz")
     assert {"time", "loss"} <= set(data.files)
     assert np.isclose(data["time"][-1], 2000)
@@ -39,7 +40,8 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
             "--name", "gd", "--quiet"]
     assert main(args) == 0
     assert np.load(tmp_path / "gd.npz")["step"][-1] == 100
-    assert "status=t_end" in capsys.readouterr().out
+    assert "gd: status=steps" in capsys.readouterr().out       # GD stops at its step count
+    assert json.loads((tmp_path / "gd.json").read_text())["status"] == "steps"
 
 
 def test_train_help_shows_each_family_its_pairs_and_their_paper_defaults(capsys):

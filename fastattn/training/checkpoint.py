@@ -108,7 +108,9 @@ def _encode(value: Any) -> Any:
         return {k: _encode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_encode(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+    if isinstance(value, str):
+        return str(value)                       # a `Stop` as its word: no enum class to unpickle
+    if value is None or isinstance(value, (bool, int, float, torch.Tensor)):
         return value
     raise TypeError(f"a checkpoint holds data only; got a {type(value).__name__}")
 
