@@ -14,6 +14,9 @@ import numpy as np
 #: `train --seeds/--lrs` and `sweep` refuse to start more runs than this without --yes
 MAX_RUNS_UNASKED = 10_000
 
+#: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
+
 
 def positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

@@ -206,7 +206,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                 run = runs[0]
                 emitter.emit(2 * float(args["lr"][0]) * np.asarray(run["step"]), run["step"],
                              run["loss"], run["tests"])
-            if ckpt.due():
+            if ckpt.due(done):
                 ckpt.save({"step": done, "theta": theta.copy(), "m": m.copy(), "v": v.copy(),
                            "n_evals": n_evals, "runs": runs})
             if not live:

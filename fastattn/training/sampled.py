@@ -109,7 +109,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                     desc=f"{cfg.method} {model.kind}")
     try:
         for k in range(done, cfg.steps + 1):
-            if ckpt.due():           # between steps: the state after k steps, records before k
+            if ckpt.due(k):           # between steps: the state after k steps, records before k
                 ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
                            "scheduler": sched.state_dict() if sched else None,
                            "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
