@@ -24,6 +24,16 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def key_query_rank(rank: object, dim: int) -> int:
+    """A key/query rank R with 1 <= R <= D: a head's K_iᵀ Q_i is D × D, so a larger R adds
+    parameters and no rank."""
+    r = positive_int("rank", rank)
+    if r > dim:
+        raise ValueError(f"rank={r} must be at most dim={dim} (a head's K_iᵀ Q_i is D × D, of "
+                         "rank at most D): give a smaller rank or a larger dim")
+    return r
+
+
 def nonnegative_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
