@@ -67,8 +67,8 @@ def _all(args: argparse.Namespace, got: list[int]) -> int:
         raise _Error(f"--workers must be at least 1; got {args.workers}")
     names = batch.select(args.paper)
     out = Path(args.out)
-    show = not args.quiet and sys.stderr.isatty()
-    printer = batch.progress_printer() if show else None
+    # one line per figure as it ends, piped or not: a batch runs for minutes between figures
+    printer = None if args.quiet else batch.progress_printer()
 
     def report(k: int, n: int, outcome: batch.Outcome) -> None:
         if printer is not None:
@@ -238,7 +238,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="recompute finished figures, also of the other mode (quick/full)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress lines (they show only on a terminal anyway)")
+                   help="no progress lines (one per figure on stderr, on a terminal or piped)")
     p.add_argument("--list", action="store_true", help="list the available figures")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a recipe option of one figure, e.g. heads=code (see --list)")

@@ -141,7 +141,7 @@ def test_objectives_read_the_models_flat_layout_at_non_default_sizes(rng):
 
 
 #: (D, H, R) the C++ linear objectives are checked at: none of them the presets' (4, 5, 1)
-LINEAR_SIZES = ((3, 2, 2), (2, 5, 3), (4, 1, 1), (5, 3, 4))
+LINEAR_SIZES = ((3, 2, 2), (4, 5, 3), (4, 1, 1), (5, 3, 4))     # R <= D, R != D: K's [R, D] shows
 
 
 def _exact_loss_reads_the_models_blocks(kind: str, D: int, H: int, R: int) -> bool:

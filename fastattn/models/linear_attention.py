@@ -112,14 +112,14 @@ class MergedFullConfig(ZhangInitConfig):
 
 @dataclass(frozen=True)
 class SeparateConfig(ZhangInitConfig):
-    """ATTN_S (Eq. 12, 84). rank: key/query rank R >= 1 (positional after heads)."""
+    """ATTN_S (Eq. 12, 84). rank: key/query rank 1 <= R <= D (positional after heads)."""
 
     kind = "separate"
     rank: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check.positive_int("rank", self.rank)
+        check.key_query_rank(self.rank, self.dim)
 
 
 def merged_variances(c: ZhangInitConfig) -> tuple[float, float]:

@@ -161,6 +161,7 @@ def test_registry_and_config_errors_name_the_argument():
         (lambda: MergedKQ(0, 2), "dim"),
         (lambda: MergedKQ(2, 0), "heads"),
         (lambda: SeparateKQ(3, 2, rank=0), "rank"),
+        (lambda: SeparateKQ(3, 2, rank=4), "rank=4 must be at most dim=3"),
         (lambda: SeparateKQ(3, 2, init_scale=float("nan")), "init_scale"),
         (lambda: MergedKQ(3, 2, init_scheme="xavier"), "init_scheme"),
         (lambda: SoftmaxMergedKQ(3, 2, scale=0.0), "scale"),
