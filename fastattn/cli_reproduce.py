@@ -254,7 +254,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
     p.add_argument("--mutations", nargs="*", metavar="KEY",
-                   help="plant each bug of fastattn/experiments/mutations.py (or those named) in a "
+                   help="plant each paper's planted bugs (its manifest's mutations; or those "
+                   "named) in a "
                    "temporary copy of the package, rerun the quick figures it affects into DIR/KEY, "
                    "and list the claims that flipped (DIR/mutations.json; exit 1 if a bug flips "
                    "none)")

@@ -139,7 +139,7 @@ def test_build_run_takes_option_values_and_ignores_other_families():
             "train": {"method": "sgd", "lr": 0.1, "steps": 2}}
     task, model, cfg = build_run(spec)
     assert task.context == (2, 4) and np.allclose(task.eigvals, [0.5, 1 / 3, 1 / 6])
-    assert model.dims == (3, 2, 2) and cfg.method == "sgd"
+    assert (model.config.dim, model.config.heads, model.config.rank) == (3, 2, 2) and cfg.method == "sgd"
 
 
 def _one_error_line(err: str, command: str = "train") -> str:

@@ -240,10 +240,6 @@ class SeparateKQ(_BilinearReadout):
             (s2, s2 / (r * (d + 1)))
         return {"v": var_v, "K": var_kq, "Q": var_kq}
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        return self.config.dim, self.config.heads, self.config.rank
-
     def head_gammas(self) -> torch.Tensor:
         return self.v[:, None, None] * torch.einsum("hrd,hre->hde", self.K, self.Q)
 

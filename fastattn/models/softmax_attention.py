@@ -110,7 +110,6 @@ class SoftmaxSeparateKQ(_SoftmaxReadout):
 
     config_class = SoftmaxSeparateConfig
     init_variances = SeparateKQ.init_variances
-    dims = SeparateKQ.dims
 
     def query_weights(self) -> torch.Tensor:
         return torch.einsum("hrd,hre->hde", self.K, self.Q)

@@ -116,7 +116,7 @@ def test_a_model_takes_its_config_or_the_config_fields():
     assert a.config == b.config == c.config and a.config is config
     np.testing.assert_array_equal(a.to_flat(), b.to_flat())
     np.testing.assert_array_equal(a.to_flat(), c.to_flat())
-    assert (a.kind, a.dims) == ("separate", (4, 5, 1))
+    assert (a.kind, a.config.dim, a.config.heads, a.config.rank) == ("separate", 4, 5, 1)
 
 
 def test_every_registered_kind_builds_its_own_class():
