@@ -14,11 +14,24 @@ import numpy as np
 #: `train --seeds/--lrs` and `sweep` refuse to start more runs than this without --yes
 MAX_RUNS_UNASKED = 10_000
 
+#: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
+
 
 def positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
     return int(value)
+
+
+def key_query_rank(rank: object, dim: int) -> int:
+    """A key/query rank R with 1 <= R <= D: a head's K_iᵀ Q_i is D × D, so a larger R adds
+    parameters and no rank."""
+    r = positive_int("rank", rank)
+    if r > dim:
+        raise ValueError(f"rank={r} must be at most dim={dim} (a head's K_iᵀ Q_i is D × D, of "
+                         "rank at most D): give a smaller rank or a larger dim")
+    return r
 
 
 def nonnegative_int(name: str, value: object) -> int:

@@ -135,7 +135,7 @@ def run_list(text: str, parse: type = int, limit: int | None = None, what: str =
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from fastattn.cli_options import CommandError, build_run, given, in_cli_words
+    from fastattn.cli_options import INTERRUPTED, CommandError, build_run, given, in_cli_words
     from fastattn.configs import options_for, resolve
     from fastattn.configs.options import check_method_fields
     from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
@@ -194,12 +194,19 @@ def _cmd_train(args: argparse.Namespace) -> int:
             never = [built[k][0] for k, t in enumerate(stop.trajectories) if t is None]
             print(f"fastattn train: interrupted; not started: {', '.join(never)} (the records "
                   "written above are kept)", file=sys.stderr)
+            return INTERRUPTED
     else:
         name, task, model, config = built[0]
         checkpoint = None
         if config.method in ("sgd", "adam"):
-            checkpoint = Checkpointing(out / f"{name}.ckpt", every=args.checkpoint_every,
-                                       resume=args.resume)
+            try:
+                checkpoint = Checkpointing(out / f"{name}.ckpt", every=args.checkpoint_every,
+                                           every_steps=args.checkpoint_every_steps,
+                                           resume=args.resume)
+            except ValueError:
+                raise CommandError(f"--checkpoint-every {args.checkpoint_every} and "
+                                   f"--checkpoint-every-steps {args.checkpoint_every_steps} take "
+                                   "seconds >= 0 and steps >= 1") from None
             if args.resume and not Path(checkpoint.path).exists():
                 raise CommandError(f"--resume: no checkpoint {checkpoint.path} (written by an "
                                    "interrupted sgd/adam run of the same --out and --name)")
@@ -209,6 +216,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         with terminate_as_interrupt():
             traj = train(model, task, config, checkpoint=checkpoint, callbacks=loggers)
         report(0, traj)
+    if INTERRUPTED in statuses:          # the last run was cut short: its record is written
+        print("fastattn train: interrupted; the records written above are kept (an sgd/adam run "
+              "continues with --resume)", file=sys.stderr)
     return max(statuses, default=0)
 
 
@@ -242,9 +252,11 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
 
 
 def _report_run(out: Path, name: str, resolved, config, traj) -> int:
-    """Write a run's record and plot, print its summary; the exit status it calls for."""
+    """Write a run's record and plot, print its summary; the exit status it calls for
+    (INTERRUPTED for a run Ctrl-C or SIGTERM cut short, DIVERGED, else 0)."""
     from fastattn import plots
     from fastattn.outputs import Output, signals_held
+    from fastattn.population.stops import Stop
 
     output = Output(out, "train")
     with signals_held():                 # the record and its manifest entries together
@@ -263,7 +275,7 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     else:
         plots.plot_loss(ax, traj, label=label, x=x)
     ax.set_title(_title(resolved))
-    if traj.status == "diverged":
+    if traj.status == Stop.DIVERGED:
         if config.method == "flow":
             where = f"t = {float(traj.time[-1]):.4g}"
         else:
@@ -279,7 +291,11 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
     if traj.metrics:                    # a token task's held-out measures (test accuracy, ICL score)
         print("held-out: " + ", ".join(f"{k}={float(v[-1]):.4g}" for k, v in traj.metrics.items()))
     print(f"wrote {record}, {record.with_suffix('.npz')} and {png}")
-    if traj.status == "diverged":
+    if traj.status == Stop.INTERRUPTED:
+        from fastattn.cli_options import INTERRUPTED
+
+        return INTERRUPTED
+    if traj.status == Stop.DIVERGED:
         print(f"fastattn train: {name} diverged at {where} (the record keeps the last state "
               f"before it); exit status {DIVERGED}", file=sys.stderr)
         return DIVERGED
@@ -295,6 +311,7 @@ def _add_info(sub) -> None:
 def _add_train(sub) -> None:
     from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import add_train_options
+    from fastattn.training.checkpoint import EVERY_STEPS
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
                        usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
@@ -307,8 +324,12 @@ def _add_train(sub) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing run record of the same --name in --out")
     p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
-                   help="sgd/adam: write OUT/NAME.ckpt every SECONDS (0: every step; default 60); "
-                   "removed when the run ends other than by Ctrl-C/SIGTERM")
+                   help="sgd/adam: write OUT/NAME.ckpt every SECONDS (0: every step; default 60) "
+                   "or every --checkpoint-every-steps, whichever comes first; removed when the "
+                   "run ends other than by Ctrl-C/SIGTERM")
+    p.add_argument("--checkpoint-every-steps", type=int, default=EVERY_STEPS, metavar="STEPS",
+                   help=f"sgd/adam: also write OUT/NAME.ckpt every STEPS steps (default "
+                   f"{EVERY_STEPS})")
     p.add_argument("--resume", action="store_true",
                    help="sgd/adam: continue an interrupted run from OUT/NAME.ckpt, bit for bit "
                    "(same options; replaces its record)")
@@ -327,8 +348,9 @@ def _add_train(sub) -> None:
                    "--seeds, every pair)")
     p.add_argument("--yes", action="store_true",
                    help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lrs) unasked")
-    p.epilog = ("exit status: 0 done (or interrupted and saved), 2 bad input, 3 a run diverged "
-                "(its record and plot are written; docs/performance.md)")
+    p.epilog = ("exit status: 0 done, 2 bad input, 3 a run diverged (its record and plot are "
+                "written; docs/performance.md), 130 interrupted by Ctrl-C or SIGTERM (the cut "
+                "run's record is written)")
     p.set_defaults(func=_cmd_train)
 
 
@@ -397,9 +419,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (and any other error) prints one line `fastattn <cmd>:
-    error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line, unless
-    the command ends the work itself (`train` saves the interrupted run and exits 0). `train`
-    exits 3 (DIVERGED) when a run diverged, after writing its record and plot."""
+    error: …` and exits 2 (`--debug`: the traceback too). Ctrl-C exits 130 with one line wherever
+    it lands (`train` first writes the interrupted run's record). `train` exits 3 (DIVERGED) when
+    a run diverged, after writing its record and plot."""
     os.environ.setdefault("MPLBACKEND", "Agg")     # files only; a library import keeps the user's
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
@@ -407,22 +429,23 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(name)
         try:
-            args = build_parser(name or "").parse_args(argv)
-        except Exception as exc:       # a value parser that failed other than argparse's way
-            if "--debug" in argv:
-                traceback.print_exc()
-            return _error(name, exc)
-        try:
-            return args.func(args)
-        except KeyboardInterrupt:
-            from fastattn.cli_options import INTERRUPTED
+            try:
+                args = build_parser(name or "").parse_args(argv)
+            except Exception as exc:       # a value parser that failed other than argparse's way
+                if "--debug" in argv:
+                    traceback.print_exc()
+                return _error(name, exc)
+            try:
+                return args.func(args)
+            except Exception as exc:
+                if args.debug:
+                    traceback.print_exc()
+                return _error(args.command, exc)
+        except KeyboardInterrupt:      # anywhere: while importing, parsing, working or reporting
+            from fastattn._validate import INTERRUPTED
 
-            print(f"fastattn {args.command}: interrupted", file=sys.stderr)
+            print(f"fastattn{f' {name}' if name else ''}: interrupted", file=sys.stderr)
             return INTERRUPTED
-        except Exception as exc:
-            if args.debug:
-                traceback.print_exc()
-            return _error(args.command, exc)
 
 
 def _error(command: str | None, exc: Exception) -> int:

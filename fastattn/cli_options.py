@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fastattn._validate import INTERRUPTED
 from fastattn.configs import (
     MODEL_CARDS,
     TASK_CARDS,
@@ -27,9 +28,6 @@ from fastattn.configs import (
 )
 from fastattn.configs.base import in_paper_order
 from fastattn.training.build import build_run, build_task
-
-#: exit status of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
-INTERRUPTED = 130
 
 
 class CommandError(Exception):

@@ -67,8 +67,8 @@ def _all(args: argparse.Namespace, got: list[int]) -> int:
         raise _Error(f"--workers must be at least 1; got {args.workers}")
     names = batch.select(args.paper)
     out = Path(args.out)
-    show = not args.quiet and sys.stderr.isatty()
-    printer = batch.progress_printer() if show else None
+    # one line per figure as it ends, piped or not: a batch runs for minutes between figures
+    printer = None if args.quiet else batch.progress_printer()
 
     def report(k: int, n: int, outcome: batch.Outcome) -> None:
         if printer is not None:
@@ -238,7 +238,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="recompute finished figures, also of the other mode (quick/full)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress lines (they show only on a terminal anyway)")
+                   help="no progress lines (one per figure on stderr, on a terminal or piped)")
     p.add_argument("--list", action="store_true", help="list the available figures")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a recipe option of one figure, e.g. heads=code (see --list)")
@@ -254,7 +254,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"),
                    help="list claims whose measured value or status changed from OLD to NEW")
     p.add_argument("--mutations", nargs="*", metavar="KEY",
-                   help="plant each bug of fastattn/experiments/mutations.py (or those named) in a "
+                   help="plant each paper's planted bugs (its manifest's mutations; or those "
+                   "named) in a "
                    "temporary copy of the package, rerun the quick figures it affects into DIR/KEY, "
                    "and list the claims that flipped (DIR/mutations.json; exit 1 if a bug flips "
                    "none)")

@@ -4,6 +4,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
             "--context", "31", "--spectrum", "0.4,0.3,0.2,0.1", "--init", "1e-2",
             "--method", "flow", "--time", "2000", "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
+    assert "flow: status=t_end" in capsys.readouterr().out     # the flow stops at its time
     data = np.load(tmp_path / "run.npz")
     assert {"time", "loss"} <= set(data.files)
     assert np.isclose(data["time"][-1], 2000)
@@ -39,7 +41,8 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
             "--name", "gd", "--quiet"]
     assert main(args) == 0
     assert np.load(tmp_path / "gd.npz")["step"][-1] == 100
-    assert "status=t_end" in capsys.readouterr().out
+    assert "gd: status=steps" in capsys.readouterr().out       # GD stops at its step count
+    assert json.loads((tmp_path / "gd.json").read_text())["status"] == "steps"
 
 
 def test_train_help_shows_each_family_its_pairs_and_their_paper_defaults(capsys):
@@ -81,6 +84,8 @@ def test_train_task_option_and_family_errors(tmp_path, capsys):
     assert main([*base, "--model", "merged", "--rank", "2", "--out", out]) == 2
     assert "--rank does not apply to --model merged (it applies to --model separate, " \
         "softmax_separate)" in capsys.readouterr().err
+    assert main([*base, "--dim", "4", "--rank", "9", "--out", out]) == 2    # issue 41: it ran
+    assert "--rank=9 must be at most dim=4" in _one_error_line(capsys.readouterr().err, "train")
     assert main([*base, "--scale", "2", "--out", out]) == 2
     assert "--scale does not apply to --model separate (it applies to --model softmax_merged" in \
         capsys.readouterr().err
@@ -134,7 +139,7 @@ def test_build_run_takes_option_values_and_ignores_other_families():
             "train": {"method": "sgd", "lr": 0.1, "steps": 2}}
     task, model, cfg = build_run(spec)
     assert task.context == (2, 4) and np.allclose(task.eigvals, [0.5, 1 / 3, 1 / 6])
-    assert model.dims == (3, 2, 2) and cfg.method == "sgd"
+    assert (model.config.dim, model.config.heads, model.config.rank) == (3, 2, 2) and cfg.method == "sgd"
 
 
 def _one_error_line(err: str, command: str = "train") -> str:
@@ -216,8 +221,9 @@ def test_reproduce_without_a_name_says_so_and_lists_in_numeric_order(capsys):
 
 def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys):
     """The child announces step 5 of its run (and slows down, so that it is still running);
-    SIGTERM then stops it with status interrupted, its record and checkpoint kept; --resume
-    continues from the checkpoint to the end."""
+    SIGTERM then stops it with status interrupted, its record and checkpoint kept, one line on
+    stderr and exit 130 (issue 41: it exited 0); --resume continues from the checkpoint to the
+    end."""
     script = (
         "import sys, time\n"
         "from fastattn.tasks import LinearRegression\n"
@@ -233,12 +239,17 @@ def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys)
         "sys.exit(main(sys.argv[1:]))\n")
     args = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "200", "--batch-size", "8",
             "--records", "20", "--snapshots", "5", "--out", str(tmp_path), "--quiet"]
+    root = str(Path(__file__).resolve().parents[1])       # this checkout's fastattn, not another
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get(
+        "PYTHONPATH")])]))
     proc = subprocess.Popen([sys.executable, "-c", script, *args, "--checkpoint-every", "0"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     assert proc.stdout.readline() == "running\n", proc.communicate()
     os.kill(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err
+    assert err.count("\n") == 1 and err.startswith("fastattn train: interrupted;"), err
     assert "status=interrupted" in out
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
     stopped = np.load(tmp_path / "run.npz")["step"][-1]
@@ -279,3 +290,21 @@ def test_plot_titles_show_only_the_family_s_fields():
         "linear_regression: D=4, N=31; separate: H=5, R=1"
     assert _title(resolve("wishart_tasks", "linear_transformer")) == \
         "wishart_tasks: D=4, N=32; linear_transformer"
+
+
+@pytest.mark.parametrize("where", ["parse", "report"])
+def test_ctrl_c_anywhere_in_train_exits_130_with_one_line(where, tmp_path, monkeypatch, capsys):
+    """Issue 41: Ctrl-C gave exit 0 inside a run, 130 between seeds and once a traceback. Here it
+    lands while the parser is built (importing the trainers) or while seed 0's record is written,
+    before seed 1 starts: one line, exit 130."""
+    import fastattn.cli as cli
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "build_parser" if where == "parse" else "_report_run", interrupt)
+    args = ["train", "--method", "gd", "--lr", "0.02", "--steps", "5", "--seeds", "0-1",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert err == "fastattn train: interrupted\n"
+    assert not list(tmp_path.glob("run-seed1*"))

@@ -197,7 +197,7 @@ def test_the_issues_named_rules(package, forbidden):
 FIELD_READER = {"cards": "fastattn.configs", "tasks": "fastattn.tasks", "models": "fastattn.models",
                 "objectives": "fastattn.population", "theory": "fastattn.theory",
                 "figures": "fastattn.experiments", "claims": "fastattn.experiments",
-                "hooks": "fastattn.sweep"}
+                "mutations": "fastattn.experiments", "hooks": "fastattn.sweep"}
 
 
 def test_each_manifest_path_sits_in_the_layer_that_reads_it():

@@ -165,6 +165,10 @@ class PaperTime:
         return f"{self.unit} t/({text})" + ("" if value is None else f" = t/{value:g}")
 
 
+#: what a model family reads (`ModelCard.inputs`)
+INPUTS = ("vectors", "tokens")
+
+
 @dataclass(frozen=True)
 class ModelCard:
     """A model family: `kind` (its `MODELS` key and its config's kind), the `paper` it comes from,
@@ -177,7 +181,10 @@ class ModelCard:
     models' T_max is the task's context).
     `shapes` None: a token model whose flat order is its own (no exact objective reads it).
     `time`: how the family's paper measures training time (records and plots label it;
-    tests/configs/test_paper_time.py checks it against each paper's printed flow)."""
+    tests/configs/test_paper_time.py checks it against each paper's printed flow).
+    `inputs`: what the model reads, one of `INPUTS`: "vectors" (real tokens `[B, N+1, D+1]` or
+    their statistics) or "tokens" (integer ids embedded from a vocabulary: a token transformer,
+    which figure recipes list as trainer kind "tokens")."""
 
     kind: str
     paper: str
@@ -188,6 +195,11 @@ class ModelCard:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
     time: PaperTime | None = None
+    inputs: str = "vectors"
+
+    def __post_init__(self) -> None:
+        if self.inputs not in INPUTS:
+            raise ValueError(f"model card {self.kind}: inputs={self.inputs!r}; use one of {INPUTS}")
 
     @property
     def tasks(self) -> tuple[str, ...]:

@@ -140,4 +140,5 @@ register_model_card(ModelCard(
     None, {"modular_addition": (NANDA,), "repeated_tokens": (ATTN_ONLY,)},
     from_task={"vocab": "vocab", "vocab_out": "vocab_out", "n_ctx": "n_ctx"},
     time=PaperTime(2, "the applications count optimiser steps (full-batch epochs for modular "
-                   "addition): a step of rate η is 2η of t", ("lr",), "paper steps")))
+                   "addition): a step of rate η is 2η of t", ("lr",), "paper steps"),
+    inputs="tokens"))

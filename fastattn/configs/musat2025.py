@@ -130,6 +130,6 @@ for _card in (
               None, {"induction_tokens": (APP_E,)},
               from_task={"vocab": "vocab", "block": "block"},
               time=PaperTime(2, "θ̇ = −∇L on the cross-entropy (the paper's convention; App. E "
-                             "counts AdamW steps)")),
+                             "counts AdamW steps)"), inputs="tokens"),
 ):
     register_model_card(_card)

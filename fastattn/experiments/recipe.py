@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fastattn.configs import model_card
 from fastattn.models import BaseModelConfig
 from fastattn.tasks.base import Task
 from fastattn.training import TrainConfig, Trajectory
@@ -83,13 +84,13 @@ def preset_run(label: str, task: str, model: str, /, *, group: dict[str, Any] | 
 
 def trainer_kind(spec: RunSpec, model: Any = None) -> str:
     """The trainer of `spec` (one of `KINDS`): "flow" (exact population flow or GD of the pair's
-    objective, or of `spec.objective`), "tokens" (a token transformer: its config has a
-    vocabulary), "batched" (Adam that the fused He step trains: `train_many` trains all such runs
-    of a figure that share their options together) or "sampled" (SGD/Adam/task-SGD by torch).
+    objective, or of `spec.objective`), "tokens" (a token transformer: its card's `inputs`),
+    "batched" (Adam that the fused He step trains: `train_many` trains all such runs of a figure
+    that share their options together) or "sampled" (SGD/Adam/task-SGD by torch).
     `model`: the spec's built model, if at hand (else one is built to ask the fused step)."""
     if spec.train.method in ("flow", "gd"):
         return "flow"
-    if hasattr(spec.model, "vocab"):
+    if model_card(spec.model.kind).inputs == "tokens":
         return "tokens"
     if spec.train.method != "adam" or spec.train.sampler not in ("auto", "fast"):
         return "sampled"

@@ -17,22 +17,23 @@ Families (config → model, kind):
   B = [[0,b1,b2],[0,0,0],[0,0,0]] ⊗ I_d, read-out at τ = T, keys e_1..e_T (conj on the key).
 - `ARAugmentedLayersConfig` → `ARAugmentedLayers` ("aug_layers", spec §3.3, Fig. 5): the authors'
   L-layer real augmented linear transformer with layer norm on the residual branch and a linear
-  read-out (dims (d, 1, L)); `softmax=True` puts a causal softmax on the scores (App. B).
+  read-out (`layers` L); `softmax=True` puts a causal softmax on the scores (App. B).
 - `NonAugmentedConfig` → `NonAugmented` ("non_aug", spec §3.6, Figs. 7–8): the authors' §6
   non-augmented model: H heads of full Q, K, V maps, a positional softmax multiplying the token
-  scores, a shared W_O, layer norm and a linear read-out; tokens duplicated k times (dims (d, H, k)).
+  scores, a shared W_O, layer norm and a linear read-out; tokens duplicated k = `duplicate` times.
 - `ARTransformerConfig` → `ARTransformer` ("aug_transformer", spec §3.7, Figs. 9–10): AUG-L with
   softmax attention (by default) and a ReLU MLP of hidden width m = heads after each attention
-  block (dims (d, m, L)).
+  block (`layers` L).
 - `Eq6Config` → `Eq6` ("eq6", App. B, Fig. 9): model (6) with full A^h, B^h `[H, d, d]` and P, its
   scores linear or softmaxed over the keys each query reads, optionally followed by a residual
-  ReLU MLP (dims (d, H, T_max); its flat order is its own: the MLP's width is no dim).
+  ReLU MLP (its flat order is its own: the MLP's width is no field of the layout).
 
 The attention of DIAG / PE-only on real tokens and of NonAugmented runs through
 `fastattn.ops.pe_attention` (causal linear attention with a multiplicative T×T positional matrix,
 a Triton kernel on CUDA).
 
-The flat layouts (the family cards, fastattn.configs) take dims (d, H, T_max).
+The flat layouts are the family cards' `shapes(config)` (fastattn.configs), read off each
+config's fields (dim, heads, context, layers, ...).
 """
 
 from __future__ import annotations
@@ -113,11 +114,6 @@ class ARDiag(ICLModel):
     def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
         return dict.fromkeys(("A", "B", "P"), config.init_scale ** 2)
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, T_max)."""
-        return self.config.dim, self.config.heads, self.config.context
-
     def merged(self) -> torch.Tensor:
         """C = BᵀA `[d, d]` (Lemma 2)."""
         return self.B.T @ self.A
@@ -146,11 +142,6 @@ class ARPEOnly(ICLModel):
     @classmethod
     def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
         return {"P": config.init_scale ** 2}
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, T_max)."""
-        return self.config.dim, self.config.heads, self.config.context
 
     def predict(self, tokens: torch.Tensor) -> torch.Tensor:
         """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max."""
@@ -249,11 +240,6 @@ class ARAugmentedLayers(ICLModel):
 
     def _init_mlp(self, g: torch.Generator) -> None:
         """No MLP in AUG-L (`ARTransformer` adds one per layer)."""
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, 1, L)."""
-        return self.config.dim, 1, self.config.layers
 
     def _attention(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
         """Attn_layer(x) `[N, T, E]`: causal scores q·k/√E, linear (masked to 0) or softmax."""
@@ -356,11 +342,6 @@ class NonAugmented(ICLModel):
         self.ln_b = param(torch.zeros(layout["ln_b"], dtype=torch.float64))
         self.fc_w, self.fc_b = param(uniform("fc_w")), param(uniform("fc_b"))
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, k): E = k·d."""
-        return self.config.dim, self.config.heads, self.config.duplicate
-
     def positional(self, tmax: int) -> torch.Tensor:
         """Ppos `[H, T_max, T_max]`: the causal (or look-ahead) softmax of the positions' scores."""
         E = self.pos.shape[1]
@@ -430,11 +411,6 @@ class ARTransformer(ARAugmentedLayers):
         self.W2, self.b2 = self._uniform(g, m, "W2"), self._uniform(g, m, "b2")
         self.ln2_w, self.ln2_b = self._constant("ln2_w", 1.0), self._constant("ln2_b", 0.0)
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, m, L): m the MLP's hidden width."""
-        return self.config.dim, self.config.heads, self.config.layers
-
     def _block(self, x: torch.Tensor, layer: int, causal: torch.Tensor) -> torch.Tensor:
         x = super()._block(x, layer, causal)
         h = torch.relu(x @ self.W1[layer].T + self.b1[layer]) @ self.W2[layer].T + self.b2[layer]
@@ -488,11 +464,6 @@ class Eq6(ICLModel):
         self.W1, self.b1 = uniform(d, m, d), uniform(d, m)
         self.W2, self.b2 = uniform(max(m, 1), d, m), uniform(max(m, 1), d if m else 0)
         self.register_buffer("mask", lookahead_mask(c.context))
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, T_max)."""
-        return self.config.dim, self.config.heads, self.config.context
 
     def predict(self, tokens: torch.Tensor) -> torch.Tensor:
         """`[N, T_max−1, d]` predictions of s_{T+1}, T = 2..T_max, from real tokens `[N, T_max, d]`."""

@@ -138,11 +138,6 @@ class ICLModel(nn.Module):
         """The family's registry name (the config's `kind`)."""
         return self.config.kind
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(D, H, R) as the population objectives take them (R = 1 without a key/query rank)."""
-        return self.config.dim, self.config.heads, 1
-
     def _normal(self, g: torch.Generator, shape: tuple[int, ...], var: float) -> nn.Parameter:
         t = torch.randn(shape, generator=g, dtype=torch.float64) * float(np.sqrt(var))
         return nn.Parameter(t.to(self.config.torch_dtype))
@@ -179,7 +174,7 @@ class ICLModel(nn.Module):
         sizes = [getattr(self, n).numel() for n in self.PARAM_ORDER]
         if flat.shape != (sum(sizes),):
             raise ValueError(f"flat parameters must have shape [{sum(sizes)}] for "
-                             f"{type(self).__name__}{self.dims}; got {flat.shape}")
+                             f"{self.config}; got {flat.shape}")
         if not np.all(np.isfinite(flat)):
             raise ValueError("flat parameters contain NaN or inf")
         offset = 0

@@ -183,11 +183,6 @@ class DisentangledTransformer(nn.Module):
         return self.config.kind
 
     @property
-    def dims(self) -> tuple[int, int, int]:
-        """(D, 1, 1): one head per layer (the trainers' and the CLI's (D, H, R))."""
-        return self.config.dim, 1, 1
-
-    @property
     def names(self) -> tuple[str, ...]:
         """Names of the pseudo-parameters this model tracks (all 19 for the full model)."""
         return THREE_PARAM if self.config.params == "three_param" else NAMES

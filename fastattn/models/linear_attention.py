@@ -112,14 +112,14 @@ class MergedFullConfig(ZhangInitConfig):
 
 @dataclass(frozen=True)
 class SeparateConfig(ZhangInitConfig):
-    """ATTN_S (Eq. 12, 84). rank: key/query rank R >= 1 (positional after heads)."""
+    """ATTN_S (Eq. 12, 84). rank: key/query rank 1 <= R <= D (positional after heads)."""
 
     kind = "separate"
     rank: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check.positive_int("rank", self.rank)
+        check.key_query_rank(self.rank, self.dim)
 
 
 def merged_variances(c: ZhangInitConfig) -> tuple[float, float]:
@@ -239,10 +239,6 @@ class SeparateKQ(_BilinearReadout):
         var_v, var_kq = (s2 / h, s2 / (h * r * d)) if config.init_scheme == "paper" else \
             (s2, s2 / (r * (d + 1)))
         return {"v": var_v, "K": var_kq, "Q": var_kq}
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        return self.config.dim, self.config.heads, self.config.rank
 
     def head_gammas(self) -> torch.Tensor:
         return self.v[:, None, None] * torch.einsum("hrd,hre->hde", self.K, self.Q)

@@ -89,10 +89,6 @@ class LinearTransformer(ICLModel):
             p = torch.nn.Parameter(t.to(c.torch_dtype, copy=True), requires_grad=not (c.reduced and null))
             setattr(self, name, p)
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        return self.config.dim, 1, 1
-
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         """ŷ = pᵀ Γ̂ q x_q `[B, d]` from x, y `[B, N, d]` and x_q `[B, d]` (query term included)."""
         top, bot = gram_apply(x, y, x_q, x_q @ self.q1.T, x_q @ self.q2.T)

@@ -242,11 +242,6 @@ class MultiOutputSoftmax(_FactorisedHeads):
     def token_dim(self) -> int:
         return self.config.dim + self.config.outputs
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, N) (the family cards, fastattn.configs)."""
-        return self.config.dim, self.config.heads, self.config.outputs
-
     def forward(self, x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor,
                 lengths: torch.Tensor | None = None, per_head: bool = False) -> torch.Tensor:
         """Predictions from x `[B, L, d]`, y `[B, L, N]`, x_q `[B, d]` → `[B, N]` (each head's
@@ -305,11 +300,6 @@ class MultiLayerSoftmax(ICLModel):
         self.wq, self.wk, self.wv = (uniform(name, dd) for name in ("wq", "wk", "wv"))
         self.wo = uniform("wo", h * dd)
         self.readout = uniform("readout", dd)
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, S): S weight sets, 1 if tied else `layers` (the family cards, fastattn.configs)."""
-        return self.config.dim, self.config.heads, 1 if self.config.tied else self.config.layers
 
     def circuits(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(KQ `[H, D, D]`, OV `[H, D, D]`) of `layer` (0-based)."""
@@ -374,12 +364,6 @@ class KernelRegressors(ICLModel):
     @classmethod
     def init_variances(cls, config: BaseModelConfig) -> dict[str, float]:
         return {"omega": config.init_scale ** 2, "mu": config.init_scale ** 2}
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(d, H, R) with R the ω entries per head: 1 (scalar), d (diagonal) or d² (full)."""
-        d = self.config.dim
-        return d, self.config.heads, {"scalar": 1, "diagonal": d, "full": d * d}[self.config.omega_form]
 
     def omega_matrices(self) -> torch.Tensor:
         """Ω_h `[H, d, d]`."""

@@ -32,7 +32,7 @@ class SoftmaxMergedConfig(ZhangInitConfig):
 
 @dataclass(frozen=True)
 class SoftmaxSeparateConfig(ZhangInitConfig):
-    """Softmax ATTN_S. rank: key/query rank R (positional after heads); scale as
+    """Softmax ATTN_S. rank: key/query rank 1 <= R <= D (positional after heads); scale as
     `SoftmaxMergedConfig`."""
 
     kind = "softmax_separate"
@@ -41,7 +41,7 @@ class SoftmaxSeparateConfig(ZhangInitConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check.positive_int("rank", self.rank)
+        check.key_query_rank(self.rank, self.dim)
         check.positive_float("scale", self.scale)
 
 
@@ -110,7 +110,6 @@ class SoftmaxSeparateKQ(_SoftmaxReadout):
 
     config_class = SoftmaxSeparateConfig
     init_variances = SeparateKQ.init_variances
-    dims = SeparateKQ.dims
 
     def query_weights(self) -> torch.Tensor:
         return torch.einsum("hrd,hre->hde", self.K, self.Q)

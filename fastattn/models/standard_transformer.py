@@ -100,11 +100,6 @@ class StandardTransformer(nn.Module):
     def kind(self) -> str:
         return self.config.kind
 
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """(D, 1, 1): the width and one head per layer (the CLI's (D, H, R))."""
-        return self.config.d_model, 1, 1
-
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         cfg = self.config
         if tokens.ndim != 2 or positions.shape != tokens.shape:

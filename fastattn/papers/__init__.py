@@ -29,7 +29,7 @@ BUILTIN = ("fastattn.papers.zhang2025:PAPER", "fastattn.papers.he2025:PAPER",
 #: fields holding modules that register entries when imported (a tuple of "module")
 MODULE_FIELDS = ("cards", "tasks", "models", "objectives", "theory")
 #: fields holding one object each ("module:attr")
-OBJECT_FIELDS = ("figures", "hooks", "claims")
+OBJECT_FIELDS = ("figures", "hooks", "claims", "mutations")
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class Paper:
         figures: "module:attr" of its tuple of `fastattn.experiments.Figure`, or None.
         hooks: "module:attr" of its sweep `fastattn.sweep.hooks.Hooks`, or None.
         claims: "module:attr" of its tuple of `fastattn.experiments.claims.Claim`, or None.
+        mutations: "module:attr" of its tuple of planted bugs its claims must catch
+            (`fastattn.experiments.mutations.Mutation`), or None.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Paper:
     figures: str | None = None
     hooks: str | None = None
     claims: str | None = None
+    mutations: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -12,4 +12,5 @@ PAPER = Paper(
     figures="fastattn.experiments.he2025:FIGURES",
     hooks="fastattn.sweep.hooks.he2025:HOOKS",
     claims="fastattn.experiments.he2025.claims:CLAIMS",
+    mutations="fastattn.experiments.he2025.mutations:MUTATIONS",
 )

@@ -12,4 +12,5 @@ PAPER = Paper(
     figures="fastattn.experiments.mainali2025:FIGURES",
     hooks="fastattn.sweep.hooks.mainali2025:HOOKS",
     claims="fastattn.experiments.mainali2025.claims:CLAIMS",
+    mutations="fastattn.experiments.mainali2025.mutations:MUTATIONS",
 )

@@ -12,4 +12,5 @@ PAPER = Paper(
     figures="fastattn.experiments.musat2025:FIGURES",
     hooks="fastattn.sweep.hooks.musat2025:HOOKS",
     claims="fastattn.experiments.musat2025.claims:CLAIMS",
+    mutations="fastattn.experiments.musat2025.mutations:MUTATIONS",
 )

@@ -12,4 +12,5 @@ PAPER = Paper(
     figures="fastattn.experiments.sander2024:FIGURES",
     hooks="fastattn.sweep.hooks.sander2024:HOOKS",
     claims="fastattn.experiments.sander2024.claims:CLAIMS",
+    mutations="fastattn.experiments.sander2024.mutations:MUTATIONS",
 )

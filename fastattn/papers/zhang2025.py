@@ -13,4 +13,5 @@ PAPER = Paper(
     figures="fastattn.experiments.zhang2025:FIGURES",
     hooks="fastattn.sweep.hooks.zhang2025:HOOKS",
     claims="fastattn.experiments.zhang2025.claims:CLAIMS",
+    mutations="fastattn.experiments.zhang2025.mutations:MUTATIONS",
 )

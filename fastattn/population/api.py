@@ -18,6 +18,7 @@ import numpy as np
 from fastattn._core_loader import core
 from fastattn.population.objectives import check_params
 from fastattn.population.options import FlowOptions, flow_options
+from fastattn.population.stops import Stop
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,9 +41,9 @@ class FlowResult:
         loss: `[T]` (single model) or `[K, T]`.
         params: `[T, P]` or `[K, T, P]` recorded parameters (only with record_params=True), else None.
         final_params: `[P]` or `[K, P]`, the last finite state (at a terminal event: the state there).
-        status: per model, one of "t_end", "target_loss", "converged", "event", "max_evals",
-            "max_steps", "max_seconds", "diverged", "step_too_small", "interrupted" (a str for a
-            single model, else a list).
+        status: per model, why it stopped (`population.stops.Stop`: "t_end", "target_loss",
+            "converged", "event", "max_evals", "max_steps", "max_seconds", "diverged",
+            "step_too_small", "interrupted"; a str for a single model, else a list).
         n_evals: gradient evaluations (int or `[K]`); n_steps: accepted steps; n_jac: dense
             Hessians; n_hvp: Hessian-vector products (Hessian-free Rosenbrock steps); n_rejected:
             rejected steps of the adaptive methods.
@@ -117,12 +118,13 @@ def _run(objs: list, p: np.ndarray, opts: FlowOptions) -> FlowResult:
         return FlowResult(
             times=times[:n_rec], loss=loss[0, :n_rec],
             params=None if prm is None else prm[0, :n_rec], final_params=fin[0],
-            status=out["status"][0], n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
+            status=Stop(out["status"][0]), n_evals=int(ints[0][0]), n_steps=int(ints[1][0]),
             n_jac=int(ints[2][0]), t_final=float(out["t_final"][0]), wall_time=wall,
             n_hvp=int(ints[3][0]), n_rejected=int(ints[4][0]), events=events[0],
         )
     return FlowResult(
-        times=times, loss=loss, params=prm, final_params=fin, status=list(out["status"]),
+        times=times, loss=loss, params=prm, final_params=fin,
+        status=[Stop(w) for w in out["status"]],
         n_evals=ints[0], n_steps=ints[1], n_jac=ints[2], t_final=out["t_final"], wall_time=wall,
         n_hvp=ints[3], n_rejected=ints[4], events=events,
     )

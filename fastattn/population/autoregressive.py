@@ -141,14 +141,19 @@ def _check_context(task, model) -> None:
                          f"task's context={task.context}")
 
 
+def _sizes(config) -> tuple[int, int, int]:
+    """(d, H, T_max), the ints the compiled core takes, of a DIAG model config."""
+    return config.dim, config.heads, config.context
+
+
 @register_objective("autoregressive", "diag", exact_for=diag_exact_for)
 def _diag(task, model) -> AutoRegressiveObjective:
     _check_context(task, model)
     if task.context_dist == "positional":
         from fastattn.population.autoregressive_positional import PositionalDiagObjective
 
-        return PositionalDiagObjective(model.dims, task.mu)
-    return AutoRegressiveObjective(task.context_dist, model.dims)
+        return PositionalDiagObjective(_sizes(model.config), task.mu)
+    return AutoRegressiveObjective(task.context_dist, _sizes(model.config))
 
 
 @register_objective("autoregressive", "pe_only", exact_for=pe_only_exact_for)

@@ -9,7 +9,8 @@ a stage preconditioner, a cost hint, a working basis) that the C++ integrators f
   (linear_regression, merged | cubic_mlp | separate).
 
 The linear attention models by family name (conveniences over `LinearAttentionObjective`):
-`loss_and_grad`, `hessian`, `hvp`, `make_evaluator`, `gamma`, `n_params`, `conserved_quantities`.
+`loss_and_grad`, `hessian`, `hvp`, `make_evaluator`, `gamma`, `n_params`, `conserved_quantities`;
+they take the core's ints dims = (D, H, R), which `linear_dims(model.config)` reads off a config.
 
 Families and flat float64 layouts (docs/conventions.md), dims = (D, H, R) (R is ignored by merged):
 
@@ -53,6 +54,15 @@ def family_dims(family: str, dims) -> tuple[int, int, int]:
         raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints")
     D, H, R = t
     return (D, H, 1) if family in _MERGED_LIKE else (D, H, R)
+
+
+def linear_dims(config) -> tuple[int, int, int]:
+    """(D, H, R), the ints the compiled core takes, of a linear attention model config (merged,
+    cubic_mlp or separate): R its key/query rank, 1 for the families without one."""
+    if config.kind not in FAMILIES:
+        raise ValueError(f"model kind {config.kind!r} has no linear attention layout; use one of "
+                         f"{sorted(FAMILIES)}")
+    return config.dim, config.heads, config.rank if config.kind == "separate" else 1
 
 
 def layout_family(family: str) -> str:
@@ -113,7 +123,7 @@ class LinearAttentionObjective(core.LinearAttention):
 
 
 def _linear_attention(task, model) -> LinearAttentionObjective:
-    return LinearAttentionObjective(model.kind, model.dims, task.moments())
+    return LinearAttentionObjective(model.kind, linear_dims(model.config), task.moments())
 
 
 def _every_linear_regression(task, config) -> str | None:

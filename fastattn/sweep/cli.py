@@ -10,6 +10,7 @@ from typing import Any
 
 from fastattn import _validate as check
 from fastattn.cli_options import INTERRUPTED, CommandError, add_options
+from fastattn.population.stops import MEANING, Stop
 from fastattn.sweep.api import plan, run_sweep
 from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
 from fastattn.sweep.hooks import HOOKS, plot_kinds
@@ -99,6 +100,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"this grid: {len(table)} of {table.attrs.get('n_grid', len(table))} runs finished ("
           + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) + f"); {out}/results.parquet "
           f"holds {size} runs" + (" (other grids' runs too)" if size > len(table) else ""))
+    for word in sorted(counts.keys() & set(Stop)):     # what each stop word in the counts means
+        print(f"  {word}: {MEANING[Stop(word)]}")
     failed = table[table["status"] == "error"]
     for _, row in failed.head(5).iterrows():
         print(f"  failed {row['key']}: {row['error']}")

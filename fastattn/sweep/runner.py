@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis import count_conspicuous_plateaus, find_plateaus_and_drops
+from fastattn.population.stops import Stop
 from fastattn.sweep.grid import canonical
 from fastattn.sweep.hooks import Columns, Hooks, hooks_for
 from fastattn.sweep.horizon import Horizon
@@ -231,8 +232,8 @@ def batched_trajectories(items: list[RunItem], horizon: Horizon) -> tuple[list, 
         traj = Trajectory(time=2 * c.lr * (res.steps + 1.0), step=res.steps + 1, loss=loss,
                           snapshot_time=np.array([0.0, 2 * c.lr * c.steps]),
                           params=np.stack([p0[k], final]),
-                          status="steps" if np.all(np.isfinite(loss)) and np.all(np.isfinite(final))
-                          else "diverged",
+                          status=Stop.STEPS if np.all(np.isfinite(loss))
+                          and np.all(np.isfinite(final)) else Stop.DIVERGED,
                           n_evals=c.steps, wall_time=wall / len(items),
                           config=run_config(task, model, dataclasses.replace(c, progress=None)),
                           meta=meta)

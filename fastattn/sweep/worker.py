@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from fastattn.population.stops import Stop
 from fastattn.sweep import store
 from fastattn.sweep.horizon import Horizon
 from fastattn.sweep.runner import (
@@ -105,7 +106,7 @@ def execute(items: list[RunItem], out_dir: str, horizon: Horizon) -> list[dict[s
 
 
 def _finish(item, traj, p0, task, extra, out_dir, horizon, model=None) -> dict[str, Any]:
-    if traj.status == "interrupted":        # not a result: no row, so a resume runs it again
+    if traj.status == Stop.INTERRUPTED:        # not a result: no row, so a resume runs it again
         raise KeyboardInterrupt(f"run {item.key} interrupted")
     out = Path(out_dir)
     record = traj.save(out / store.RECORDS / item.key)

@@ -31,41 +31,61 @@ FORMAT = "fastattn-checkpoint-2"
 _ARRAY, _SCALAR = "__ndarray__", "__npscalar__"
 
 
+#: steps between two checkpoints by default: a fast run (thousands of steps a second) loses at most
+#: this many steps to Ctrl-C even before `Checkpointing.every` seconds have passed
+EVERY_STEPS = 1000
+
+
 @dataclass(frozen=True)
 class Checkpointing:
     """Where and how often a sampled run checkpoints, and whether it continues from the file.
 
+    A checkpoint is written when `every` seconds or `every_steps` steps have passed since the
+    last one (or since the run started), whichever comes first.
+
     Attributes:
         path: the checkpoint file (`torch.save` format, data only: see the module docstring).
         every: seconds between checkpoints (0: before every step).
+        every_steps: steps between checkpoints (None: by time only).
         resume: continue from `path` (which must exist and belong to the same run).
     """
 
     path: str | os.PathLike
     every: float = 60.0
+    every_steps: int | None = EVERY_STEPS
     resume: bool = False
 
     def __post_init__(self) -> None:
         if not self.every >= 0:
             raise ValueError(f"checkpoint interval must be >= 0 seconds; got {self.every}")
+        if self.every_steps is not None and (isinstance(self.every_steps, bool) or not isinstance(
+                self.every_steps, int) or self.every_steps < 1):
+            raise ValueError(f"checkpoint interval every_steps must be an integer >= 1 (or None: "
+                             f"by time only); got {self.every_steps!r}")
 
 
 class Checkpointer:
-    """Writes a run's checkpoints at most every `Checkpointing.every` seconds."""
+    """Writes a run's checkpoints every `Checkpointing.every` seconds or `every_steps` steps."""
 
     def __init__(self, spec: Checkpointing | None, config: dict[str, Any]):
         self.spec, self.config = spec, config
         self.last = time.monotonic()
+        self.last_step = 0                       # a resumed run: its checkpoint's step (`load`)
 
-    def due(self) -> bool:
-        return self.spec is not None and time.monotonic() - self.last >= self.spec.every
+    def due(self, step: int) -> bool:
+        """Whether to checkpoint before step `step` (the state after `step` steps)."""
+        if self.spec is None:
+            return False
+        by_steps = self.spec.every_steps is not None and \
+            step - self.last_step >= self.spec.every_steps
+        return by_steps or time.monotonic() - self.last >= self.spec.every
 
     def save(self, state: dict[str, Any]) -> None:
         path = Path(self.spec.path)
         doc = {"format": FORMAT, "config": json.dumps(self.config, sort_keys=True),
                "state": _encode(state)}
         atomic_write(path, lambda fh: torch.save(doc, fh), "wb")
-        self.last = time.monotonic()
+        self.last, self.last_step = time.monotonic(), state.get("step", self.last_step)
 
     def load(self) -> dict[str, Any] | None:
         """The state to continue from (None unless resuming); checks it is this run's."""
@@ -88,6 +108,7 @@ class Checkpointer:
         if config != json.loads(json.dumps(self.config, sort_keys=True)):
             raise ValueError(f"{path} is the checkpoint of another run (its task, model or trainer "
                              "options differ); resume with the options it was written with")
+        self.last_step = state.get("step", 0)
         return state
 
     def remove(self) -> None:
@@ -108,7 +129,9 @@ def _encode(value: Any) -> Any:
         return {k: _encode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_encode(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+    if isinstance(value, str):
+        return str(value)                       # a `Stop` as its word: no enum class to unpickle
+    if value is None or isinstance(value, (bool, int, float, torch.Tensor)):
         return value
     raise TypeError(f"a checkpoint holds data only; got a {type(value).__name__}")
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastattn import population
+from fastattn.population.stops import stop_of
 from fastattn.training.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -218,5 +219,6 @@ def to_trajectory(res: Any, plan: RecordPlan, params0: np.ndarray,
         s_time, params = np.array([0.0, t[-1]]), np.stack([params0, final])
     step = np.round(t / (2 * plan.lr)).astype(int) if plan.lr else np.full(t.size, -1)
     return Trajectory(time=t[keep], step=step[keep], loss=values[keep], snapshot_time=s_time,
-                      params=params, events=list(events), status=str(status),
+                      params=params, events=list(events),
+                      status=stop_of(status, steps=plan.lr is not None),
                       n_evals=int(n_evals))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from fastattn.population.stops import Stop
 from fastattn.training import flow
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.config import TrainConfig, diverged
@@ -121,7 +122,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
     loss_name = cfg.loss or "query"
     runs = [{"step": [], "loss": [], "tests": {k: [] for k in tests[i]}
              | ({"population": []} if exact[i] else {}), "snap_step": [], "params": [],
-             "status": "steps", "done": None, "diverged_at": None} for i in range(r)]
+             "status": Stop.STEPS, "done": None, "diverged_at": None} for i in range(r)]
     done, n_evals = 0, 0
     ckpt = Checkpointer(checkpoint, identity or {})
     saved = ckpt.load()
@@ -154,7 +155,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
     live = [i for i in range(r) if runs[i]["done"] is None]
     bar = tqdm(total=cfg.steps, initial=done, disable=not progress, unit="step",
                desc=f"adam {models[0].kind} (fused)")
-    status, calling = "steps", False
+    status, calling = Stop.STEPS, False
     before = (done, theta.copy(), m.copy(), v.copy())
     try:
         for stop in (s for s in stops if s > done or (s == 0 and done == 0)):
@@ -186,7 +187,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                         run["params"].pop()
                     run["snap_step"].append(back[0])
                     run["params"].append(back[1][i].astype(np.float64))
-                    run["status"], run["done"], run["diverged_at"] = "diverged", back[0], int(
+                    run["status"], run["done"], run["diverged_at"] = Stop.DIVERGED, back[0], int(
                         at[bad[0]])
                     live.remove(i)
                     for buf, old in zip((theta, m, v), back[1:], strict=True):
@@ -205,19 +206,19 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                 run = runs[0]
                 emitter.emit(2 * float(args["lr"][0]) * np.asarray(run["step"]), run["step"],
                              run["loss"], run["tests"])
-            if ckpt.due():
+            if ckpt.due(done):
                 ckpt.save({"step": done, "theta": theta.copy(), "m": m.copy(), "v": v.copy(),
                            "n_evals": n_evals, "runs": runs})
             if not live:
                 break
     except KeyboardInterrupt:
-        status = "interrupted"
+        status = Stop.INTERRUPTED
         if calling:          # the call may have stepped the buffers: back to its start
             for buf, old in zip((theta, m, v), before[1:], strict=True):
                 buf[...] = old
     finally:
         bar.close()
-    if status != "interrupted":
+    if status != Stop.INTERRUPTED:
         ckpt.remove()
     state.load_into(models)
     trajs = []
@@ -239,7 +240,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
             test_loss={k: np.asarray(x) for k, x in run["tests"].items()},
             snapshot_time=2 * lr * np.asarray(run["snap_step"], dtype=float),
             params=np.stack(run["params"]), n_evals=n_evals + 1,
-            status=status if status == "interrupted" else run["status"],
+            status=status if status == Stop.INTERRUPTED else run["status"],
             diverged_at=run["diverged_at"]))
     return trajs
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from fastattn.population.stops import Stop
 from fastattn.training import flow
 from fastattn.training.checkpoint import Checkpointer, Checkpointing
 from fastattn.training.config import TrainConfig, diverged
@@ -85,7 +86,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             emitter.emit(2 * cfg.lr * np.asarray(out["step"]), out["step"], out["loss"], test_out,
                          out["metrics"])
 
-    status, n_evals, diverged_step = "steps", 0, None
+    status, n_evals, diverged_step = Stop.STEPS, 0, None
     stop_after: int | None = None       # target_metric met: stop once this many records are taken
     done = 0                   # optimiser steps taken: the model holds the state after `done` steps
     evaluated: tuple[int, float] | None = None      # (step, training loss) at the current state
@@ -108,7 +109,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                     desc=f"{cfg.method} {model.kind}")
     try:
         for k in range(done, cfg.steps + 1):
-            if ckpt.due():           # between steps: the state after k steps, records before k
+            if ckpt.due(k):           # between steps: the state after k steps, records before k
                 ckpt.save({"step": k, "model": model.state_dict(), "optimizer": opt.state_dict(),
                            "scheduler": sched.state_dict() if sched else None,
                            "previous": previous, "n_evals": n_evals, "loss0": loss0, "out": out,
@@ -118,7 +119,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             value = loss.item()
             loss0 = value if k == 0 else loss0
             if diverged(value, loss0):
-                status, diverged_step = "diverged", k
+                status, diverged_step = Stop.DIVERGED, k
                 with torch.no_grad():
                     for p, q in zip(model.parameters(), previous, strict=True):
                         p.copy_(q)
@@ -130,7 +131,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             if k in snap:
                 snapshot(k)
             if cfg.target_loss is not None and value <= cfg.target_loss:
-                status = "target_loss"
+                status = Stop.TARGET_LOSS
                 break
             if k in rec and cfg.target_metric is not None:
                 name, level = cfg.target_metric
@@ -140,7 +141,7 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
                 if stop_after is None and out["metrics"][name][-1] >= level:
                     stop_after = len(out["step"]) + cfg.patience
                 if stop_after is not None and len(out["step"]) >= stop_after:
-                    status = "target_metric"
+                    status = Stop.TARGET_METRIC
                     break
             if k == cfg.steps:
                 break
@@ -155,10 +156,10 @@ def train_sampled(model: ICLModel, task: Task, cfg: TrainConfig,
             if k % 100 == 0:
                 progress.set_postfix(loss=f"{value:.4g}")
     except KeyboardInterrupt:
-        status = "interrupted"
+        status = Stop.INTERRUPTED
     finally:
         progress.close()
-    if status != "interrupted":
+    if status != Stop.INTERRUPTED:
         ckpt.remove()
     # The record ends with the state the run stopped in, whatever stopped it.
     if not out["step"] or out["step"][-1] != done:

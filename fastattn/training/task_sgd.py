@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from fastattn.population.stops import Stop
 from fastattn.training import flow
 from fastattn.training.trajectory import Trajectory
 
@@ -77,7 +78,7 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
         if exact is not None:
             out["population"].append(exact(out["params"][-1]))
 
-    status, k, total, count = "steps", 0, 0.0, 0
+    status, k, total, count = Stop.STEPS, 0, 0.0, 0
     first = task.sample_task(0, cfg.batch_size, 0, dtype=dtype)
     log(0, model.query_loss_grad(first.x, first.y, first.x_q, first.y_q)[0])
     try:
@@ -88,7 +89,7 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
                 b = task.sample_task(int(mu), cfg.batch_size, k, dtype=dtype)
                 loss, grads = model.query_loss_grad(b.x, b.y, b.x_q, b.y_q)
                 if not math.isfinite(loss):
-                    status = "diverged"
+                    status = Stop.DIVERGED
                     break
                 with torch.no_grad():
                     for name, p in params.items():
@@ -97,13 +98,13 @@ def _run(model: ICLModel, task: Task, cfg: TrainConfig) -> Trajectory:
                 if k in record:
                     log(k, total / count)
                     if cfg.target_loss is not None and total / count <= cfg.target_loss:
-                        status = "target_loss"
+                        status = Stop.TARGET_LOSS
                         break
                     total, count = 0.0, 0
-            if status != "steps":
+            if status != Stop.STEPS:
                 break
     except KeyboardInterrupt:
-        status = "interrupted"
+        status = Stop.INTERRUPTED
     steps = np.asarray(out["step"], dtype=int)
     time = 2 * cfg.lr * steps
     tests = {"population": np.asarray(out["population"])} if exact is not None else {}

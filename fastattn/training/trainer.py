@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from fastattn.models.base import ICLModel, config_to_dict
+from fastattn.population.stops import Stop
 from fastattn.tasks.base import Task
 from fastattn.training import fused
 from fastattn.training.callbacks import Callback, Emitter
@@ -97,7 +98,8 @@ class RunsInterrupted(KeyboardInterrupt):
 
     def __init__(self, trajectories: list[Trajectory | None]):
         self.trajectories = trajectories
-        cut = [k for k, t in enumerate(trajectories) if t is not None and t.status == "interrupted"]
+        cut = [k for k, t in enumerate(trajectories)
+               if t is not None and t.status == Stop.INTERRUPTED]
         never = [k for k, t in enumerate(trajectories) if t is None]
         super().__init__(f"interrupted during runs {cut}; runs {never} not started")
 
@@ -147,7 +149,7 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
             out[k] = traj
             if on_done is not None:
                 on_done(k, traj)
-        if any(t.status == "interrupted" for t in trajs) and any(t is None for t in out):
+        if any(t.status == Stop.INTERRUPTED for t in trajs) and any(t is None for t in out):
             raise RunsInterrupted(out)
 
     for k in alone:

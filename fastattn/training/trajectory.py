@@ -12,6 +12,7 @@ import numpy as np
 
 from fastattn.configs import MODEL_CARDS
 from fastattn.population import EventHit
+from fastattn.population.stops import Stop
 from fastattn.training.records import RecordError, read_record, write_record
 
 #: what a record's time is, for every model: the integrators' flow (docs/conventions.md, "Time")
@@ -47,9 +48,10 @@ class Trajectory:
         snapshot_time: `[S]` times of the parameter snapshots. params: `[S, P]` flat parameters
             (layout of docs/conventions.md); `[1, P]`, the final state, for a sampled run with
             `snapshot_params=False`, whose snapshots are its `series`.
-        status: why the run stopped: "t_end", "steps", "target_loss", "target_metric",
-            "converged", "event", "diverged", "interrupted", "max_evals", "max_seconds". The last
-            loss record and the last snapshot are the state the run stopped in, whatever stopped it.
+        status: why the run stopped, a `population.stops.Stop` word ("steps" for a gd, sgd or adam
+            run that took all its steps, "t_end" for a flow that reached its time, "target_loss",
+            "interrupted", ...; `stops.MEANING` says what each means). The last loss record and the
+            last snapshot are the state the run stopped in, whatever stopped it.
         events: exact flows: the crossings of the config's events (`EventHit`: event index, time,
             parameters `[P]`), in time order.
         n_evals: gradient evaluations. wall_time: seconds.
@@ -74,7 +76,7 @@ class Trajectory:
     snapshot_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     params: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     events: list[EventHit] = field(default_factory=list)
-    status: str = "t_end"
+    status: str = Stop.T_END
     n_evals: int = 0
     wall_time: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)

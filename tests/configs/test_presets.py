@@ -48,7 +48,7 @@ def test_sander2024_fig3_defaults(extra, heads, lr, steps):
     _r, task, model, cfg = cli_run("--task", "autoregressive", "--model", "diag", *extra)
     assert (task.dim, task.context) == (10, 20)
     assert task.context_dist == ("orthogonal" if extra else "unitary")
-    assert (model.config.heads, model.config.init_scale, model.dims[2]) == (heads, 0.1, 20)
+    assert (model.config.heads, model.config.init_scale, model.config.context) == (heads, 0.1, 20)
     assert (cfg.method, cfg.lr, cfg.steps) == ("gd", lr, steps)
 
 
@@ -152,7 +152,8 @@ def test_zhang2025_default_is_fig3():
     assert r.preset.name == "zhang2025" and (task.kind, model.kind) == ("linear_regression", "separate")
     assert (task.dim, task.context, task.rotate) == (4, 31, True)
     np.testing.assert_allclose(task.eigvals / task.eigvals.sum(), [0.4, 0.3, 0.2, 0.1])
-    assert model.dims == (4, 5, 1) and model.config.init_scale == 1e-2
+    assert (model.config.dim, model.config.heads, model.config.rank) == (4, 5, 1)
+    assert model.config.init_scale == 1e-2
     assert cfg.method == "flow" and cfg.t_end >= 2e4          # the third drop ends by t ≈ 2e4
 
 

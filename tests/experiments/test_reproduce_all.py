@@ -158,7 +158,9 @@ def test_single_figure_refuses_to_replace_a_finished_one(quick_two, tmp_path, mo
     assert "--overwrite" in _one_error_line(capsys.readouterr().err, "reproduce")
 
 
-def test_progress_lines_only_on_a_terminal(quick_two, monkeypatch, capsys):
+def test_progress_lines_one_per_figure_also_when_piped(quick_two, monkeypatch, capsys):
+    """Issue 41: piped, `reproduce --all` printed nothing for minutes; it prints the terminal's
+    line per figure (stderr), and `--quiet` none."""
     stream = io.StringIO()
     printer = batch.progress_printer(stream)
     printer(3, 58, batch.Outcome("zhang2025-fig8", "done", 12.34))
@@ -166,12 +168,17 @@ def test_progress_lines_only_on_a_terminal(quick_two, monkeypatch, capsys):
     assert stream.getvalue().splitlines() == [
         "figure 3 of 58: zhang2025-fig8 done in 12.3 s [0 s elapsed]",
         "figure 4 of 58: zhang2025-fig9 FAILED after 1.0 s: ValueError: x [0 s elapsed]"]
-    # under pytest stderr is not a terminal: a batch prints only its summary to stdout
+    # under pytest stderr is not a terminal, as when piped
     monkeypatch.setattr(batch, "select", lambda papers=(), names=(): list(FAST))
     assert main(["reproduce", "--paper", "zhang2025", "--quick", "--out", str(quick_two)]) == 0
     captured = capsys.readouterr()
-    assert "figure 1 of" not in captured.err
+    lines = [x for x in captured.err.splitlines() if x.startswith("figure ")]
+    assert [x.split(" [")[0] for x in lines] == [
+        f"figure {k} of 2: {name} already finished (cached)" for k, name in enumerate(FAST, 1)]
     assert "2 figures: 0 computed, 2 already finished, 0 failed" in captured.out
+    assert main(["reproduce", "--paper", "zhang2025", "--quick", "--quiet", "--out",
+                 str(quick_two)]) == 0
+    assert "figure 1 of" not in capsys.readouterr().err
 
 
 def test_select_papers_and_unknown_paper():

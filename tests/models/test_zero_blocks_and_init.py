@@ -116,7 +116,7 @@ def test_a_model_takes_its_config_or_the_config_fields():
     assert a.config == b.config == c.config and a.config is config
     np.testing.assert_array_equal(a.to_flat(), b.to_flat())
     np.testing.assert_array_equal(a.to_flat(), c.to_flat())
-    assert (a.kind, a.dims) == ("separate", (4, 5, 1))
+    assert (a.kind, a.config.dim, a.config.heads, a.config.rank) == ("separate", 4, 5, 1)
 
 
 def test_every_registered_kind_builds_its_own_class():
@@ -161,6 +161,7 @@ def test_registry_and_config_errors_name_the_argument():
         (lambda: MergedKQ(0, 2), "dim"),
         (lambda: MergedKQ(2, 0), "heads"),
         (lambda: SeparateKQ(3, 2, rank=0), "rank"),
+        (lambda: SeparateKQ(3, 2, rank=4), "rank=4 must be at most dim=3"),
         (lambda: SeparateKQ(3, 2, init_scale=float("nan")), "init_scale"),
         (lambda: MergedKQ(3, 2, init_scheme="xavier"), "init_scheme"),
         (lambda: SoftmaxMergedKQ(3, 2, scale=0.0), "scale"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastattn.experiments import zhang2025
-from fastattn.population import Moments, n_params
+from fastattn.population import Moments, linear_dims, n_params
 from fastattn.theory.zhang2025 import minimum_loss
 
 
@@ -47,4 +47,4 @@ def fig3_setting(rng, init: float):
     """Zhang Fig. 3: separate, D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, S=I, σ²=0."""
     task, model = zhang2025.fig3_setting(init, seed=int(rng.integers(2**31)))
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return model.dims, task.moments(), model.to_flat(), lstar
+    return linear_dims(model.config), task.moments(), model.to_flat(), lstar

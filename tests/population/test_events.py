@@ -14,6 +14,7 @@ from fastattn.population import (
     FlowOptions,
     LossEvent,
     integrate,
+    linear_dims,
     loss_and_grad,
     make_evaluator,
 )
@@ -88,7 +89,7 @@ def test_loss_crossing_a_plateau_level_on_a_zhang_flow():
     records that bracket the crossing, and its state's loss is the level; a coordinate event in the
     caller's basis (the integrators work in Λ's eigenbasis) lands on its level too."""
     task, model = fig3_setting(1e-2, seed=0)
-    dims, m, th = model.dims, task.moments(), model.to_flat()
+    dims, m, th = linear_dims(model.config), task.moments(), model.to_flat()
     obj = make_evaluator("separate", dims, m)
     rec = np.linspace(0, 8000, 4001)
     dense = core.integrate(obj, th, core.Options(method=core.Method.auto, t_end=8000.0, record_times=rec,

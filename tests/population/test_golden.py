@@ -32,7 +32,7 @@ import pytest
 
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import LinearAttentionObjective, integrate
+from fastattn.population import LinearAttentionObjective, integrate, linear_dims
 from fastattn.tasks import LinearRegression
 
 # (n_evals, n_steps, n_hvp, n_rejected, n_jac, final loss); every run ends with status "t_end"
@@ -80,7 +80,7 @@ def _flow(name: str):
         task = LinearRegression(32, context=64, spectrum=tuple(np.linspace(1, 0.3, 32)), rotate=False)
         model = SeparateKQ(32, 32, 1, init_scale=1e-2, init_seed=3)
         t_end = 3e3
-    return model.dims, task.moments(), model.to_flat(), t_end
+    return linear_dims(model.config), task.moments(), model.to_flat(), t_end
 
 
 # the two longest cases (about a minute each on a loaded 2-core machine) run in CI, not under -m "not slow"

@@ -18,6 +18,7 @@ from fastattn.population import (
     conserved_quantities,
     hessian,
     integrate,
+    linear_dims,
     loss_and_grad,
     make_evaluator,
     reference,
@@ -241,7 +242,7 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     D = 32
     task = LinearRegression(D, context=512, spectrum=tuple(fastattn.tasks.spectrum("linear", D)))
     model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
-    th, dims, m = model.to_flat(), model.dims, task.moments()
+    th, dims, m = model.to_flat(), linear_dims(model.config), task.moments()
     assert th.size > 2000
     rec = np.geomspace(1e3, 3e6, 13)
     a = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=3e6,

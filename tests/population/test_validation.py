@@ -12,6 +12,7 @@ from fastattn.population import (
     Moments,
     hessian,
     integrate,
+    linear_dims,
     loss_and_grad,
     make_evaluator,
 )
@@ -117,3 +118,16 @@ def test_flow_options_and_objective_forms(setup):
         opts.replace(method="euler")
     r = integrate(obj, th, opts, rtol=1e-8)        # overrides on top of options
     assert r.status == "t_end" and r.t_final == 1.0
+
+
+def test_linear_dims_reads_the_config_and_refuses_other_families():
+    """The core's (D, H, R) from a config's fields: the rank of separate, 1 for merged and the MLP
+    (whose flat vector has no rank), and one line naming the families for any other model."""
+    from fastattn.models.autoregressive import ARDiagConfig
+    from fastattn.models.cubic_mlp import CubicMLPConfig
+    from fastattn.models.linear_attention import MergedConfig, SeparateConfig
+
+    assert linear_dims(SeparateConfig(3, 2, rank=2)) == (3, 2, 2)
+    assert linear_dims(MergedConfig(3, 2)) == linear_dims(CubicMLPConfig(3, 2)) == (3, 2, 1)
+    with pytest.raises(ValueError, match="model kind 'diag' has no linear attention layout"):
+        linear_dims(ARDiagConfig(3, 2, context=4))

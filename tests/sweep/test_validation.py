@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from fastattn.population.stops import MEANING, Stop
+
 pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
@@ -63,8 +65,10 @@ def test_another_grid_in_the_same_folder_reports_both_counts(tmp_path, capsys):
     assert main(["sweep", *TINY, "--time", "5", "--init", "1e-2,2e-2", "--out", out]) == 0
     capsys.readouterr()
     assert main(["sweep", *TINY, "--time", "5", "--out", out]) == 0
-    line = capsys.readouterr().out.strip()
+    line, *legend = capsys.readouterr().out.strip().splitlines()
     assert "this grid: 1 of 1 runs finished" in line and "holds 2 runs" in line, line
+    status = line.split("finished (")[1].split("=")[0]         # e.g. t_end: the stop word
+    assert legend == [f"  {status}: {MEANING[Stop(status)]}"]  # and what stopped those runs
 
 
 def test_plot_honours_out_without_kind_and_fails_on_nothing_to_plot(tmp_path, capsys):

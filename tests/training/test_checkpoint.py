@@ -3,6 +3,7 @@ item 8)."""
 
 import numpy as np
 import pytest
+import torch
 
 from fastattn.models import SeparateKQ
 from fastattn.tasks import LinearRegression
@@ -16,8 +17,11 @@ def model():
     return SeparateKQ(3, 2, init_scale=0.3, init_seed=1)
 
 
-@pytest.mark.parametrize("method", ["sgd", "adam"])
-def test_a_run_resumed_from_its_checkpoint_is_bit_identical(method, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("method", "every"), [("sgd", {"every": 0}), ("adam", {"every": 0}),
+                                               ("adam", {"every": 1e9, "every_steps": 10})])
+def test_a_run_resumed_from_its_checkpoint_is_bit_identical(method, every, tmp_path, monkeypatch):
+    """Checkpoints before every step, or (issue 41: an Adam run cut before 60 s left none) every
+    10 steps however long they take: cut at step 37, the last is the state after step 30."""
     kw = {"method": method, "lr": 0.02, "steps": 60, "batch_size": 16, "n_records": 12,
           "n_snapshots": 5, "test_size": 8, "eval_seed": 5}
     full = train(model(), TASK, **kw)
@@ -31,8 +35,10 @@ def test_a_run_resumed_from_its_checkpoint_is_bit_identical(method, tmp_path, mo
 
     monkeypatch.setattr(LinearRegression, "sample", sample)
     path = tmp_path / "run.ckpt"
-    cut = train(model(), TASK, checkpoint=Checkpointing(path, every=0), **kw)
+    cut = train(model(), TASK, checkpoint=Checkpointing(path, **every), **kw)
     assert cut.status == "interrupted" and path.exists()
+    saved = torch.load(path, weights_only=True)["state"]["step"]
+    assert saved == (37 if every["every"] == 0 else 30)
     monkeypatch.undo()
     resumed = train(model(), TASK, checkpoint=Checkpointing(path, resume=True), **kw)
     for name in ("time", "step", "loss", "snapshot_time", "params"):

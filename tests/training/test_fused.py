@@ -312,9 +312,10 @@ def test_cli_seeds_ctrl_c_keeps_what_ended_and_starts_nothing_more(tmp_path, mon
             "--context", "7", "--heads", "2", "--method", "sgd", "--lr", "1e-2",
             "--batch-size", "8", "--steps", "10", "--seeds", "0-2", "--out", str(tmp_path),
             "--quiet"]
-    assert main(args) == 0
+    assert main(args) == 130
     statuses = {s: json.loads((tmp_path / f"run-seed{s}.json").read_text())["status"]
                 for s in (0, 1)}
     assert statuses == {0: "steps", 1: "interrupted"}
     assert not (tmp_path / "run-seed2.json").exists()
-    assert "not started: run-seed2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not started: run-seed2" in err, err

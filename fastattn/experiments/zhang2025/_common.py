@@ -42,7 +42,8 @@ def conservation_drift(run: Run) -> float:
     family = "separate" if run.model.kind == "separate" else "merged"
     params = run.traj.params                                           # [S, P]
     drift = max(float(np.max(np.abs(c - c[:1])))
-                for c in population.conserved_quantities(family, params, run.model.dims).values())
+                for c in population.conserved_quantities(
+                    family, params, population.linear_dims(run.model.config)).values())
     return drift / float(np.max(params ** 2))
 
 
@@ -53,7 +54,7 @@ def by_label(runs: list[Run]) -> dict[str, Run]:
 def gamma_of(run: Run, params: np.ndarray) -> np.ndarray:
     """Γ `[D, D]` (the effective in-context weight) of a merged or separate run at `params`."""
     family = "separate" if run.model.kind == "separate" else "merged"
-    return population.gamma(family, params, run.model.dims)
+    return population.gamma(family, params, population.linear_dims(run.model.config))
 
 
 def nearest_m(level: float, levels: np.ndarray) -> int:
