@@ -192,12 +192,7 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
         names = {f.name for f in known[target]}
         for name in values:
             if name not in names:
-                opt = {(o.target, o.field): o for o in all_options()}.get((target, name))
-                flag = opt.flag if opt else f"{target}.{name}"
-                which = f"--{target} {task if target == 'task' else model}"
-                where = f" (it applies to --{target} {', '.join(opt.families)})" if opt and \
-                    opt.families else ""
-                raise ValueError(f"{flag} does not apply to {which}{where}")
+                raise ValueError(_not_a_field(target, name, task, model))
     task_values = {f.name: f.default for f in tcard.fields} | dict(preset.task) | given["task"]
     task_values = _evaluate(task_values, task_values)
     model_values = {f.name: f.default for f in mcard.fields} | dict(preset.model) | given["model"]
@@ -212,6 +207,28 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
     drop = lambda d: {k: v for k, v in d.items() if v is not None}     # noqa: E731
     return Resolved({"kind": task, **drop(task_values)}, {"kind": model, **drop(model_values)},
                     drop(train_values), preset)
+
+
+def _not_a_field(target: str, name: str, task: str, model: str) -> str:
+    """The one-line error for a `given` field `name` of `target` that the pair lacks: the option's
+    flag (else target.name), the family it was given for (the trainer's fields are the model's run
+    options: --model), and the fix: the families that have it, the field a flag of that name sets,
+    or the config that has a field of that name."""
+    options = all_options()
+    opt = {(o.target, o.field): o for o in options}.get((target, name))
+    flag = opt.flag if opt else f"{target}.{name}"
+    which = f"--task {task}" if target == "task" else f"--model {model}"
+    if opt and opt.families:
+        return f"{flag} does not apply to {which} (it applies to --{target} {', '.join(opt.families)})"
+    by_flag = [o for o in options if o.name == name and (o.target, o.field) != (target, name)]
+    elsewhere = [o for o in options if o.field == name and o.target != target]
+    if by_flag:
+        fix = f"; the option {by_flag[0].flag} sets {by_flag[0].target}.{by_flag[0].field}"
+    elif elsewhere:
+        fix = f"; {name} is a {elsewhere[0].target} field: give it as {elsewhere[0].target}.{name}"
+    else:
+        fix = f"; fastattn train --task {task} --model {model} --help lists the fields"
+    return f"{flag} does not apply to {which}{fix}"
 
 
 def options_for(task: str, model: str) -> tuple[Option, ...]:

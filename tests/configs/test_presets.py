@@ -164,6 +164,30 @@ def test_given_options_override_the_preset():
     assert (model.config.heads, cfg.steps, cfg.lr) == (4, 7, 1e-3)
 
 
+@pytest.mark.parametrize("given, message", [
+    ({"train": {"snapshots": 3}},
+     "train.snapshots does not apply to --model merged; the option --snapshots sets train.n_snapshots"),
+    ({"model": {"init": 0.1}},
+     "model.init does not apply to --model merged; the option --init sets model.init_scale"),
+    ({"model": {"n_records": 3}},
+     "model.n_records does not apply to --model merged; n_records is a train field: give it as "
+     "train.n_records"),
+    ({"train": {"speed": 1}}, "train.speed does not apply to --model merged; fastattn train --task "
+     "linear_regression --model merged --help lists the fields"),
+    ({"model": {"rank": 2}}, "--rank does not apply to --model merged (it applies to --model "
+     "separate, softmax_separate)"),
+])
+def test_a_field_the_pair_lacks_is_named_with_its_family_and_fix(given, message):
+    """A Python caller's (a recipe's `preset_run`) field that the pair lacks: one line naming the
+    field, the family it was given for (--model: the trainer's fields are a model's run options;
+    there is no --train) and the fix."""
+    from fastattn.configs import resolve
+
+    with pytest.raises(ValueError) as err:
+        resolve("linear_regression", "merged", given)
+    assert str(err.value) == message
+
+
 def test_sander2024_orthogonal_cli_default_reaches_the_prop6_block_solution(tmp_path):
     """Issue 24 acceptance: `--task autoregressive --model diag --context-dist orthogonal` alone (the
     §3.10 init, §4.3 lr 1e-3 and 10⁵ steps, H = 8 < d) reaches Lemma 3 / Prop. 6's rank-d/2 solution:

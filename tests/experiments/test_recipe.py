@@ -86,7 +86,7 @@ def restated_overrides(specs: list[RunSpec]) -> list[str]:
 
 
 #: papers whose recipes still build their runs by hand (issue 39: to be moved onto their presets)
-UNCONVERTED = ("sander2024", "mainali2025", "musat2025")
+UNCONVERTED = ("musat2025",)
 
 
 def test_every_figure_s_runs_are_its_pairs_preset_plus_overrides_that_differ_from_it():

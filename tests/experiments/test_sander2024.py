@@ -159,21 +159,22 @@ def test_eq6_model_is_the_per_row_formula_and_trains_as_fig9_did(softmax, mlp):
     from fastattn.models import build_model
     from fastattn.training import TrainConfig, train
 
-    cfg = fig9.model_config(softmax, mlp)
+    spec = fig9.spec(softmax, mlp)
+    cfg, lr = spec.model, spec.train.lr
     model, task = build_model(cfg), fig9.task()
     tokens = task.sample(16, 0).tokens
     torch.testing.assert_close(model.predict(tokens), _eq6_literal(model, tokens), rtol=1e-12,
                                atol=1e-14)
     steps = 15
     loop, losses = build_model(cfg), []
-    opt = torch.optim.Adam(loop.parameters(), lr=fig9.LR)
+    opt = torch.optim.Adam(loop.parameters(), lr=lr)
     for k in range(steps):
         loss = task.loss(loop, task.sample(32, k))
         losses.append(loss.item())
         opt.zero_grad()
         loss.backward()
         opt.step()
-    traj = train(model, task, TrainConfig(method="adam", lr=fig9.LR, steps=steps, batch_size=32,
+    traj = train(model, task, TrainConfig(method="adam", lr=lr, steps=steps, batch_size=32,
                                           n_records=10 * steps, progress=False))
     np.testing.assert_array_equal(traj.loss[traj.step < steps], losses)
     np.testing.assert_array_equal(model.to_flat(), loop.to_flat())

@@ -26,27 +26,21 @@ import numpy as np
 
 from fastattn import plots
 from fastattn.experiments.mainali2025 import apps
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models.transformer import TransformerConfig
-from fastattn.tasks.tokens import RepeatedTokens
-from fastattn.training import TrainConfig
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    """One run per depth ("1L", "2L", ...): AdamW on fresh batches, the metrics and a parameter
-    snapshot at the same log-spaced records, one thread (the numbers do not depend on the machine's
-    load)."""
-    vocab, length, d, lr, steps, batch, depths = (32, 16, 32, 1e-2, 200, 32, (1, 2)) if quick \
-        else (64, 24, 64, 3e-3, 1500, 32, (1, 2, 3, 4))
-    records = 30 if quick else 60
-    task = RepeatedTokens(vocab=vocab, length=length)
-    train = TrainConfig(method="adam", lr=lr, steps=steps, weight_decay=0.05, betas=(0.9, 0.99),
-                        warmup=10, batch_size=batch, test_size=128 if quick else 256, eval_seed=1,
-                        n_records=records, n_snapshots=records, threads=1)
-    return [RunSpec(f"{n}L", task, TransformerConfig(vocab=vocab, n_ctx=length, d_model=d,
-                                                      n_layers=n, n_heads=4, layer_norm=True,
-                                                      init_seed=0),
-                    train, {"layers": n}) for n in depths]
+    """One run per depth ("1L", "2L", ...) of the (repeated_tokens, transformer) preset (AdamW on
+    fresh batches, the metrics and a parameter snapshot at the same log-spaced records), one thread
+    (the numbers do not depend on the machine's load); quick: V = 32, length 16, d_model 32, 200
+    steps of lr 1e-2."""
+    depths = (1, 2) if quick else (1, 2, 3, 4)
+    task, model, train = {}, {}, {"threads": 1}
+    if quick:
+        task, model = {"vocab": 32, "length": 16}, {"d_model": 32}
+        train |= {"lr": 1e-2, "steps": 200, "test_size": 128, "n_records": 30, "n_snapshots": 30}
+    return [preset_run(f"{n}L", "repeated_tokens", "transformer", group={"layers": n}, task=task,
+                       model=model | {"n_layers": n}, train=train) for n in depths]
 
 
 def summarize(runs_: list[Run]) -> dict[str, Any]:

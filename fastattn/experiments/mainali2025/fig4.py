@@ -26,32 +26,30 @@ import numpy as np
 from fastattn import plots
 from fastattn.analysis import spectral as sp
 from fastattn.experiments.mainali2025.c0 import (
-    BATCH,
     ETA_P,
+    FLOW,
     INIT,
-    LR,
+    PAIR,
     D,
     N,
     P,
-    c0_task,
     paper_at_omega,
     products,
 )
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import LinearTransformerConfig
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.population import aligned_flow
 from fastattn.theory import mainali2025 as th
-from fastattn.training import TrainConfig
 
 
 def runs(quick: bool) -> list[RunSpec]:
+    """The exact flow and task-centric SGD over C0's 250 epochs (quick: 30), SGD's snapshots 16 a
+    epoch."""
     epochs = 30 if quick else 250
-    cfg = TrainConfig(method="flow", t_end=2 * ETA_P * epochs, integrator="rk45", rtol=1e-10,
-                      atol=1e-14, n_records=200, n_snapshots=5)
-    model = LinearTransformerConfig(D, init_scale=INIT, reduced=True)
-    sgd = TrainConfig(method="task_sgd", lr=LR, steps=P * epochs, batch_size=BATCH,
-                      n_records=16 * epochs, n_snapshots=16 * epochs)
-    return [RunSpec("flow", c0_task(), model, cfg), RunSpec("sgd", c0_task(), model, sgd)]
+    flow = FLOW | {"n_records": 200, "n_snapshots": 5} | ({"t_end": 2 * ETA_P * epochs} if quick
+                                                          else {})
+    sgd = {"n_records": 16 * epochs, "n_snapshots": 16 * epochs} | ({"steps": P * epochs} if quick
+                                                                     else {})
+    return [preset_run("flow", *PAIR, train=flow), preset_run("sgd", *PAIR, train=sgd)]
 
 
 def _measures(t: np.ndarray, a: np.ndarray, loss: np.ndarray) -> dict[str, Any]:

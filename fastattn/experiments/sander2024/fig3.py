@@ -11,45 +11,38 @@ from typing import Any
 import numpy as np
 
 from fastattn import plots
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import ARDiagConfig
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.models.autoregressive import lookahead_mask
-from fastattn.tasks import AutoRegressive
-from fastattn.training import TrainConfig
 
-D, TMAX = 10, 20
+#: the DIAG pair; its presets are the figure's two settings (`fastattn.configs.sander2024`: d = 10,
+#: T_max = 20, init 0.1; unitary H = 10, lr 1e-2, 100 steps; orthogonal H = 8, lr 1e-3, 10⁵ steps)
+PAIR = ("autoregressive", "diag")
 
 
 def runs(quick: bool) -> list[RunSpec]:
     """The unitary run trains the corrected l_U (spec §5.6); Prop. 4 as printed has the same minima
     (docs/sander2024.md)."""
-    orth_steps = 20_000 if quick else 100_000
-    out = [RunSpec("unitary_H10", AutoRegressive(dim=D, context=TMAX, context_dist="unitary"),
-                   ARDiagConfig(D, 10, TMAX, init_scale=0.1, init_seed=0),
-                   TrainConfig(method="gd", lr=1e-2, steps=100, n_records=100),
-                   {"context": "unitary", "heads": 10}),
-           RunSpec("orthogonal_H8", AutoRegressive(dim=D, context=TMAX, context_dist="orthogonal"),
-                   ARDiagConfig(D, 8, TMAX, init_scale=0.1, init_seed=0),
-                   TrainConfig(method="gd", lr=1e-3, steps=orth_steps, n_records=200),
-                   {"context": "orthogonal", "heads": 8}),
-           RunSpec("orthogonal_H10", AutoRegressive(dim=D, context=TMAX, context_dist="orthogonal"),
-                   ARDiagConfig(D, 10, TMAX, init_scale=0.1, init_seed=0),
-                   TrainConfig(method="gd", lr=1e-3, steps=orth_steps // 4, n_records=200),
-                   {"context": "orthogonal", "heads": 10}),
-           # Prop. 3's H ≥ d: with H = 8 < d heads on unitary contexts no zero of the loss exists
-           RunSpec("unitary_H8", AutoRegressive(dim=D, context=TMAX, context_dist="unitary"),
-                   ARDiagConfig(D, 8, TMAX, init_scale=0.1, init_seed=0),
-                   TrainConfig(method="gd", lr=1e-2, steps=400, n_records=100),
-                   {"context": "unitary", "heads": 8})]
-    return out
+    orthogonal = {"context_dist": "orthogonal"}
+    quick_steps = {"steps": 20_000} if quick else {}
+    return [preset_run("unitary_H10", *PAIR, group={"context": "unitary", "heads": 10},
+                       train={"n_records": 100}),
+            preset_run("orthogonal_H8", *PAIR, group={"context": "orthogonal", "heads": 8},
+                       task=orthogonal, train={"n_records": 200} | quick_steps),
+            # the H = 10 control on orthogonal contexts settles in a quarter of H = 8's steps
+            preset_run("orthogonal_H10", *PAIR, group={"context": "orthogonal", "heads": 10},
+                       task=orthogonal, model={"heads": 10},
+                       train={"n_records": 200, "steps": (20_000 if quick else 100_000) // 4}),
+            # Prop. 3's H ≥ d: with H = 8 < d heads on unitary contexts no zero of the loss exists
+            preset_run("unitary_H8", *PAIR, group={"context": "unitary", "heads": 8},
+                       model={"heads": 8}, train={"n_records": 100, "steps": 400})]
 
 
 def structure(run: Run) -> dict[str, Any]:
     """C = BᵀA and the used P entries against Props. 3 / 6 (rows T = 2..T_max of P)."""
-    m = run.model
+    m, D = run.model, run.spec.task.dim
     C = (m.B.T @ m.A).detach().numpy()
     P = m.P.detach().numpy()
-    T = np.arange(2, TMAX + 1)
+    T = np.arange(2, run.spec.task.context + 1)
     p_last, p_before = P[T - 2, T - 1], P[T - 2, T - 2]
     mask = np.zeros_like(P, dtype=bool)
     for t in T:

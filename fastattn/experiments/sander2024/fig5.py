@@ -15,48 +15,43 @@ Fig. 10 (`fig10.py`) is the same recipe with the App. B transformer (softmax and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import ARAugmentedLayersConfig, BaseModelConfig, build_model
-from fastattn.tasks import AutoRegressive
+from fastattn.configs import resolve
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
+from fastattn.models import build_model
 from fastattn.theory import sander2024 as theory
-from fastattn.training import TrainConfig
 
-D, TMAX, LR, TEST = 5, 50, 5e-3, 1024
+#: the AUG-L pair; its preset is the paper's Fig. 5 (`fastattn.configs.sander2024.FIG5`: d = 5,
+#: T_max = 50, Haar O(5), augmented tokens, s_1 = 1_d/√d, float32, Adam lr 5e-3, 32 000 steps of
+#: 1024, 2¹⁰ test sequences)
+PAIR = ("autoregressive", "aug_layers")
+#: the preset's d and T_max: the full-length baseline table and Fig. 10's MLP width read them
+D, TMAX = (resolve(*PAIR).task[k] for k in ("dim", "context"))
 #: training sizes by the `size` option: "cpu" (the default, minutes on a shared CPU) or "paper"
-#: (2000 epochs of 2¹⁴ sequences in steps of 1024 = 32 000 Adam steps, drawn online here)
-SIZES = {"cpu": (300, 64), "paper": (32_000, 1024)}
-QUICK = {"layers": (1, 2), "context": 10, "steps": 30, "batch": 64, "test": 128}
+#: (the preset's 2000 epochs of 2¹⁴ sequences in steps of 1024 = 32 000 Adam steps, drawn online)
+SIZES = {"cpu": {"steps": 300, "batch_size": 64}, "paper": {}}
+QUICK = {"layers": (1, 2), "context": 10, "train": {"steps": 30, "batch_size": 64, "test_size": 128}}
 GD_LRS = np.geomspace(1e-3, 1, 40)
 
 
-def task(context: int = TMAX) -> AutoRegressive:
-    return AutoRegressive(dim=D, context=context, context_dist="haar", representation="real",
-                          encoding="augmented", s1="unit")
-
-
-def aug_layers(layers: int) -> BaseModelConfig:
-    return ARAugmentedLayersConfig(D, 1, layers=layers, init_seed=0, dtype="float32")
-
-
-def specs(quick: bool, model, size: str = "cpu") -> list[RunSpec]:
-    """One run per depth L: `model(L)` is the model config; `size` picks the training length."""
+def specs(quick: bool, model: str, model_given: Callable[[int], dict[str, Any]],
+          size: str = "cpu") -> list[RunSpec]:
+    """One run per depth L of the (autoregressive, `model`) preset with the model options
+    `model_given(L)`; `size` picks the training length."""
     layers = QUICK["layers"] if quick else range(1, 7)
-    context = QUICK["context"] if quick else TMAX
-    steps, batch = (QUICK["steps"], QUICK["batch"]) if quick else SIZES[size]
-    test = QUICK["test"] if quick else TEST
-    return [RunSpec(f"L{L}", task(context), model(L),
-                    TrainConfig(method="adam", lr=LR, steps=steps, batch_size=batch, test_size=test,
-                                eval_seed=1, n_records=12 if quick else 25),
-                    {"layers": L}) for L in layers]
+    task = {"context": QUICK["context"]} if quick else {}
+    train = (QUICK["train"] if quick else SIZES[size]) | {"n_records": 12 if quick else 25}
+    return [preset_run(f"L{L}", PAIR[0], model, group={"layers": L}, task=task,
+                       model=model_given(L), train=train) for L in layers]
 
 
 def runs(quick: bool, size: str = "cpu") -> list[RunSpec]:
-    return specs(quick, aug_layers, size)
+    return specs(quick, PAIR[1], lambda L: {"layers": L}, size)
 
 
 def model_mse(model: torch.nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> np.ndarray:

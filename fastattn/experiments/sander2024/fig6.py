@@ -11,24 +11,24 @@ from typing import Any
 import numpy as np
 
 from fastattn import plots
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import ARPEOnlyConfig
+from fastattn.configs import resolve
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as theory
-from fastattn.training import TrainConfig
 
-TMAX, LR, STOP = 30, 0.5, 1e-3
+#: the PE-only pair; its preset is the figure's setting (`fastattn.configs.sander2024.FIG6`: d = 1,
+#: T_max = 30, 𝒲(μ = 50), P = 0, GD lr 0.5/29 on the summed loss, stopped at 29e-3)
+PAIR = ("autoregressive", "pe_only")
+_PRESET = resolve(*PAIR)
+TMAX = _PRESET.task["context"]
+#: the authors' lr on the row-averaged loss: the summed loss is (T_max − 1) × the averaged
+LR = _PRESET.train["lr"] * (TMAX - 1)
 MUS = (50.0, 100.0, 200.0, 300.0)
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    scale = TMAX - 1                                    # summed loss = (T_max − 1) × averaged loss
-    return [RunSpec(f"mu{int(mu)}", AutoRegressive(dim=1, context=TMAX, context_dist="positional",
-                                                   mu=mu),
-                    ARPEOnlyConfig(1, 1, TMAX, init_scale=0.0),
-                    TrainConfig(method="gd", lr=LR / scale, steps=100_000, target_loss=STOP * scale,
-                                n_records=100),
-                    {"mu": mu}) for mu in MUS]
+    return [preset_run(f"mu{int(mu)}", *PAIR, group={"mu": mu}, task={"mu": mu},
+                       train={"n_records": 100}) for mu in MUS]
 
 
 def summarize(runs: list[Run]) -> dict[str, Any]:

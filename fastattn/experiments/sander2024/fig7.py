@@ -14,31 +14,35 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.models import NonAugmentedConfig
-from fastattn.tasks import AutoRegressive
-from fastattn.training import TrainConfig
+from fastattn.configs import resolve
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 
-DIM, LR = 5, 1e-2
-FULL = {"context": 20, "heads": (1, 2, 4, 8), "steps": 1200, "batch": 256, "test": 1024}
-QUICK = {"context": 8, "heads": (1, 4), "steps": 150, "batch": 64, "test": 256}
+#: the non-augmented pair; its preset is the paper's Fig. 7 (`fastattn.configs.sander2024.FIG7`:
+#: d = 5, T_max = 50, Haar O(5), k = 2, H = 64, float32, Adam lr 1e-2, batches of 1024, 2¹⁰ test
+#: sequences)
+PAIR = ("autoregressive", "non_aug")
+DIM = resolve(*PAIR).task["dim"]
+#: CPU sizes (Figs. 7 and 8): T_max, heads and training length
+FULL = {"context": 20, "heads": (1, 2, 4, 8), "train": {"steps": 1200, "batch_size": 256}}
+QUICK = {"context": 8, "heads": (1, 4), "train": {"steps": 150, "batch_size": 64, "test_size": 256}}
 COPIES = (1, 2)
 
 
-def task(context: int, duplicate: int) -> AutoRegressive:
-    """Haar O(d) sequences with s_1 = 1_d/√d (the authors' non_augmented.py)."""
-    return AutoRegressive(dim=DIM, context=context, context_dist="haar", representation="real",
-                          duplicate=duplicate, s1="unit")
+def cpu_run(label: str, quick: bool, group: dict[str, Any], model: dict[str, Any],
+            task: dict[str, Any] | None = None) -> RunSpec:
+    """The preset at the CPU sizes (`FULL`, `QUICK`) with the model options `model` and task
+    options `task`, s_1 = 1_d/√d (the authors' non_augmented.py; the preset keeps the theory's
+    s_1 = 1_d)."""
+    size = QUICK if quick else FULL
+    return preset_run(label, *PAIR, group=group,
+                      task={"context": size["context"], "s1": "unit"} | (task or {}), model=model,
+                      train=size["train"] | {"n_records": 12, "n_snapshots": 2})
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    size = QUICK if quick else FULL
-    return [RunSpec(f"k{k}_H{h}", task(size["context"], k),
-                    NonAugmentedConfig(DIM, h, duplicate=k, dtype="float32"),
-                    TrainConfig(method="adam", lr=LR, steps=size["steps"], batch_size=size["batch"],
-                                test_size=size["test"], n_records=12, n_snapshots=2),
-                    {"duplicate": k, "heads": h})
-            for k in COPIES for h in size["heads"]]
+    return [cpu_run(f"k{k}_H{h}", quick, {"duplicate": k, "heads": h}, {"heads": h},
+                    {"duplicate": k})
+            for k in COPIES for h in (QUICK if quick else FULL)["heads"]]
 
 
 def mse(run: Run) -> np.ndarray:

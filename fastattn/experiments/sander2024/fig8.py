@@ -17,22 +17,13 @@ import numpy as np
 
 from fastattn import plots
 from fastattn.experiments.recipe import Recipe, Run, RunSpec
-from fastattn.experiments.sander2024.fig7 import task
-from fastattn.models import NonAugmentedConfig, build_model
-from fastattn.training import TrainConfig
-
-DIM, COPIES, LR = 5, 2, 1e-2
-FULL = {"context": 20, "heads": 8, "steps": 1200, "batch": 256, "test": 1024}
-QUICK = {"context": 8, "heads": 4, "steps": 150, "batch": 64, "test": 256}
+from fastattn.experiments.sander2024.fig7 import DIM, cpu_run
+from fastattn.models import build_model
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    size = QUICK if quick else FULL
-    return [RunSpec("init_same", task(size["context"], COPIES),
-                    NonAugmentedConfig(DIM, size["heads"], duplicate=COPIES, init_same=True,
-                                       dtype="float32"),
-                    TrainConfig(method="adam", lr=LR, steps=size["steps"], batch_size=size["batch"],
-                                test_size=size["test"], n_records=12, n_snapshots=2))]
+    """One run at Fig. 7's CPU sizes with the preset's k = 2 copies, H = 8 heads (quick: 4)."""
+    return [cpu_run("init_same", quick, {}, {"heads": 4 if quick else 8, "init_same": True})]
 
 
 def orthogonality(maps: np.ndarray, dim: int = DIM) -> dict[str, Any]:

@@ -23,24 +23,38 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.experiments.recipe import Recipe, Run, RunSpec
+from fastattn.configs import resolve
+from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.models import Eq6Config
 from fastattn.tasks import AutoRegressive
-from fastattn.training import TrainConfig
+from fastattn.training.build import build_task
 
-TMAX, HEADS, MLP_WIDTH, LR, INIT_SCALE = 10, 2, 32, 5e-3, 0.1
-STEPS, BATCH = 2000, 128
-QUICK_STEPS, QUICK_BATCH = 300, 64
+#: model (6)'s pair; its preset is the figure's setting (`fastattn.configs.sander2024.FIG9`: d = 2
+#: real, T_max = 10, unitary, s_1 = 1_d/√d, H = 2, init 0.1, Adam lr 5e-3, 2000 steps of 128)
+PAIR = ("autoregressive", "eq6")
+_PRESET = resolve(*PAIR)
+TMAX, MLP_WIDTH = _PRESET.task["context"], 32
+QUICK = {"steps": 300, "batch_size": 64}
 CONFIGS = ((False, False), (False, True), (True, False), (True, True))   # (softmax, mlp)
 
 
 def task() -> AutoRegressive:
-    return AutoRegressive(dim=2, context=TMAX, context_dist="unitary", representation="real", s1="unit")
+    return build_task(_PRESET.task)
+
+
+def spec(softmax: bool, mlp: bool, quick: bool = False) -> RunSpec:
+    """The run of one configuration: the loss recorded at every step (10 × steps log-spaced
+    records cover every integer step)."""
+    train = QUICK if quick else {}
+    steps = train.get("steps", _PRESET.train["steps"])
+    return preset_run(("softmax" if softmax else "linear") + ("_mlp" if mlp else ""), *PAIR,
+                      group={"softmax": softmax, "mlp": mlp},
+                      model={"softmax": softmax} | ({"mlp_width": MLP_WIDTH} if mlp else {}),
+                      train=train | {"n_records": 10 * steps, "n_snapshots": 2})
 
 
 def model_config(softmax: bool, mlp: bool) -> Eq6Config:
-    return Eq6Config(task().dim, HEADS, context=TMAX, softmax=softmax,
-                     mlp_width=MLP_WIDTH if mlp else 0, init_scale=INIT_SCALE)
+    return spec(softmax, mlp).model
 
 
 def label(softmax: bool, mlp: bool) -> str:
@@ -48,20 +62,14 @@ def label(softmax: bool, mlp: bool) -> str:
 
 
 def runs(quick: bool) -> list[RunSpec]:
-    """The four configurations, Adam on batch k of the task's stream at step k; the loss is
-    recorded at every step (10 × steps log-spaced records cover every integer step)."""
-    steps, batch = (QUICK_STEPS, QUICK_BATCH) if quick else (STEPS, BATCH)
-    cfg = TrainConfig(method="adam", lr=LR, steps=steps, batch_size=batch, n_records=10 * steps,
-                      n_snapshots=2)
-    return [RunSpec(("softmax" if softmax else "linear") + ("_mlp" if mlp else ""), task(),
-                    model_config(softmax, mlp), cfg, group={"softmax": softmax, "mlp": mlp})
-            for softmax, mlp in CONFIGS]
+    """The four configurations, Adam on batch k of the task's stream at step k."""
+    return [spec(softmax, mlp, quick) for softmax, mlp in CONFIGS]
 
 
 def summarize(runs: list[Run]) -> dict[str, Any]:
     cfg = runs[0].spec.train
     out: dict[str, Any] = {"zero_predictor_loss": task().zero_loss(), "steps": cfg.steps,
-                           "batch": cfg.batch_size, "heads": HEADS, "curves": {}}
+                           "batch": cfg.batch_size, "heads": runs[0].spec.model.heads, "curves": {}}
     for run in runs:
         softmax, mlp = run.spec.group["softmax"], run.spec.group["mlp"]
         # the loss of batch k before step k, k = 0..steps−1 (the record's last point is the
