@@ -217,10 +217,14 @@ CLAIMS = (
       relative=False, compare="at_most", source="paper", where="Fig. 8 caption",
       quote="The trained parameters lead to an orthogonality between heads, as predicted by our "
             "theory."),
-    C("fig8-off-diagonal", "Fig. 8: the off-diagonal energy of Σ_h B_hᵀB_h falls with training", 0.0,
-      "sander2024-fig8", "summary.B=Wv.off_diagonal_energy_change", 0.0,
-      "'orthogonality' read as a fall of the off-diagonal share", relative=False,
-      compare="at_most", source="paper", where="Fig. 8 caption",
+    C("fig8-off-diagonal", "Fig. 8: the energy of Σ_h B_hᵀB_h off its diagonal and the copy "
+      "diagonals j = i ± d falls with training (change of its share of ‖M‖)", 0.0,
+      "sander2024-fig8", "summary.B=Wv.off_copy_structure_energy_change", 0.0,
+      "'orthogonality' read as a fall of that share; the copy diagonals are the duplication's: "
+      "with e_t = (s_t, s_t) the columns i and i + d of W_V^h get equal gradients, so orthogonal "
+      "heads put 1/√2 of ‖M‖ off the plain diagonal (the paper: 'heads become specialized in "
+      "attending to some coordinates across tokens')", relative=False, compare="at_most",
+      source="paper", where="Fig. 8 caption and §6",
       quote="The trained parameters lead to an orthogonality between heads, as predicted by our "
             "theory."),
     C("fig9-linear-learns", "Fig. 9: linear attention (no MLP) learns the commuting-context "
