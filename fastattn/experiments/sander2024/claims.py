@@ -53,8 +53,9 @@ CLAIMS = (
       se_field="summary.prop4.se", corrected=167.5, source="derived",
       where="Prop. 4 at the example point", kind="theory_check",
       note="the printed formula counts the j = k, t = t' = T−1 term twice (exceeds the truth by "
-           "p²_{T−1}‖C‖²_F = 30); the Monte Carlo of the model's own forward agrees with 167.5, "
-           "as does the expectation on an exact Parseval grid (spec §5.6). Minima are unchanged"),
+           "p²_{T−1}‖C‖²_F = 30). Independent check: the Monte Carlo of the DIAG model's own "
+           "forward agrees with 167.5, as does the expectation on an exact Parseval grid (spec "
+           "§5.6). Minima are unchanged"),
     C("prop5-convergence", "Prop. 5: gradient flow on ℓ = (pab − 1)² from |pab − 1| < 1 converges "
       "to pab = 1 (fraction of random inits)", 1.0, "sander2024-props",
       "summary.prop5.fraction_converged", 0.0, "every init (4 quick, 8 full)", relative=False,
