@@ -54,7 +54,8 @@ class BatchResult:
 
 
 def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
-    """Figure names in index order: those of `papers` (all papers when empty) plus `names`."""
+    """Figure names in reading order (`registry.figure_order`: papers in the manifests' order,
+    figures numerically within each): those of `papers` (all papers when empty) plus `names`."""
     from fastattn import papers as manifests
     from fastattn.experiments import registry
 
@@ -64,9 +65,9 @@ def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
                          f"{', '.join(manifests.names())}")
     for name in names:
         registry.get(name)
-    chosen = [n for n in registry.FIGURES
-              if (not papers and not names) or n.split("-")[0] in papers or n in names]
-    return chosen
+    return sorted((n for n in registry.FIGURES
+                   if (not papers and not names) or n.split("-")[0] in papers or n in names),
+                  key=registry.figure_order)
 
 
 def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:

@@ -81,8 +81,8 @@ FIGURES: papers.View = papers.View(_index)
 def figure_order(name: str) -> tuple[int, list[str | int]]:
     """Sort key of figure names: papers in the manifests' order, then the name with its numbers compared
     as numbers (he2025-e2 before he2025-e10, musat2025-fig9-11 before musat2025-fig12-14). Every
-    list of figures a reader sees (the page, `reproduce --list`) is sorted by it; `FIGURES` keeps
-    the papers' own order, which is the order `reproduce --all` computes in."""
+    list of figures a reader sees (the page, the docs' claims tables, `reproduce --list`) is
+    sorted by it, and `reproduce --all` / `--paper` compute in this order (`batch.select`)."""
     paper = name.split("-")[0]
     order = papers.names()
     rank = order.index(paper) if paper in order else len(order)

@@ -158,10 +158,11 @@ def test_e4_multi_head_pools_every_seed():
 
     out = {"models": {"H1_seed0": run(1, 0.52, 0.0, 0.41), "H2_seed0": run(2, 0.13, 3.4, 0.245),
                       "H2_seed1": run(2, 0.52, 0.0, 0.407), "H4_seed0": run(4, 0.128, 3.45, 0.246)},
-           "by_heads": {"H1": {"median_L_train": 0.41}, "H2": {"median_L_train": 0.326},
-                        "H4": {"median_L_train": 0.246}}}
+           "by_heads": {"H1": {"L_train": {"median": 0.41}}, "H2": {"L_train": {"median": 0.326}},
+                        "H4": {"L_train": {"median": 0.246}}}}
     agg = _multi_head(out, 0)
     assert agg["n_runs"] == 3 and agg["gamma"]["median"] == 0.13
+    assert agg["gamma"]["values"] == [0.13, 0.52, 0.128]      # every run, for seeds=True claims
     assert agg["fraction_at_limits"] == pytest.approx(2 / 3)
     assert agg["median_risk_relative_spread"] == pytest.approx(0.08 / 0.286)
     assert agg["single_over_multi_head_risk"] == pytest.approx(0.41 / 0.246)

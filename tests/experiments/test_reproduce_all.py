@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,28 @@ def test_select_papers_and_unknown_paper():
     assert len(batch.select()) == len(registry.FIGURES)
     with pytest.raises(ValueError, match="--paper 'nosuch' is not a paper"):
         batch.select(["nosuch"])
+
+
+def test_select_computes_papers_in_registry_order_and_figures_numerically():
+    """`reproduce --all` computes he2025-e2 before he2025-e10 and musat2025-fig9-11 before
+    musat2025-fig12-14 (issue 35), one paper after another in the manifests' order."""
+    names = batch.select()
+    assert sorted(names) == sorted(registry.FIGURES)
+    seen = list(dict.fromkeys(n.split("-")[0] for n in names))
+    assert seen == [p for p in papers.names() if p in seen]
+    assert len(seen) == len({n.split("-")[0] for n in names})     # each paper's figures together
+    for paper in seen:
+        stems: dict[str, list[list[int]]] = {}     # "fig#", "e#", "fig#-#": numbers in run order
+        for n in names:
+            if n.startswith(paper + "-"):
+                tail = n.split("-", 1)[1]
+                stems.setdefault(re.sub(r"\d+", "#", tail), []).append(
+                    [int(x) for x in re.findall(r"\d+", tail)])
+        for stem, numbers in stems.items():
+            assert numbers == sorted(numbers), (paper, stem, numbers)
+    assert names.index("he2025-e2") < names.index("he2025-e10")
+    assert names.index("musat2025-fig9-11") < names.index("musat2025-fig12-14")
+    assert batch.select(["sander2024"]) == [n for n in names if n.startswith("sander2024-")]
 
 
 # ---- the claims ledger

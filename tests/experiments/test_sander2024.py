@@ -87,6 +87,23 @@ def test_fig8_heads_decorrelate_from_equal_initialisation():
     M = np.asarray(trained["M"])
     np.testing.assert_allclose(M, M.T, atol=1e-10)
     assert np.linalg.eigvalsh(M).min() > -1e-8 and s["test_mse_final"] < s["test_mse_init"]
+def test_fig8_orthogonal_heads_on_duplicated_tokens_leave_only_the_copy_diagonals():
+    """Heads with orthogonal maps that read both copies of s_t equally (what duplication's equal
+    gradients on the columns i and i + d give): M = [[D, D], [D, D]] with D diagonal, so the plain
+    off-diagonal share is 1/√2 and the share off the copy structure (claim fig8-off-diagonal) is
+    0; heads sharing a coordinate move energy off that structure."""
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    heads = np.stack([np.outer(basis[:, h], np.eye(5)[h]) * (h + 1) for h in range(5)])
+    maps = np.concatenate([heads, heads], axis=2)                              # [H, 5, 10]
+    o = fig8.orthogonality(maps)
+    assert o["off_diagonal_energy_ratio"] == pytest.approx(2 ** -0.5, abs=1e-12)
+    assert o["off_copy_structure_energy_ratio"] == pytest.approx(0.0, abs=1e-12)
+    shared = maps.copy()
+    shared[1, :, [0, 5]] += basis[:, 1]                     # head 1 now also reads coordinate 0
+    assert fig8.orthogonality(shared)["off_copy_structure_energy_ratio"] > 0.05
+
+
 def test_fig4_shuffled_text_has_more_inexact_fits():
     """The least-squares count equals the successor-conflict prediction (in order and shuffled), and
     shuffling raises the count (spec §6 Fig. 4: 4× with GPT-2 tokens; here ≈ 2.4×, docs)."""

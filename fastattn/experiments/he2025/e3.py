@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.analysis.patterns import pattern_metrics
+from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.he2025.settings import L_TRAIN, PAIR, SIGMA2, D
 from fastattn.experiments.recipe import Recipe, Run, RunSpec, preset_run
 from fastattn.models import build_model
@@ -69,11 +70,9 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
             "max_abs_omega_step": int(m["step"][np.argmax(np.abs(m["omega"]).max(-1))]),
             "final_loss": run.traj.final_loss,
             **_shape(m, live)}
-    out["pooled"] = {key: {"median": float(np.median(v)), "min": float(np.min(v)),
-                           "max": float(np.max(v))}
+    out["pooled"] = {key: seed_summary([float(r[key]) for r in out["runs"].values()])
                      for key in ("omega_peak_over_final", "mu_plus_rising_fraction",
-                                 "final_mu_plus_over_mu_gamma", "final_eta_eff")
-                     for v in [[r[key] for r in out["runs"].values()]]}
+                                 "final_mu_plus_over_mu_gamma", "final_eta_eff")}
     return out
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from fastattn.analysis.patterns import pattern_metrics
 from fastattn.analysis.risk import monte_carlo_risk
+from fastattn.experiments.claims import seed_summary
 from fastattn.experiments.he2025.settings import L_TRAIN, SIGMA2, D, seed_grid, task, trained_heads
 from fastattn.experiments.recipe import Recipe, Run
 from fastattn.models.predictors import single_head_kernel_regressor
@@ -55,8 +56,9 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
 
 
 def _by_heads(out: dict[str, Any], at_train: int) -> dict[str, Any]:
-    """Per H over its seeds: median, min and max risk at each L, and which seeds reach dGD(η*) at
-    the training length (within 2 standard errors of the closed form)."""
+    """Per H over its seeds: median, min and max risk at each L, the risk of every seed at the
+    training length (`seed_summary`, "L_train"), and which seeds reach dGD(η*) there (within 2
+    standard errors of the closed form)."""
     groups: dict[int, list[str]] = {}
     for label, m in out["models"].items():
         groups.setdefault(m["heads"], []).append(label)
@@ -70,7 +72,7 @@ def _by_heads(out: dict[str, Any], at_train: int) -> dict[str, Any]:
         by_heads[f"H{h}"] = {"runs": labels, "median": np.median(risk, 0), "min": risk.min(0),
                              "max": risk.max(0), "at_dgd": at_dgd, "n_at_dgd": len(at_dgd),
                              "fraction_at_dgd": len(at_dgd) / len(labels),
-                             "median_L_train": float(np.median(risk[:, at_train]))}
+                             "L_train": seed_summary(risk[:, at_train].tolist())}
     return by_heads
 
 
@@ -79,27 +81,27 @@ LIMIT_BAND = (0.03, 0.5)
 
 
 def _multi_head(out: dict[str, Any], at_train: int) -> dict[str, Any]:
-    """Every run with H ≥ 2, pooled over H and seeds (no chosen seed): median, min and max of γ,
-    μ₊ and η_eff = Σ_h μ_h ω_h; the fraction of runs within `LIMIT_BAND` of the text's limits
-    (γ, μ₊) = (0.13, 3.5); the spread of the per-H median risks at the training length relative
-    to their mean; the single head's median risk over the multi-head one's."""
+    """Every run with H ≥ 2, pooled over H and seeds (no chosen seed): γ, μ₊, η_eff = Σ_h μ_h ω_h
+    and the zero-sum ratio of every run (`seed_summary`); the fraction of runs within
+    `LIMIT_BAND` of the text's limits (γ, μ₊) = (0.13, 3.5); the spread of the per-H median risks
+    at the training length relative to their mean; the single head's median risk over the
+    multi-head one's."""
     runs = [m for m in out["models"].values() if m["heads"] >= 2]
     if not runs:
         return {}
     agg: dict[str, Any] = {"n_runs": len(runs)}
     for key in ("gamma", "mu_plus", "eta_eff", "zero_sum"):
-        v = np.array([m[key] for m in runs], dtype=float)
-        agg[key] = {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+        agg[key] = seed_summary([float(m[key]) for m in runs])
     agg["fraction_at_limits"] = float(np.mean([
         abs(m["gamma"] - 0.13) <= LIMIT_BAND[0] and abs(m["mu_plus"] - 3.5) <= LIMIT_BAND[1]
         for m in runs]))
     agg["fraction_sign_matched"] = float(np.mean([m["sign_match"] == 1 for m in runs]))
-    medians = {h: g["median_L_train"] for h, g in out["by_heads"].items() if h != "H1"}
+    medians = {h: g["L_train"]["median"] for h, g in out["by_heads"].items() if h != "H1"}
     agg["median_risk_relative_spread"] = float(
         (max(medians.values()) - min(medians.values())) / np.mean(list(medians.values())))
     if "H1" in out["by_heads"]:
         agg["single_over_multi_head_risk"] = float(
-            out["by_heads"]["H1"]["median_L_train"]
+            out["by_heads"]["H1"]["L_train"]["median"]
             / np.median([m["mean"][at_train] for m in runs]))
     return agg
 

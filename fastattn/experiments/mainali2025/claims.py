@@ -122,8 +122,8 @@ CLAIMS = (
     C("sgd-a4", "Fig. 1: SGD's learned a₄ agrees with a^∞₄ = 2.6667 ('precise quantitative "
       "agreement')", 2.6667, _FIG, "summary.sgd.a_final.3", 0.02, _A, corrected=3.099,
       note="task-centric SGD ends at 3.096, within 0.1 % of the exact flow of the same task set "
-      "(3.099); the exact population optimum (ω = 1) is 3.1195, and independently spec §13.5's "
-      "Monte Carlo: Eq. 13's value is 14 % low", quick=False, source="derived",
+      "(3.099); the exact population optimum (ω = 1) is 3.1195. Independent check: spec §13.5's "
+      "Monte Carlo of the optimum: Eq. 13's value is 14 % low", quick=False, source="derived",
       where="Eq. 13 at C0; Fig. 1B"),
     C("sgd-t-half-1", "Eq. 13 / Fig. 2A: mode 1 learns at t_half = 2.131 epochs (Eq. 13 with the "
       "task set's ω-corrected τ_α/ω_α)", 2.131, _FIG, "summary.sgd.t_half.0", 0.06, _T,
