@@ -191,14 +191,15 @@ def plot_fig1(runs_: list[Run], summary: dict[str, Any]):
     paper = np.diag(summary["paper"]["a_inf"])
     vmax = max(np.abs(m[-1]).max(), paper.max())
     for ax, mat, title in ((axes[0], m[-1], "SGD: Uᵀ p2 q1 U"), (axes[1], paper, "paper: [s^∞(S)]⁻¹")):
-        plots.heatmap(ax, mat, colorbar="a_α", vmin=0, vmax=vmax)
+        plots.heatmap(ax, mat, colorbar="a_α", vmin=0, vmax=vmax, xlabel="eigen-direction β of S",
+                      ylabel="eigen-direction α of S")
         ax.set_title(title, fontsize=9)
     x = np.arange(D)
     for k, (key, label) in enumerate((("sgd", "SGD"), ("flow", "exact flow (Ω)"))):
         axes[2].bar(x + 0.25 * k, summary[key]["a_final"], 0.25, label=label)
     axes[2].bar(x + 0.5, summary["paper"]["a_inf"], 0.25, label="paper 1/s^∞")
     axes[2].set_xticks(x + 0.25, [f"s={v:g}" for v in c0_task().s])
-    axes[2].set_ylabel("a_α = (Uᵀ p2 q1 U)_αα")
+    axes[2].set(xlabel="mode α (its eigenvalue s of S)", ylabel="a_α = (Uᵀ p2 q1 U)_αα")
     axes[2].legend(fontsize=7)
     return fig
 
