@@ -76,11 +76,13 @@ def _labelled_elsewhere(ax: Axes, which: str) -> bool:
 
 
 def axis_labels(fig: Figure) -> list[str]:
-    """Every data axes (line plots and heat maps alike) names its x and its y axis."""
+    """Every data axes (line plots and heat maps alike) names its x and its y axis (an axis it
+    hides, as a twin hides its shared x, has nothing to name)."""
     bad = []
     for ax in _data_axes(fig):
-        for which, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())):
-            if not label.strip() and not _labelled_elsewhere(ax, which):
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if (axis.get_visible() and not axis.get_label_text().strip()
+                    and not _labelled_elsewhere(ax, which)):
                 bad.append(f"axes {ax.get_title()!r} has no {which} label")
     return bad
 

@@ -150,7 +150,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         ax.set_title(f"t={course['times'][j]:.3g}\nL={course['loss'][j]:.3f}", fontsize=8)
         ax.tick_params(labelleft=j == 0)
     right.colorbar(im, ax=heat, label="|cos(k_i, e_d)|", shrink=0.7)
-    right.suptitle(f"(c) key alignment on each plateau and at the end (seed {course['run'].removeprefix('seed')})")
+    seed = course["run"].removeprefix("seed")
+    right.suptitle(f"(c) key alignment on each plateau and at the end (seed {seed})")
     return fig
 
 
