@@ -29,6 +29,17 @@ def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,
     return ax
 
 
+def short_log_ticks(axis) -> None:
+    """Label a log `axis` (`ax.xaxis`, `ax.yaxis`) at 1, 2 and 5 × 10^k in plain numbers (0.2,
+    5, 1e+03) and leave its minor ticks unlabelled: on a span under two decades matplotlib labels
+    the minor ticks as 2×10⁰ … 9×10⁰, and they overlap."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_loss(ax: plt.Axes, traj: Trajectory, label: str | None = None, x: str = "time",
               **kw) -> None:
     """Draw a trajectory's loss against time (or `x="step"`), skipping the t = 0 point on log axes."""

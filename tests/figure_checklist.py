@@ -64,6 +64,26 @@ def layout(fig: Figure, renderer) -> list[str]:
     return bad
 
 
+def crowded_ticks(fig: Figure, renderer) -> list[str]:
+    """No two drawn tick labels of one axis overlap (crowded ticks, or a log axis spanning less
+    than a decade labelling its minor ticks 4×10⁰ … 8×10⁰)."""
+    bad = []
+    for ax in fig.findobj(Axes):
+        if not (ax.get_visible() and ax.axison):
+            continue
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            lo, hi = sorted(axis.get_view_interval())
+            boxes = sorted((t.get_window_extent(renderer) for tick in
+                            (*axis.get_major_ticks(), *axis.get_minor_ticks())
+                            if lo <= tick.get_loc() <= hi
+                            for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text()),
+                           key=lambda b: (b.x0, b.y0))
+            pairs = sum(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+            if pairs:
+                bad.append(f"axes {ax.get_title()[:40]!r}: {pairs} overlapping {name} tick labels")
+    return bad
+
+
 def _labelled_elsewhere(ax: Axes, which: str) -> bool:
     """An axis whose tick labels are hidden and that shares its scale with a labelled axes in the
     same row (y) or column (x): the grid's outer label names it."""
@@ -174,5 +194,34 @@ def theory_overlay(fig: Figure, theory: str | None) -> list[str]:
 def defects(fig: Figure, *, quick: bool, theory: str | None, run_labels=()) -> list[str]:
     """Every rule of the checklist applied to `fig`; [] when it passes."""
     renderer = rendered(fig)
-    return (layout(fig, renderer) + axis_labels(fig) + titles(fig, run_labels) + font_sizes(fig)
-            + quick_label(fig, quick) + theory_overlay(fig, theory))
+    return (layout(fig, renderer) + crowded_ticks(fig, renderer) + axis_labels(fig)
+            + titles(fig, run_labels) + font_sizes(fig) + quick_label(fig, quick)
+            + theory_overlay(fig, theory))
+
+
+#: figure → the words of the theory its paper overlays (a legend entry of the plot carries them),
+#: or None where the paper's figure draws no theory curve (weights, landscapes, sampled-only
+#: runs). Every registered figure is declared: a new one must say which it is.
+THEORY: dict[str, str | None] = {
+    "zhang2025-fig1": "Eq. 51", "zhang2025-fig3": "Eq. 19", "zhang2025-fig4": "Eq. 19",
+    "zhang2025-fig5": None, "zhang2025-fig6": "Eq. 19", "zhang2025-fig7": "Eq. 19",
+    "zhang2025-fig8": "Eq. 26", "zhang2025-fig9": "Eq. 54", "zhang2025-fig11": "Eq. 19",
+    "zhang2025-fig12": "Eq. 19", "zhang2025-fig13": "Eq. 19", "zhang2025-fig14": "L*",
+    "he2025-e1": None, "he2025-e2": "S_γ", "he2025-e3": "η* (Theorem 1)",
+    "he2025-e4": "dGD(η*) closed form", "he2025-e5": "closed form", "he2025-e6": "Theorem 1 bound",
+    "he2025-e7": None, "he2025-e8": "μ_γ(γ̂)", "he2025-e9": None, "he2025-e10": "closed form",
+    "he2025-e11": "dGD", "he2025-e12": "closed form", "he2025-e13": "closed form",
+    "he2025-e14": "closed form",
+    "sander2024-fig1": None, "sander2024-fig2": None, "sander2024-fig3": None,
+    "sander2024-fig4": None, "sander2024-fig5": "inner GD", "sander2024-fig6": "closed form",
+    "sander2024-fig7": None, "sander2024-fig8": None, "sander2024-fig9": None,
+    "sander2024-fig10": "inner GD", "sander2024-props": None,
+    "mainali2025-fig1": "paper 1/s^∞", "mainali2025-fig2": "paper Eq. 13",
+    "mainali2025-fig3": "paper Eq. 14", "mainali2025-fig4": "paper Eqs. 13–14",
+    "mainali2025-fig5": None, "mainali2025-fig6": None, "mainali2025-fig7": None,
+    "musat2025-fig3": None, "musat2025-fig4": None, "musat2025-fig5": None, "musat2025-fig6": "N²",
+    "musat2025-fig7": None, "musat2025-fig8": None, "musat2025-fig9-11": None,
+    "musat2025-fig12-14": None, "musat2025-fig15-17": None, "musat2025-fig18": None,
+    "musat2025-fig19": None, "musat2025-fig20": None, "musat2025-gram19": None,
+    "musat2025-sweep": "1/erf", "musat2025-uniform": "N²/",
+}

@@ -262,6 +262,7 @@ def plot_fig3(runs_: list[Run], summary: dict[str, Any]):
     first = np.asarray(summary["flow"]["t_half"], dtype=float)
     ax.set(xscale="log", xlabel="epochs", ylabel="loss ½‖ŷ − y‖²",
            xlim=(0.1 * np.nanmin(first), None))
+    plots.short_log_ticks(ax.xaxis)
     ax.legend(fontsize=7)
     return fig
 

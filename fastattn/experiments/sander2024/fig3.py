@@ -101,7 +101,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
                                                    ("B", m.B.detach().numpy(), "head h"),
                                                    ("C = BᵀA", C, "coordinate i")), strict=True):
             lim = float(np.abs(mat).max())
-            plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim,
+            plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim, tick_step=3,
                           xlabel="coordinate j", ylabel=rows)
             ax.set_title(f"{setting}: {name}", fontsize=8)
         P = used_positions(m.P.detach().numpy())
