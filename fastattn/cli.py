@@ -172,9 +172,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     statuses: list[int] = []
 
     def report(k: int, traj) -> None:
-        name, _, _, config = built[k]
+        name, task, _, config = built[k]
         traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
-        statuses.append(_report_run(out, name, resolved, config, traj))
+        statuses.append(_report_run(out, name, resolved, config, traj, task, runs[k][1]["model"]))
 
     if args.log and len(built) > 1:
         raise CommandError("--log follows one run; it takes no --seeds or --lrs lists (train each "
@@ -251,12 +251,15 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
     return runs
 
 
-def _report_run(out: Path, name: str, resolved, config, traj) -> int:
-    """Write a run's record and plot, print its summary; the exit status it calls for
-    (INTERRUPTED for a run Ctrl-C or SIGTERM cut short, DIVERGED, else 0)."""
+def _report_run(out: Path, name: str, resolved, config, traj, task, model: dict) -> int:
+    """Write a run's record and plot (with the loss levels the pair's theory predicts, where a
+    paper's theory covers it: `sweep.hooks.loss_levels`), print its summary; the exit status it
+    calls for (INTERRUPTED for a run Ctrl-C or SIGTERM cut short, DIVERGED, else 0). `task`: the
+    run's task; `model`: its resolved model options."""
     from fastattn import plots
     from fastattn.outputs import Output, signals_held
     from fastattn.population.stops import Stop
+    from fastattn.sweep.hooks import loss_levels
 
     output = Output(out, "train")
     with signals_held():                 # the record and its manifest entries together
@@ -274,6 +277,9 @@ def _report_run(out: Path, name: str, resolved, config, traj) -> int:
                         label=f"{label}: population loss (exact)", x=x)
     else:
         plots.plot_loss(ax, traj, label=label, x=x)
+    params0 = traj.params[0] if len(traj.params) else None
+    for i, (theory, levels) in enumerate(loss_levels(task, model, params0)):
+        plots.draw_levels(ax, levels, label=theory, color=f"0.{3 + 2 * i}")
     ax.set_title(_title(resolved))
     if traj.status == Stop.DIVERGED:
         if config.method == "flow":

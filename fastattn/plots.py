@@ -29,6 +29,17 @@ def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,
     return ax
 
 
+def short_log_ticks(axis) -> None:
+    """Label a log `axis` (`ax.xaxis`, `ax.yaxis`) at 1, 2 and 5 × 10^k in plain numbers (0.2,
+    5, 1e+03) and leave its minor ticks unlabelled: on a span under two decades matplotlib labels
+    the minor ticks as 2×10⁰ … 9×10⁰, and they overlap."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_loss(ax: plt.Axes, traj: Trajectory, label: str | None = None, x: str = "time",
               **kw) -> None:
     """Draw a trajectory's loss against time (or `x="step"`), skipping the t = 0 point on log axes."""
@@ -46,11 +57,14 @@ def draw_levels(ax: plt.Axes, levels: Sequence[float], label: str = "theory", **
 
 def heatmap(ax: plt.Axes, values: np.ndarray, xticklabels: Sequence[str] | None = None,
             yticklabels: Sequence[str] | None = None, colorbar: str | None = "", tick_step: int = 1,
-            **kw):
+            *, xlabel: str, ylabel: str, **kw):
     """`values` `[rows, cols]` as an image with a tick on the first and every `tick_step`-th row and
-    column (1, step, 2·step, … counting from 1; labelled by that count unless labels are given) and,
-    unless `colorbar` is None, a colour bar labelled `colorbar`. `kw` go to imshow."""
+    column (1, step, 2·step, … counting from 1; labelled by that count unless labels are given),
+    its columns named `xlabel` and its rows `ylabel` (a matrix's index is as unreadable as a
+    curve's axis without them) and, unless `colorbar` is None, a colour bar labelled `colorbar`.
+    `kw` go to imshow."""
     rows, cols = np.shape(values)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     im = ax.imshow(values, **({"cmap": "viridis", "aspect": "auto"} | kw))
     for set_ticks, n, labels in ((ax.set_xticks, cols, xticklabels), (ax.set_yticks, rows, yticklabels)):
         at = sorted({0, *range(tick_step - 1, n, tick_step)})   # one per row (step 1) or 1, 5, 10, …

@@ -23,9 +23,14 @@ def test_info_reports_the_core_and_backends(capsys):
     assert "separate" in report["registries"]["models"]
 
 
-def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
+def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys, monkeypatch):
+    """The record, and a plot with the pair's theory overlaid: Zhang et al.'s Eq. 19 levels
+    L(M_0..M_D) of this spectrum and N, as dashed lines at those losses."""
+    from fastattn import plots
+    from fastattn.theory import zhang2025
 
-
+    drawn, save = [], plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path, *a: drawn.append(fig) or save(fig, path, *a))
     args = ["train", "--model", "separate", "--dim", "4", "--heads", "5", "--rank", "1",
             "--context", "31", "--spectrum", "0.4,0.3,0.2,0.1", "--init", "1e-2",
             "--method", "flow", "--time", "2000", "--out", str(tmp_path), "--quiet"]
@@ -35,6 +40,11 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
     assert {"time", "loss"} <= set(data.files)
     assert np.isclose(data["time"][-1], 2000)
     assert (tmp_path / "run.png").stat().st_size > 10_000
+    (ax,) = drawn[0].axes
+    levels = [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"]
+    np.testing.assert_allclose(levels, zhang2025.fixed_point_losses(np.array([0.4, 0.3, 0.2, 0.1]),
+                                                                     1 / 31), rtol=1e-12)
+    assert any("theory" in t.get_text() for t in ax.get_legend().get_texts())
     assert json.loads((tmp_path / "run.json").read_text())["config"]["task"]["spectrum"] == \
         [0.4, 0.3, 0.2, 0.1]
     args = ["train", "--method", "gd", "--lr", "0.02", "--steps", "100", "--out", str(tmp_path),

@@ -208,8 +208,9 @@ def quick_note(recipe: Recipe, **options: Any) -> str:
         parts.append(f"{name} " + ", ".join(f"{a} → {b}" for a, b in sorted(pairs)))
     if not quick and "quick" in inspect.signature(recipe.summarize).parameters:
         parts.append("fewer samples in its Monte Carlo (sized by the recipe's summarize)")
-    head = "QUICK (smaller settings; claims measured only at full settings are not run)"
-    return head + (": " + "; ".join(parts) if parts else "")
+    if not parts:       # a figure cheap enough at its full settings says so rather than nothing
+        return "QUICK (nothing shrunk: the quick runs are the full runs)"
+    return "QUICK (smaller settings; claims measured only at full settings are not run): " + "; ".join(parts)
 
 
 def _differs(a: Any, b: Any) -> bool:

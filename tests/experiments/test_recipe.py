@@ -21,6 +21,8 @@ def test_quick_note_names_what_quick_shrank():
     assert note.startswith("QUICK")
     assert "2 of 3 runs" in note and "steps 300 → 40" in note
     assert "lr" not in note                   # a setting both forms share is not listed
+    same = Recipe("caption", lambda quick: _runs(False), lambda runs: {}, lambda runs, summary: None)
+    assert quick_note(same) == "QUICK (nothing shrunk: the quick runs are the full runs)"
 
 
 def test_a_quick_figure_says_so_in_its_title_and_caption(tmp_path):

@@ -10,9 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import FigureBase
+from figure_checklist import THEORY, defects
 
 from fastattn.experiments import claims, registry
 from fastattn.experiments.recipe import Run
@@ -92,32 +90,6 @@ def test_softmax_drop_counts():
     assert summary["softmax_separate"]["n_drops"] >= 2, summary
 
 
-def _presentation_defects(fig) -> list[str]:
-    """What a reviewer would flag in a saved figure: text running off the canvas (titles, captions,
-    tick labels, legends), heat maps with fractional ticks or no colour bar."""
-    canvas = FigureCanvasAgg(fig)        # plots.save closed the figure, which detached its canvas
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    box = fig.bbox
-    def off(b):
-        return b.x0 < box.x0 - 1 or b.y0 < box.y0 - 1 or b.x1 > box.x1 + 1 or b.y1 > box.y1 + 1
-    bad = [f"axes {ax.get_title()!r} runs off the canvas" for ax in fig.findobj(Axes)
-           if ax.get_visible() and off(ax.get_tightbbox(renderer))]
-    # figure-level texts (the suptitles of the figure and its subfigures); axes' texts are in their tightbbox
-    texts = [t for f in fig.findobj(FigureBase) for t in (*f.texts, f._suptitle) if t is not None]
-    bad += [f"figure text {t.get_text()[:40]!r} runs off the canvas" for t in texts
-            if off(t.get_window_extent(renderer))]
-    images = [im for ax in fig.findobj(Axes) for im in ax.images]
-    with_bar = {(im.get_cmap().name, im.get_clim()) for im in images if im.colorbar is not None}
-    for im in images:
-        ticks = np.concatenate([im.axes.get_xticks(), im.axes.get_yticks()])
-        if not np.allclose(ticks, np.round(ticks)):
-            bad.append(f"heat map {im.axes.get_title()!r} has fractional ticks {ticks}")
-        if (im.get_cmap().name, im.get_clim()) not in with_bar:
-            bad.append(f"heat map {im.axes.get_title()!r} has no colour bar")
-    return bad
-
-
 def _legend_texts(fig) -> list[str]:
     return [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
 
@@ -180,16 +152,18 @@ FIGURE_CHECKS = {"zhang2025-fig3": _check_fig3, "zhang2025-fig6": _check_fig6, "
 @pytest.mark.parametrize("name", sorted(registry.FIGURES))
 def test_reproduce_every_figure_quick(name, tmp_path):
     """All-figures smoke test: each registered figure's quick run writes its PNG and JSON; the PNG
-    passes the presentation checks and the figure's own checks (the panels it must have). The run
-    is the session's one quick reproduction of the figure (`quick_figure`: a test of its numbers
-    may have made it first)."""
+    passes the figure checklist (tests/figure_checklist.py: layout, ticks, axis labels, titles,
+    font sizes, the quick label, the paper's theory overlaid) and the figure's own checks (the
+    panels it must have). The run is the session's one quick reproduction of the figure
+    (`quick_figure`: a test of its numbers may have made it first)."""
     entry = quick_figure(name, tmp_path)
     out, doc, saved = entry["out"], entry["doc"], entry.pop("figures")
     assert (out / f"{name}.png").stat().st_size > 0
     assert json.loads((out / f"{name}.json").read_text())["name"] == name
     assert doc["summary"]
     (fig,) = saved
-    assert not _presentation_defects(fig), _presentation_defects(fig)
+    found = defects(fig, quick=True, theory=THEORY[name], run_labels=list(doc["runs"]))
+    assert not found, "\n".join(found)
     if name in FIGURE_CHECKS:
         FIGURE_CHECKS[name](json.loads((out / f"{name}.json").read_text()), fig)
     # every claim the quick form measures finds its number in this JSON (claims ledger)
@@ -197,6 +171,10 @@ def test_reproduce_every_figure_quick(name, tmp_path):
         if claim.figure == name and claim.quick:
             row = claims.evaluate(claim, out, quick=True)
             assert row["status"] != "not_run", row
+
+
+def test_every_figure_declares_its_theory():
+    assert sorted(THEORY) == sorted(registry.FIGURES)
 
 
 def test_fig14_default_lr_is_stable():

@@ -296,7 +296,15 @@ def test_local_process_pool_equals_in_process(tmp_path):
     pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
 
 
-def test_cli_sweep_and_plot(tmp_path, capsys):
+def test_cli_sweep_and_plot(tmp_path, capsys, monkeypatch):
+    """A sweep over D = 2, 3 and N = 8, 32 and its plots, each passing the figure checklist (its
+    log axes ticked at the swept values, without overlapping labels)."""
+    import figure_checklist as checklist
+
+    from fastattn import plots
+
+    drawn, save = [], plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path, *a: drawn.append(fig) or save(fig, path, *a))
     p = _parser()
     out = str(tmp_path / "s")
     args = p.parse_args(["sweep", "--model", "separate", "--dim", "2,3", "--context", "8,32",
@@ -309,6 +317,15 @@ def test_cli_sweep_and_plot(tmp_path, capsys):
         args = p.parse_args(["plot", out, "--kind", kind])
         assert args.func(args) == 0
         assert (tmp_path / "s" / f"plot_{kind}.png").stat().st_size > 5_000
+        fig = drawn[-1]
+        renderer = checklist.rendered(fig)
+        found = (checklist.layout(fig, renderer) + checklist.crowded_ticks(fig, renderer)
+                 + checklist.axis_labels(fig) + checklist.font_sizes(fig))
+        assert not found, (kind, found)
+    swept = {"duration": ["2", "3"], "levels": ["8", "32"]}
+    for fig, kind in zip(drawn, ("duration", "levels"), strict=False):
+        ticks = [t.get_text() for t in fig.axes[1].get_xticklabels() if t.get_text()]
+        assert ticks == swept[kind], (kind, ticks)
     doc = json.loads((tmp_path / "s" / "sweep.json").read_text())
     assert doc["n_runs"] == 8
 

@@ -62,7 +62,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     import matplotlib.pyplot as plt
 
     heads = [summary["models"][r.spec.label]["heads"] for r in runs]
-    fig, axes = plt.subplots(len(runs), 2 * max(heads), figsize=(1.3 * 2 * max(heads) + 1, 1.5 * len(runs)),
+    fig, axes = plt.subplots(len(runs), 2 * max(heads), figsize=(2.1 * 2 * max(heads) + 1, 2.2 * len(runs)),
                              squeeze=False, layout="constrained")
     for i, run in enumerate(runs):
         m = summary["models"][run.spec.label]
@@ -75,9 +75,13 @@ def plot(runs: list[Run], summary: dict[str, Any]):
                 a = np.asarray(mat[h] if name == "KQ" else mat[h][None, :])
                 # each panel on its own scale (heads differ by orders of magnitude), one shared bar
                 im = plots.heatmap(ax, a / (float(np.abs(a).max()) or 1.0), colorbar=None,
-                                   cmap="RdBu_r", vmin=-1, vmax=1)
-                ax.tick_params(labelsize=5)
-                ax.set_title(f"{run.spec.label} {name}{h + 1}", fontsize=6)
+                                   cmap="RdBu_r", vmin=-1, vmax=1,
+                                   xlabel="key coordinate" if name == "KQ" else "value coordinate",
+                                   ylabel="query coordinate" if name == "KQ" else "output")
+                if name == "OV":
+                    ax.set_yticks([])
+                ax.tick_params(labelsize=7)
+                ax.set_title(f"H = {m['heads']}: {name} of head {h + 1}", fontsize=8)
     fig.colorbar(im, ax=axes, label="entry / largest |entry| of its panel", shrink=0.8)
     return fig
 

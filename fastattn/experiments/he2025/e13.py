@@ -80,9 +80,10 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     fig, ax = plt.subplots(figsize=(5.6, 3.8), layout="constrained")
     lengths = summary["L"]
     colours = {"linear_H1": "C3", "softmax_H2": "C0"}
+    shown = {"linear_H1": "linear attention, H = 1", "softmax_H2": "softmax attention, H = 2"}
     for label, m in summary["models"].items():
         ax.errorbar(lengths, m["mean"], yerr=m["se"], fmt="o", ms=4, color=colours[label],
-                    label=f"{label} (Monte Carlo)")
+                    label=f"{shown[label]} (Monte Carlo)")
         if "closed_form" in m:
             ax.plot(lengths, m["closed_form"], "-", color=colours[label], lw=1,
                     label=f"LinTF closed form, learned η = {m['eta_train']:.3f}")
@@ -93,7 +94,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.set_xlabel("test context length L (trained at L = 40)")
     ax.set_ylabel("MSE (σ² floor included)")
     ax.set_yscale("log")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=7)
     return fig
 
 

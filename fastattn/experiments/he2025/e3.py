@@ -97,6 +97,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), layout="constrained")
     for i, (label, r) in enumerate(summary["runs"].items()):
         c = f"C{i}"
+        label = f"H = {r['heads']}, seed {r['seed']}"
         step = np.maximum(np.asarray(r["step"]), 1)
         omega, mu = np.asarray(r["omega"]), np.asarray(r["mu"])
         for h in range(omega.shape[1]):
@@ -118,7 +119,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         ax.set_xscale("log")
         ax.set_xlabel("Adam step")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     return fig
 
 

@@ -79,7 +79,7 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
     ax.set_xlabel("context length L")
     ax.set_ylabel("MSE (σ² floor included)")
     ax.set_yscale("log")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=7)
     return fig
 
 

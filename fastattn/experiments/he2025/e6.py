@@ -71,7 +71,7 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
     ax0.plot(xi, [r["bayes_limit"] for r in rows], "--", color="C1", lw=1, label="Bayes limit")
     ax0.set_xlabel("ξ = d/L (L = 100)")
     ax0.set_ylabel(f"MSE (σ² = {summary['sigma2']:g} floor included)")
-    ax0.legend(fontsize=6)
+    ax0.legend(fontsize=7)
     ax1.plot(summary["xi_grid"], summary["ratio_limit_grid"], "k-", lw=1, label="limit ratio")
     ax1.plot(summary["xi_grid"], summary["bound_grid"], "r--", lw=1, label="Theorem 1 bound")
     ax1.plot(xi, [r["ratio_mc"] for r in rows], "o", color="C0", label="MC ratio at L = 100")

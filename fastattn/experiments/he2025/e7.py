@@ -75,14 +75,13 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
             (axes[2], np.asarray(summary["difference"]), "ℒ − L̃",
              {"cmap": "RdBu_r", "vmin": -0.12, "vmax": 0.12})):
         plots.heatmap(ax, values, labels["x"], labels["y"], colorbar="loss" if "vmin" in kw and
-                      kw["vmin"] == 0 else "difference", tick_step=step, origin="lower", **kw)
-        ax.set_xlabel("ω (heads ±ω)")
-        ax.set_ylabel("μ (heads ±μ)")
+                      kw["vmin"] == 0 else "difference", tick_step=step, origin="lower",
+                      xlabel="ω (heads ±ω)", ylabel="μ (heads ±μ)", **kw)
         ax.set_title(title, fontsize=8)
     for c in summary["checks"]:
         i, j = np.argmin(np.abs(w - c["omega"])), np.argmin(np.abs(m - c["mu"]))
         axes[0].annotate(f"MC {c['monte_carlo']:.3f}±{c['se']:.3f}\nsemi {c['semi_analytic']:.3f}",
-                         (i, j), fontsize=5, color="w", ha="center", va="center")
+                         (i, j), fontsize=7, color="w", ha="center", va="center")
     return fig
 
 

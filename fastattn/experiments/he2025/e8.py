@@ -74,7 +74,7 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
     cases = summary["cases"]
     fig, axes = plt.subplots(len(cases), 3, figsize=(11, 3.0 * len(cases)), layout="constrained",
                              squeeze=False)
-    for row, (label, c) in zip(axes, cases.items(), strict=True):
+    for row, c in zip(axes, cases.values(), strict=True):
         t = np.maximum(np.asarray(c["time"]), 1e-3)
         w, m = np.asarray(c["omega"]), np.asarray(c["mu"])
         for h in range(c["heads"]):
@@ -86,14 +86,14 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
         row[2].plot(t, c["loss"], lw=1, label="L̃")
         row[2].axhline(c["eta_star"], color="k", ls="--", lw=1, label="η*")
         row[1].set_ylim(-1.2 * np.abs(m[-1]).max(), 1.2 * np.abs(m[-1]).max())
-        for ax, ylabel in zip(row, ("ω_h", "μ_h", ""), strict=True):
+        for ax, ylabel in zip(row, ("ω_h", "μ_h", "η_eff and L̃"), strict=True):
             ax.set_xscale("log")
             ax.axvspan(5.5, 7.5, color="0.9")
             ax.set_xlabel(f"t = step × lr of the authors' GD on L̃/2; "
                           f"{model_card('kernel_regressors').time.describe()}", fontsize=7)
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{label}, σ² = {c['sigma2']:g}", fontsize=8)
-            ax.legend(fontsize=6)
+            ax.set_title(f"H = {c['heads']}, σ² = {c['sigma2']:g}", fontsize=8)
+            ax.legend(fontsize=7)
     return fig
 
 

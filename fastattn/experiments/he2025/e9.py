@@ -62,7 +62,7 @@ def plot(_runs: list[Run], summary: dict[str, Any]):
         ax.set_xlabel("‖smax(s X x_q)‖₂ (dashed: √(e^{ds²}/L))")
         ax.set_ylabel("density")
         ax.set_title(panel["title"], fontsize=8)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     return fig
 
 

@@ -145,9 +145,8 @@ def plot_fig6(runs_: list[Run], summary: dict[str, Any]):
             _shade(ax, s["icl_emergence_window"])
             ax.set_xscale("log")
             ax.set_title(f"({'AB'[i]}) {kind.upper()}, {name}", fontsize=9)
-            ax.set_xlabel("training steps")
+            ax.set(xlabel="training steps", ylabel="marginalised effective rank")
             if j == 0:
-                ax.set_ylabel("marginalised effective rank")
                 ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig

@@ -195,14 +195,15 @@ def plot_fig1(runs_: list[Run], summary: dict[str, Any]):
     paper = np.diag(summary["paper"]["a_inf"])
     vmax = max(np.abs(m[-1]).max(), paper.max())
     for ax, mat, title in ((axes[0], m[-1], "SGD: Uᵀ p2 q1 U"), (axes[1], paper, "paper: [s^∞(S)]⁻¹")):
-        plots.heatmap(ax, mat, colorbar="a_α", vmin=0, vmax=vmax)
+        plots.heatmap(ax, mat, colorbar="a_α", vmin=0, vmax=vmax, xlabel="eigen-direction β of S",
+                      ylabel="eigen-direction α of S")
         ax.set_title(title, fontsize=9)
     x = np.arange(D)
     for k, (key, label) in enumerate((("sgd", "SGD"), ("flow", "exact flow (Ω)"))):
         axes[2].bar(x + 0.25 * k, summary[key]["a_final"], 0.25, label=label)
     axes[2].bar(x + 0.5, summary["paper"]["a_inf"], 0.25, label="paper 1/s^∞")
     axes[2].set_xticks(x + 0.25, [f"s={v:g}" for v in c0_task().s])
-    axes[2].set_ylabel("a_α = (Uᵀ p2 q1 U)_αα")
+    axes[2].set(xlabel="mode α (its eigenvalue s of S)", ylabel="a_α = (Uᵀ p2 q1 U)_αα")
     axes[2].legend(fontsize=7)
     return fig
 
@@ -233,8 +234,7 @@ def plot_fig2(runs_: list[Run], summary: dict[str, Any]):
         bx.plot(t[1:], pn[1:], style, label=f"‖p̄2‖² {label}", **kw)
         bx.plot(t[1:], qn[1:], style, label=f"‖q̄1‖² {label}", **kw)
         bx.plot(t[1:], (pn - qn)[1:], style, label=f"C {label}", **kw)
-    bx.set_xscale("log")
-    bx.set_xlabel("epochs")
+    bx.set(xscale="log", xlabel="epochs", ylabel="squared norm, and C = ‖p̄2‖² − ‖q̄1‖²")
     bx.legend(fontsize=7)
     return fig
 
@@ -261,9 +261,12 @@ def plot_fig3(runs_: list[Run], summary: dict[str, Any]):
     ax.plot(tt, th.paper_theory(task.s, N, ETA_P, INIT**2).loss(tt), "--", color="tab:orange",
             label="paper Eq. 14 (ω = 1)")
     plots.draw_levels(ax, summary["paper"]["plateaus"], label="paper plateaus (ω = 1)")
-    ax.set_xscale("log")
-    ax.set_xlabel("epochs")
-    ax.set_ylabel("loss ½‖ŷ − y‖²")
+    # the loss is flat at L(0) until the first mode learns: start a decade before its half-time
+    # (from the first record, five flat decades took half the panel)
+    first = np.asarray(summary["flow"]["t_half"], dtype=float)
+    ax.set(xscale="log", xlabel="epochs", ylabel="loss ½‖ŷ − y‖²",
+           xlim=(0.1 * np.nanmin(first), None))
+    plots.short_log_ticks(ax.xaxis)
     ax.legend(fontsize=7)
     return fig
 

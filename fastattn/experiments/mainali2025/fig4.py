@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from matplotlib.ticker import SymmetricalLogLocator
 
 from fastattn import plots
 from fastattn.analysis import spectral as sp
@@ -179,12 +180,16 @@ def plot(runs_: list[Run], summary: dict[str, Any]):
     axes[0].set_title("(A) d²/dt² windowed loss autocorrelation", fontsize=9)
     axes[1].set_title("(B) d²‖p̄2‖_F/dt²", fontsize=9)
     axes[2].set_title("(C) marginalised effective rank of diag a (magnitude)", fontsize=9)
+    axes[2].set_ylabel("effective rank")
     for ax in axes[:2]:
+        # a decade per tick crowds the symlog axis' labels (±10⁻⁴ … ±10²): one every two decades
         ax.set_yscale("symlog", linthresh=1e-4)
+        ax.yaxis.set_major_locator(SymmetricalLogLocator(base=100, linthresh=1e-4))
+        ax.set_ylabel("curvature (symlog: linear in ±10⁻⁴)")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("epochs")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
         for th_ in summary["t_half_exact"]:
             if np.isfinite(th_):
                 ax.axvline(th_, color="grey", lw=0.6, ls=":")

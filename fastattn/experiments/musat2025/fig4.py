@@ -79,7 +79,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
             lw, alpha = (2, 1) if pname in THREE_PARAM else (0.8, 0.5)
             axes[0, col].plot(r["steps"], theta[:, k], lw=lw, alpha=alpha,
                               label=pname if pname in THREE_PARAM else None)
-        axes[0, col].set(title=f"{name} (D={s['D']}, N={s['N']}, B={s['batch']})", ylabel="pseudo-parameter")
+        shown = {"three_param": "3-parameter model"}.get(name, f"{name} model")
+        axes[0, col].set(title=f"{shown} (D={s['D']}, N={s['N']}, B={s['batch']})", ylabel="pseudo-parameter")
         axes[0, col].legend(fontsize=7)
         axes[1, col].plot(r["loss"])
         axes[1, col].set(xlabel="SGD step", ylabel="loss (mean over D)")

@@ -90,14 +90,15 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         plots.heatmap(ax, m, xticklabels=basis_labels(N, N, ncol),
                       yticklabels=basis_labels(N, N, nrow) if nrow > 1 else [str(i) for i in range(1, N + 1)],
                       colorbar="score" if key != "readout" else "logit", tick_step=N // 2,
-                      cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest")
+                      cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest",
+                      xlabel="key" if key != "readout" else "residual basis vector", ylabel=ylabel)
         for edge in range(N, m.shape[1], N):
             ax.axvline(edge - 0.5, color="0.3", lw=0.5)
         for edge in range(N, m.shape[0], N):
             ax.axhline(edge - 0.5, color="0.3", lw=0.5)
         ax.tick_params(axis="x", labelrotation=90, labelsize=7)
         ax.tick_params(axis="y", labelsize=7)
-        ax.set(title=title, xlabel="key" if key != "readout" else "residual basis vector", ylabel=ylabel)
+        ax.set_title(title)
     return fig
 
 

@@ -45,7 +45,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.bar(x - 0.2, [r["three_param"]["t_loss"] for r in rows], 0.4, label="3-param: loss ≤ ½")
     ax.bar(x + 0.2, [r["gram19"]["t_loss"] for r in rows], 0.4, label="19-param: loss ≤ ½")
     ax.set_xticks(x, labels, rotation=60, fontsize=7)
-    ax.set(yscale="log", ylabel="gradient-flow time", title="exact flows, orthonormal data")
+    ax.set(yscale="log", ylabel="gradient-flow time", title="exact flows, orthonormal data",
+           xlabel="query / mask / N")
     ax.legend()
     return fig
 

@@ -65,7 +65,8 @@ def top3_is_induction_head(theta: dict[str, float]) -> float:
 def _draw(ax, w: np.ndarray, D: int, title: str) -> None:
     vmax = float(np.abs(w).max()) or 1.0
     plots.heatmap(ax, w, colorbar="weight", tick_step=D, cmap="RdBu_r", vmin=-vmax, vmax=vmax,
-                  interpolation="nearest")
+                  interpolation="nearest", xlabel="input coordinate (blocks of D)",
+                  ylabel="output coordinate (blocks of D)")
     for k in range(1, w.shape[0] // D):
         ax.axhline(k * D - 0.5, color="k", lw=0.4)
     for k in range(1, w.shape[1] // D):

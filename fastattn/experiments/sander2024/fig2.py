@@ -42,7 +42,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         ax.annotate("", v, (0, 0), arrowprops={"arrowstyle": "->"})
         ax.text(*(1.05 * v), label, fontsize=7)
     ax.plot(*zip(2 * np.cos(theta) * rs, r2s, strict=True), "k:", lw=0.8)
-    ax.set_aspect("equal")
+    ax.set(aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2")
     ax.set_title(f"max error over θ: {summary['identity_max_error']:.1e}", fontsize=8)
     return fig
 

@@ -88,18 +88,20 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     fig, axes = plt.subplots(len(runs), 4, figsize=(11, 2.7 * len(runs)))
     for row, run in zip(axes, runs, strict=True):
         m = run.model
+        setting = f"{run.spec.group['context']}, H = {m.A.shape[0]}"
         C = (m.B.T @ m.A).detach().numpy()
-        for ax, (name, mat) in zip(row[:3], (("A", m.A.detach().numpy()), ("B", m.B.detach().numpy()),
-                                             ("C = BᵀA", C)), strict=True):
+        for ax, (name, mat, rows) in zip(row[:3], (("A", m.A.detach().numpy(), "head h"),
+                                                   ("B", m.B.detach().numpy(), "head h"),
+                                                   ("C = BᵀA", C, "coordinate i")), strict=True):
             lim = float(np.abs(mat).max())
-            plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim)
-            ax.tick_params(labelsize=6)
-            ax.set_title(f"{run.spec.label}: {name}", fontsize=8)
+            plots.heatmap(ax, mat, colorbar="entry", cmap="RdBu_r", vmin=-lim, vmax=lim, tick_step=3,
+                          xlabel="coordinate j", ylabel=rows)
+            ax.set_title(f"{setting}: {name}", fontsize=8)
         P = used_positions(m.P.detach().numpy())
         lim = float(np.abs(P).max())
         plots.heatmap(row[3], P, colorbar="entry", tick_step=5, vmin=-lim, vmax=lim,
-                      cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.55"))
-        row[3].tick_params(labelsize=6)
+                      cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.55"),
+                      xlabel="position read", ylabel="row T − 1")
         row[3].set_title(f"P (grey: never read; loss {run.traj.final_loss:.1e})", fontsize=8)
     return fig
 

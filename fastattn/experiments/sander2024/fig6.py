@@ -86,14 +86,15 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         P = run.model.P.detach().numpy()
         shown = np.tril(P)[:-1, :-1]                    # (P ⊙ tril)[:-1, :-1]: P_{T−1,T} masked
         lim = float(np.abs(shown).max())
-        plots.heatmap(col[0], shown, colorbar="P entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim)
-        col[0].tick_params(labelsize=6)
+        plots.heatmap(col[0], shown, colorbar="P entry", tick_step=5, cmap="RdBu_r", vmin=-lim, vmax=lim,
+                      xlabel="position read t", ylabel="row T − 1")
+        col[0].tick_params(labelsize=7)
         s = summary[run.spec.label]
         col[0].set_title(f"μ = {s['mu']:g}: stop at {s['stop_iteration']}", fontsize=8)
         col[1].plot(np.arange(1, TMAX), s["last_row"], label="trained")
         closed = theory.pe_early_stopped(TMAX, s["mu"], LR, s["stop_iteration"])
         col[1].plot(np.arange(1, TMAX), closed[TMAX - 2, :TMAX - 1], "k:", label="closed form")
-        col[1].set_xlabel("t", fontsize=8)
+        col[1].set(xlabel="position t", ylabel="last row of P")
         col[1].legend(fontsize=7)
     return fig
 

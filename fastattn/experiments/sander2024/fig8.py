@@ -81,13 +81,12 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         s = summary["B=WoWv"][when]
         M = np.asarray(s["M"])
         lim = float(np.abs(M).max())
-        plots.heatmap(ax, M, colorbar="Σ_h B_hᵀB_h entry", cmap="RdBu_r", vmin=-lim, vmax=lim)
+        plots.heatmap(ax, M, colorbar="Σ_h B_hᵀB_h entry", cmap="RdBu_r", vmin=-lim, vmax=lim,
+                      xlabel="coordinate j of e_t (two copies of s_t)", ylabel="coordinate i")
         ax.set_title(f"{'initialisation' if when == 'init' else 'after training'}: off-diagonal "
                      f"{s['off_diagonal_energy_ratio']:.2f}, off-copy-structure "
                      f"{s['off_copy_structure_energy_ratio']:.2f},\nmean |cos| between heads "
                      f"{s['head_cosine_mean']:.2f}", fontsize=8)
-        ax.set_xlabel("coordinate j of e_t (two copies of s_t)", fontsize=8)
-        ax.set_ylabel("coordinate i", fontsize=8)
     return fig
 
 

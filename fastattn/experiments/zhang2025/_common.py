@@ -20,7 +20,7 @@ def loss_panel(ax, runs: list[Run], levels=None, label_key: str | None = None, x
     `levels` (Eq. 19 unless `levels_label` names another source)."""
     plots.loss_axes(ax, log_time=True, xlabel="time t (τ = 1)" if x == "time" else "step")
     for run in runs:
-        label = f"{label_key}={run.spec.group[label_key]}" if label_key else None
+        label = f"{label_key.replace('_', ' ')} = {run.spec.group[label_key]}" if label_key else None
         plots.plot_loss(ax, run.traj, label=label, x=x, lw=1.2)
     if levels is not None:
         plots.draw_levels(ax, levels, label=levels_label)

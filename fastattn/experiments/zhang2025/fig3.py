@@ -145,17 +145,15 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.set_xlim(0, t[-1] / 3)
     ax.legend(fontsize=7)
     ax.set_title("(b) value weights vs the scalar ODE")
-    heat = right.subplots(1, len(course["times"]))
+    heat = right.subplots(1, len(course["times"]), sharey=True)
     for j, ax in enumerate(heat):
-        im = plots.heatmap(ax, course["alignment"][j], vmin=0, vmax=1, colorbar=None, aspect="equal")
+        im = plots.heatmap(ax, course["alignment"][j], vmin=0, vmax=1, colorbar=None, aspect="equal",
+                           xlabel="e_d", ylabel="head i (key k_i)" if j == 0 else "")
         ax.set_title(f"t={course['times'][j]:.3g}\nL={course['loss'][j]:.3f}", fontsize=8)
-        ax.set_xlabel("e_d")
-        if j:
-            ax.set_yticklabels([])
-        else:
-            ax.set_ylabel("head i (key k_i)")
+        ax.tick_params(labelleft=j == 0)
     right.colorbar(im, ax=heat, label="|cos(k_i, e_d)|", shrink=0.7)
-    right.suptitle(f"(c) key alignment on each plateau and at the end ({course['run']})")
+    seed = course["run"].removeprefix("seed")
+    right.suptitle(f"(c) key alignment on each plateau and at the end (seed {seed})")
     return fig
 
 

@@ -42,7 +42,8 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     plots.loss_axes(ax, log_time=True)
     for r in runs:
         t, y = r.traj.time, r.traj.test_loss["in_context"]
-        ax.plot(t[1:], y[1:], label=f"{r.spec.label}: {summary[r.spec.label]['n_drops']} drop(s)")
+        drops = summary[r.spec.label]["n_drops"]
+        ax.plot(t[1:], y[1:], label=f"{r.spec.label.replace('_', ' ')} KQ: {drops} drop(s)")
     plots.draw_levels(ax, eq19_levels(runs[0].spec.task), label="linear-attention levels (Eq. 19)")
     ax.legend(fontsize=7)
     ax.set_title("softmax attention, ICL test loss (no theory)", fontsize=9)

@@ -65,17 +65,16 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     lam2 = np.ravel((e * lam**2) @ e.T)
     plots.heatmap(axes[0], np.vstack([w1 / np.abs(w1).max(), lam2[None] / np.abs(lam2).max()]),
                   yticklabels=[*(str(h) for h in range(1, cfg.heads + 1)), "Λ²"],
-                  colorbar="entry / largest |entry| of its block", cmap="RdBu_r", vmin=-1, vmax=1)
+                  colorbar="entry / largest |entry| of its block", cmap="RdBu_r", vmin=-1, vmax=1,
+                  xlabel="entry of vec U (row-major, D×D)", ylabel="head i / Λ²")
     axes[0].axhline(cfg.heads - 0.5, color="k", lw=1.5)
     axes[0].set_title(f"(a) plateau t={t[i_pl]:.0f}: vec U_i of each head\nvs vec Λ² (last row)")
-    axes[0].set_xlabel("entry of vec U (row-major, D×D)")
-    axes[0].set_ylabel("head i / Λ²")
     gam = gamma_of(run, run.traj.params[-1])
     d = [str(i) for i in range(1, cfg.dim + 1)]
     plots.heatmap(axes[1], np.hstack([e.T @ gam @ e, e.T @ g_star @ e]), xticklabels=d + d,
-                  yticklabels=d, colorbar="entry", aspect="equal")
+                  yticklabels=d, colorbar="entry", aspect="equal",
+                  xlabel="eigen-index d: EᵀΓ(∞)E (left) | EᵀΓ*E (right)", ylabel="eigen-index d′")
     axes[1].axvline(cfg.dim - 0.5, color="w", lw=2)
-    axes[1].set_xlabel("eigen-index d: EᵀΓ(∞)E (left) | EᵀΓ*E (right)")
     axes[1].set_title("(b) Γ(∞) vs Γ* of Eq. 11,\nin Λ's eigenbasis")
     ax = axes[2]
     cos_l2 = [[abs_cosine(u[k, h], (e * lam**2) @ e.T) for h in range(cfg.heads)] for k in range(len(t))]
@@ -96,7 +95,7 @@ def plot(runs: list[Run], summary: dict[str, Any]):
     ax.bar(x + 0.2, summary["gamma_star_eigenvalues_eq11"], 0.4, label="Γ*, Eq. 11")
     ax.plot(x, summary["lambda_inverse_eigenvalues"], "k_", ms=20, label="Λ⁻¹ (N → ∞)")
     ax.set_xticks(x, [str(i) for i in x + 1])
-    ax.set_xlabel("eigenvalue index (ascending)")
+    ax.set(xlabel="eigenvalue index (ascending)", ylabel="eigenvalue")
     ax.legend(fontsize=7)
     ax.set_title("(d) eigenvalues of Γ(∞)")
     return fig

@@ -47,7 +47,9 @@ def plot(runs: list[Run], summary: dict[str, Any]):
         sub = [r for r in runs if r.spec.model.rank == rank]
         loss_panel(ax, sub, eq19_levels(sub[0].spec.task), label_key="seed")
         b = summary["by_rank"][f"R{rank}"]
-        ax.set_title(f"R={rank}: conspicuous plateaus {b['measured']} (rule: {b['predicted']})", fontsize=9)
+        per_seed = "" if len(b["measured"]) == 1 else " (per seed)"
+        ax.set_title(f"R = {rank}: {', '.join(map(str, b['measured']))} conspicuous plateaus"
+                     f"{per_seed}, ⌈D/R⌉ = {b['predicted']} predicted", fontsize=9)
     return fig
 
 

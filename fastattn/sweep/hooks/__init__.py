@@ -10,6 +10,8 @@ experiments -> theory). The theory itself stays in `fastattn/theory/<paper>.py`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from fastattn import papers
 from fastattn.sweep.hooks.base import Columns, Hooks
 
@@ -47,6 +49,33 @@ def hooks_for(task_kind: str, model_kind: str) -> Hooks | None:
     return BY_PAIR.get((task_kind, model_kind))
 
 
+#: prediction columns that are loss values (in the run's own loss), and how a plot names them
+LOSS_COLUMNS = {"theory_levels": "plateau levels", "theory_Lstar": "minimum L*",
+                "theory_plateau_loss": "plateau", "theory_loss_inf_paper": "the paper's final loss"}
+
+
+def loss_levels(task, model: dict, params0: np.ndarray | None = None) -> list[tuple[str, list[float]]]:
+    """The loss levels the pair's theory predicts for a run (`task`, its model options `model`
+    with "kind", initial flat parameters `params0` `[P]` or None), as (label, levels) for a loss
+    plot: "theory (zhang2025): plateau levels", … Empty where no paper covers the pair or no
+    formula applies (NaN)."""
+    from fastattn.sweep.horizon import Horizon
+
+    hooks = hooks_for(task.kind, model["kind"])
+    if hooks is None:
+        return []
+    predicted = hooks.predictions(task, model, params0, Horizon())
+    out = []
+    for column, name in LOSS_COLUMNS.items():
+        levels = np.atleast_1d(np.asarray(predicted.get(column) if predicted.get(column) is not None
+                                          else np.nan, dtype=float))
+        if column == "theory_Lstar" and "theory_levels" in predicted and predicted["theory_levels"]:
+            continue            # L* is the last plateau level, drawn with them
+        if np.isfinite(levels).any():
+            out.append((f"theory ({hooks.paper}): {name}", [float(v) for v in levels[np.isfinite(levels)]]))
+    return out
+
+
 def units() -> dict[str, str]:
     """Column -> unit of every paper's hooks (the results table's column metadata)."""
     out: dict[str, str] = {}
@@ -66,4 +95,5 @@ def plot_kinds() -> dict[str, str]:
     return out
 
 
-__all__ = ["BY_PAIR", "HOOKS", "Columns", "Hooks", "hooks_for", "plot_kinds", "units"]
+__all__ = ["BY_PAIR", "HOOKS", "LOSS_COLUMNS", "Columns", "Hooks", "hooks_for", "loss_levels",
+           "plot_kinds", "units"]

@@ -24,7 +24,7 @@ def plot_risk(df, fig):
         ax1.plot(g["context"], g["theory_risk_dgd"], "--", lw=0.9, color=line[0].get_color())
     ax1.set(xscale="log", yscale="log", xlabel="training L", ylabel="risk (MC ± 2 s.e.); dGD(η*) dashed")
     log_ticks(ax1, "x", d["context"])
-    ax1.legend(fontsize=6)
+    ax1.legend(fontsize=7)
     factors = [("risk_half_L", 0.5), ("risk", 1.0), ("risk_2L", 2.0), ("risk_4L", 4.0)]
     for h, g in d.groupby("heads"):
         ax2.plot([f for _, f in factors], [g[c].mean() for c, _ in factors], "o-", label=f"H={h}")

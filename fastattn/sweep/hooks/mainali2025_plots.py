@@ -32,9 +32,9 @@ def plot_half_times(df, fig):
         ax1.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = paper")
     ax1.set(xscale="log", yscale="log", xlabel="paper t_half (Eq. 13, ω = 1)",
             ylabel="measured t_half (exact flow)")
-    ax1.legend(fontsize=6, ncol=2)
+    ax1.legend(fontsize=7, ncol=2)
     ax2.axhline(1, color="k", lw=0.8, ls="--")
     ax2.set(xscale="log", xlabel="N", ylabel="final a / exact a* (mean over the other axes)")
     log_ticks(ax2, "x", d["context"].astype(float))
-    ax2.legend(fontsize=6, ncol=2)
+    ax2.legend(fontsize=7, ncol=2)
     fig.suptitle("Mainali & Teixeira 2025: per-mode half-times and fixed points")

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from fastattn.plots import category_colors
+from fastattn.sweep.plots import log_ticks
 
 
 def plot_duration(df, fig):
@@ -29,13 +30,14 @@ def plot_duration(df, fig):
     ax1.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = predicted")
     ax1.set(xscale="log", yscale="log", xlabel="predicted plateau duration (Eq. 72 / Eq. 54)",
             ylabel="measured: time of the first drop")
-    ax1.legend(fontsize=6, ncol=2)
+    ax1.legend(fontsize=7, ncol=2)
     for init, g in d.groupby("init"):
         m = g.groupby("dim").apply(lambda x: float(np.median(x["meas"] / x["pred"])),
                                    include_groups=False)
         ax2.plot(m.index, m.values, marker=markers.get(init, "o"), label=f"init={init:.3g}")
     ax2.axhline(1, color="k", lw=0.8, ls="--")
     ax2.set(xscale="log", yscale="log", xlabel="D", ylabel="measured / predicted (median over runs)")
+    log_ticks(ax2, "x", d["dim"])
     ax2.legend(fontsize=7)
     fig.suptitle("First plateau duration vs theory")
 
@@ -69,4 +71,5 @@ def plot_levels(df, fig):
     ax1.legend(fontsize=7)
     ax2.axhline(0, color="k", lw=0.8)
     ax2.set(xscale="log", xlabel="context length N", ylabel="(measured − Eq. 19) / Eq. 19")
+    log_ticks(ax2, "x", [max(json.loads(n)) if isinstance(n, str) else float(n) for n in colors])
     fig.suptitle("Plateau levels vs Eq. 19 across N")
