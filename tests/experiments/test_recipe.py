@@ -68,10 +68,14 @@ def restated_overrides(specs: list[RunSpec]) -> list[str]:
     """The overrides of `specs` (runs of one figure) that equal what their pair's preset gives
     without them in every run that states them: a setting the recipe writes a second time."""
     from fastattn.configs import resolve
+    from fastattn.experiments.recipe import TRAINER_ONLY
 
     same: dict[tuple[str, str, str, str], bool] = {}
     for spec in specs:
         task, model, given = spec.preset
+        # no preset has the trainer-only fields: they restate nothing
+        given = {t: {k: v for k, v in vs.items() if t != "train" or k not in TRAINER_ONLY}
+                 for t, vs in given.items()}
         for target, values in given.items():
             for name, value in values.items():
                 if (target, name) == ("train", "atol") and value == values.get("rtol", 0) * 1e-2:
