@@ -89,10 +89,6 @@ def restated_overrides(specs: list[RunSpec]) -> list[str]:
     return [f"{t} × {m}: {target}.{name}" for (t, m, target, name), s in same.items() if s]
 
 
-#: papers whose recipes still build their runs by hand (issue 39: to be moved onto their presets)
-UNCONVERTED = ("musat2025",)
-
-
 def test_every_figure_s_runs_are_its_pairs_preset_plus_overrides_that_differ_from_it():
     """Issue 39: a paper's setting is written once, in its pair's preset. Every run of every
     figure (quick and full) is `preset_run`'s: its task, model and trainer are the resolution of
@@ -103,8 +99,6 @@ def test_every_figure_s_runs_are_its_pairs_preset_plus_overrides_that_differ_fro
 
     problems = []
     for name, figure in registry.FIGURES.items():
-        if name.split("-")[0] in UNCONVERTED:
-            continue
         recipe = figure.load()
         specs = recipe.runs(True) + recipe.runs(False)
         for spec in specs:
