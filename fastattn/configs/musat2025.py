@@ -82,6 +82,26 @@ FIG4 = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5): D=16, N=4, Gaussi
                     "reduction": "mean"},
               model={"mask": "inclusive", "init_scale": 0.0},
               train={"method": "sgd", "lr": 1.0, "steps": 400, "batch_size": 512})
+
+
+@dataclass(frozen=True)
+class PerDim:
+    """A preset value `total` / D: the step of the 3-parameter restriction, λ/D (App. D: the
+    full-matrix step λ masked to the directions of α₃, β₂, γ₃)."""
+
+    total: float
+
+    def __call__(self, task_values: Mapping[str, Any]) -> float:
+        return self.total / int(task_values["dim"])
+
+    def __str__(self) -> str:
+        return f"{self.total:g}/D"
+
+
+#: Figs. 4/5's setting for the 3-parameter restriction (App. D): lr λ/D
+FIG4_THREE_PARAM = Preset("musat2025", "spec musat2025 §11.5 (Figs. 4/5, App. D): Fig. 4's setting "
+                          "on α₃, β₂, γ₃ alone, SGD lr λ/D", when=FIG4.when, task=FIG4.task,
+                          model=FIG4.model, train={**FIG4.train, "lr": PerDim(FIG4.train["lr"])})
 #: App. E's small configuration (D = 64 here, 2048 there): AdamW lr 1e-3, wd 0.01, batch 512, 300 steps
 APP_E = Preset("musat2025", "spec musat2025 App. E small: N_T=N_P=32, K=8, D=64 (paper 2048), "
                "AdamW lr 1e-3, weight decay 0.01, batch 512, 300 steps",
@@ -118,7 +138,7 @@ for _card in (
               DISENTANGLED, lambda c: (("theta", (19,)),), {"induction": (THEOREM2,)},
               fixed={"params": "gram19"}, time=PSEUDO_TIME),
     ModelCard("three_param", "musat2025", "the disentangled transformer on α₃, β₂, γ₃",
-              DISENTANGLED, lambda c: (("theta", (3,)),), {"induction": (THEOREM2,)},
+              DISENTANGLED, lambda c: (("theta", (3,)),), {"induction": (THEOREM2, FIG4_THREE_PARAM)},
               fixed={"params": "three_param"}, time=PSEUDO_TIME),
     ModelCard("standard_transformer", "musat2025", "the two-layer attention-only transformer "
               "(§4, App. E) on tokens",

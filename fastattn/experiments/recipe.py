@@ -6,16 +6,21 @@ import importlib
 import inspect
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from fastattn.configs import model_card
+from fastattn.configs.common import TRAIN
 from fastattn.models import BaseModelConfig
 from fastattn.tasks.base import Task
 from fastattn.training import TrainConfig, Trajectory
 
 if TYPE_CHECKING:
     from fastattn.population.objectives import Objective
+
+#: the `TrainConfig` fields that are no run option (`fastattn.configs.common.TRAIN`): the events
+#: a flow locates and the recording cadence, which a recipe sets beside its preset's values
+TRAINER_ONLY = frozenset(f.name for f in fields(TrainConfig)) - {f.name for f in TRAIN}
 
 #: the trainers a `RunSpec` goes to (`RunSpec.kind`), all behind `fastattn.training.train_many`
 KINDS = ("flow", "batched", "sampled", "tokens")
@@ -71,15 +76,19 @@ def preset_run(label: str, task: str, model: str, /, *, group: dict[str, Any] | 
     model=, train= dicts by field), resolved as `train` and `sweep` resolve a command line
     (`fastattn.configs.resolve`): a paper's setting is written once, in its preset, and a recipe
     states only what differs from it (tests/experiments/test_recipe.py checks that no override
-    restates the preset). `group`, `init`, `objective`: as `RunSpec`'s."""
+    restates the preset). `train` may also set the `TRAINER_ONLY` fields, which no preset or
+    command line has. `group`, `init`, `objective`: as `RunSpec`'s."""
     from fastattn.configs import resolve
     from fastattn.training.build import build_task, model_config
 
     given = {k: dict(v) for k, v in given.items() if v}
-    r = resolve(task, model, given)
+    options = {k: v if k != "train" else {n: x for n, x in v.items() if n not in TRAINER_ONLY}
+               for k, v in given.items()}
+    r = resolve(task, model, options)
     built = build_task(r.task)
-    return RunSpec(label, built, model_config(r.model, built), TrainConfig(**r.train), group or {},
-                   init, objective, (task, model, given))
+    trainer = {n: x for n, x in given.get("train", {}).items() if n in TRAINER_ONLY}
+    return RunSpec(label, built, model_config(r.model, built), TrainConfig(**r.train, **trainer),
+                   group or {}, init, objective, (task, model, given))
 
 
 def trainer_kind(spec: RunSpec, model: Any = None) -> str:
@@ -184,7 +193,7 @@ def quick_note(recipe: Recipe, **options: Any) -> str:
     "QUICK (smaller settings; the claims measured only at full settings are not run): 2 of 6 runs;
     steps 300 → 40; t_end 3e+05 → 1e+05". Compares the recipes' own run lists, so no recipe states
     it by hand."""
-    from dataclasses import fields, is_dataclass
+    from dataclasses import is_dataclass
 
     quick, full = recipe.runs(True, **options), recipe.runs(False, **options)
     parts = []

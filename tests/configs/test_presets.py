@@ -140,6 +140,9 @@ def test_musat2025_defaults():
     assert (task.data, task.query, task.reduction) == ("gaussian", "uniform", "mean")
     assert (model.config.mask, model.config.init_scale, cfg.method, cfg.lr) == \
         ("inclusive", 0.0, "sgd", 1.0)
+    _, task, model, cfg = cli_run("--task", "induction", "--model", "three_param", "--data",
+                                  "gaussian", "--dim", "32")
+    assert (task.reduction, model.config.mask, cfg.method, cfg.lr) == ("mean", "inclusive", "sgd", 1 / 32)
     _, task, model, cfg = cli_run("--task", "induction_tokens", "--model", "standard_transformer")
     assert (task.vocab, task.block, task.pairs) == (32, 32, 8)                  # App. E small
     assert (cfg.method, cfg.lr, cfg.weight_decay, cfg.batch_size) == ("adam", 1e-3, 0.01, 512)

@@ -36,10 +36,13 @@ def _label(name: str, seed: int) -> str:
 
 def _runs(D: int, N: int, B: int, steps: int, seeds: int = 1) -> list[RunSpec]:
     """Per data seed (batch k a function of (seed, k)), the full model and the 3-parameter one."""
-    return [spec for seed in range(seeds) for spec in (
-        sgd_spec(_label("full", seed), D, N, 1.0, steps, B, keep_weights=False, data_seed=seed),
-        sgd_spec(_label("three_param", seed), D, N, 1.0 / D, steps, B, params="three_param",
-                 data_seed=seed))]
+    train = {"batch_size": B, "steps": steps}
+    out = []
+    for seed in range(seeds):
+        task = {"data": "gaussian", "dim": D, "context": N} | ({"data_seed": seed} if seed else {})
+        out += [sgd_spec(_label("full", seed), task=task, train=train, keep_weights=False),
+                sgd_spec(_label("three_param", seed), "three_param", task=task, train=train)]
+    return out
 
 
 def _seed_measures(full: dict[str, Any], three: dict[str, Any], final: np.ndarray) -> dict[str, Any]:
@@ -78,10 +81,13 @@ def _across_seeds(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _summarize(runs: list[Run], D: int, N: int, B: int, steps: int, seeds: int = 1) -> dict[str, Any]:
-    out = {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
-                        "data": "gaussian", "query": "uniform", "mask": "inclusive", "reduction": "mean",
-                        "data_seed": 0, "seeds": seeds}, "runs": {}, "curves": {}}
     by = {r.spec.label: r for r in runs}
+    spec = by["full"].spec
+    task = spec.task
+    out = {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": spec.train.lr,
+                        "lr_three_param": by["three_param"].spec.train.lr, "data": task.data,
+                        "query": task.query, "mask": spec.model.mask, "reduction": task.reduction,
+                        "data_seed": task.data_seed, "seeds": seeds}, "runs": {}, "curves": {}}
     per_seed = []
     for seed in range(seeds):
         full = by[_label("full", seed)]

@@ -34,29 +34,27 @@ def _time_reference(task, model, batch: int, repeats: int = 5) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
-def _size(quick: bool) -> tuple[int, int, int, int]:
-    """(D, N, batch, steps)."""
-    return (16, 4, 256, 80) if quick else (16, 4, 512, 400)
-
-
 def runs(quick: bool) -> list[RunSpec]:
-    D, N, B, steps = _size(quick)
-    return [sgd_spec("full", D, N, 1.0, steps, B, keep_weights=False),
-            sgd_spec("three_param", D, N, 1.0 / D, steps, B, params="three_param")]
+    """Figs. 4/5's presets (D = 16, N = 4, B = 512, 400 steps; quick: B = 256, 80 steps)."""
+    task, train = {"data": "gaussian"}, ({"steps": 80, "batch_size": 256} if quick else {})
+    return [sgd_spec("full", task=task, train=train, keep_weights=False),
+            sgd_spec("three_param", "three_param", task=task, train=train)]
 
 
 def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     """The numbers, and under "curves" each run's recorded steps, pseudo-parameters [steps, P] and
     losses (what `plot` draws)."""
-    D, N, B, steps = _size(quick)
     by = {r.spec.label: r for r in runs}
+    s = by["full"].spec
+    B = s.train.batch_size
     sgd = {name: curves(run) for name, run in by.items()}
     full = by["full"].model
     report = subspace_report(full.W1.detach(), full.W2.detach(), full.W3.detach())
     torch.set_num_threads(1)
     task = by["full"].spec.task
-    return {"settings": {"D": D, "N": N, "batch": B, "steps": steps, "lr": 1.0, "lr_three_param": 1.0 / D,
-                         "data": "gaussian", "mask": "inclusive", "reduction": "mean"},
+    return {"settings": {"D": task.dim, "N": task.context, "batch": B, "steps": s.train.steps,
+                         "lr": s.train.lr, "lr_three_param": by["three_param"].spec.train.lr,
+                         "data": task.data, "mask": s.model.mask, "reduction": task.reduction},
             "runs": {k: {"first_step": v["first_step"], "final_loss": v["loss"][-1],
                          "final_theta": dict(zip(v["names"], v["theta"][-1].tolist(), strict=True)),
                          "seconds_per_step": v["seconds_per_step"]} for k, v in sgd.items()},

@@ -14,14 +14,13 @@ reference the tests hold these runs to).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
-from fastattn.experiments.recipe import Run, RunSpec
-from fastattn.models.disentangled import NAMES, DisentangledConfig
+from fastattn.experiments.recipe import Run, RunSpec, preset_run
+from fastattn.models.disentangled import NAMES
 from fastattn.population import CoordinateEvent, LossEvent
-from fastattn.tasks import InductionPairs
 from fastattn.theory.musat2025 import PAPER_TIME_PER_CORE_TIME
-from fastattn.training import TrainConfig
 
 #: the (γ₃, β₂, α₃) coordinates of each exact model, by the names of Def. 1–3's times
 COORDINATES = {"three_param": {"T_gamma": 2, "T_beta": 1, "T_alpha": 0},
@@ -33,13 +32,15 @@ LOSS_LEVEL = 0.5
 #: a flow stops once its loss is here: just past the drop (later costs time: an evaluation of the
 #: uniform-query objective is O(N²))
 STOP_LOSS = 0.45
-#: each model's integrator (method, rtol, atol): RK45 for the 3 smooth parameters; the order-4
-#: stabilized method for the 19, ~3× faster than RK45 there at the same event times
 #: loss records and snapshots of a flow run: few, since the adaptive integrators step onto each
 #: record time (400 records double the evaluations of the uniform-query flows); the figures read
 #: the events
 RECORDS = 20
-INTEGRATORS = {"three_param": ("rk45", 1e-10, 1e-14), "gram19": ("stabilized", 1e-7, 1e-12)}
+#: each model's integrator and tolerances (else the trainer's defaults): RK45 for the 3 smooth
+#: parameters; the order-4 stabilized method for the 19, ~3× faster than RK45 there at the same
+#: event times
+INTEGRATORS = {"three_param": {"integrator": "rk45", "rtol": 1e-10, "atol": 1e-14},
+               "gram19": {"integrator": "stabilized", "rtol": 1e-7}}
 
 
 def _events(kind: str, loss_level: float | None, until: str | None = None
@@ -61,39 +62,40 @@ def _events(kind: str, loss_level: float | None, until: str | None = None
     return names, events
 
 
-def _task_model(kind: str, N: int, query: str, mask: str) -> tuple[InductionPairs, DisentangledConfig]:
-    task = InductionPairs(2 * N, N, data="orthonormal", query=query, reduction="sum")
-    return task, DisentangledConfig(dim=2 * N, mask=mask, params=kind)
+def _run(label: str, kind: str, N: int, query: str | None, mask: str | None, train: dict[str, Any],
+         group: dict[str, Any]) -> RunSpec:
+    """The run of the (induction, `kind`) preset (Theorem 2's setting: orthonormal data, q = N,
+    summed loss, strict mask, zero init) at N pairs, D = 2N, query `query` and mask `mask` (None:
+    the preset's), trained by `train`; its group `group` plus the run's N, query and mask."""
+    task = {"dim": 2 * N, "context": N} | ({"query": query} if query else {})
+    spec = preset_run(label, "induction", kind, task=task, model={"mask": mask} if mask else {},
+                      train=train)
+    return replace(spec, group={"model": kind, "N": N, "query": spec.task.query,
+                                "mask": spec.model.mask} | group)
 
 
-def flow_spec(label: str, kind: str, N: int, query: str = "last", mask: str = "strict",
+def flow_spec(label: str, kind: str, N: int, query: str | None = None, mask: str | None = None,
               t_max: float | None = None, until: str | None = None) -> RunSpec:
-    """The exact flow of `kind` ("three_param", "gram19") from zero, q = `query`, under `mask`,
-    locating every crossing of `LEVELS` and the loss drop, to the loss `STOP_LOSS`; it gives up at
-    paper time `t_max` (default 20 N² + 100 N). `until` (e.g. "T_alpha>=0.5"): stop at that
-    crossing instead, without the loss drop, for a figure whose last crossing it is (a crossing
-    the run did not reach is an error of `emergence`)."""
+    """The exact flow of `kind` ("three_param", "gram19") from zero, q = `query`, under `mask`
+    (None: the preset's q = N, strict), locating every crossing of `LEVELS` and the loss drop, to
+    the loss `STOP_LOSS`; it gives up at paper time `t_max` (default 20 N² + 100 N). `until` (e.g.
+    "T_alpha>=0.5"): stop at that crossing instead, without the loss drop, for a figure whose last
+    crossing it is (a crossing the run did not reach is an error of `emergence`)."""
     t_max = 20.0 * N**2 + 100.0 * N if t_max is None else float(t_max)
     names, events = _events(kind, None if until else LOSS_LEVEL, until)
-    method, rtol, atol = INTEGRATORS[kind]
-    task, model = _task_model(kind, N, query, mask)
-    train = TrainConfig(method="flow", t_end=t_max / PAPER_TIME_PER_CORE_TIME, integrator=method,
-                        rtol=rtol, atol=atol, target_loss=None if until else STOP_LOSS,
-                        events=tuple(events), n_records=RECORDS, n_snapshots=RECORDS)
-    return RunSpec(label, task, model, train, {"model": kind, "N": N, "query": query, "mask": mask,
-                                               "events": names})
+    train = {"t_end": t_max / PAPER_TIME_PER_CORE_TIME, **INTEGRATORS[kind], "events": tuple(events),
+             "n_records": RECORDS, "n_snapshots": RECORDS} | ({} if until else {"target_loss": STOP_LOSS})
+    return _run(label, kind, N, query, mask, train, {"events": names})
 
 
-def gd_spec(label: str, N: int, lr: float, *, query: str = "last", mask: str = "strict",
+def gd_spec(label: str, N: int, lr: float, *, query: str | None = None, mask: str | None = None,
             max_steps: int | None = None) -> RunSpec:
     """GD (θ ← θ − lr ∇L from zero) of the 3-parameter model for `max_steps` (default
     ⌈4N²/lr⌉ + 100) steps, locating the crossings of `LEVELS` and the loss drop between steps."""
     names, events = _events("three_param", LOSS_LEVEL)
-    task, model = _task_model("three_param", N, query, mask)
     steps = int(max_steps or math.ceil(4.0 * N**2 / lr) + 100)
-    train = TrainConfig(method="gd", lr=lr, steps=steps, events=tuple(events))
-    return RunSpec(label, task, model, train, {"model": "three_param", "N": N, "query": query,
-                                               "mask": mask, "lr": lr, "events": names})
+    train = {"method": "gd", "lr": lr, "steps": steps, "events": tuple(events)}
+    return _run(label, "three_param", N, query, mask, train, {"lr": lr, "events": names})
 
 
 def _first(run: Run) -> dict[str, float]:

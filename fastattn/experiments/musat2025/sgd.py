@@ -11,11 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from fastattn.experiments.recipe import Run, RunSpec
+from fastattn.experiments.recipe import Run, RunSpec, preset_run
 from fastattn.models import build_model
-from fastattn.models.disentangled import THREE_PARAM, DisentangledConfig
-from fastattn.tasks import InductionPairs
-from fastattn.training import TrainConfig
+from fastattn.models.disentangled import THREE_PARAM
 
 
 def first_steps(steps, theta: np.ndarray, names, loss, levels=(0.1, 0.5),
@@ -35,21 +33,19 @@ def first_steps(steps, theta: np.ndarray, names, loss, levels=(0.1, 0.5),
     return out
 
 
-def sgd_spec(label: str, D: int, N: int, lr: float, steps: int, batch: int, *, params: str = "full",
-             data: str = "gaussian", query: str = "uniform", mask: str = "inclusive",
-             reduction: str = "mean", every: int = 5, keep_weights: bool = True, data_seed: int = 0,
+def sgd_spec(label: str, model: str = "disentangled", *, task: dict[str, Any] | None = None,
+             train: dict[str, Any] | None = None, every: int = 5, keep_weights: bool = True,
              group: dict[str, Any] | None = None) -> RunSpec:
-    """`steps` SGD steps (learning rate `lr`, fresh batches of `batch`; batch k a function of
-    (data_seed, k)) of the disentangled transformer (`params`: "full", "gram19", "three_param"; zero
-    init) on `InductionPairs(D, N, ...)`: the loss at every step, the pseudo-parameters every
-    `every` steps (every step for the restricted models) and at the last, with the weights there
-    (`keep_weights`; else only the final weights)."""
-    task = InductionPairs(D, N, data=data, query=query, reduction=reduction, data_seed=data_seed)
-    model = DisentangledConfig(dim=D, mask=mask, params=params)
-    train = TrainConfig(method="sgd", lr=lr, steps=steps, batch_size=batch, sampler="tokens",
-                        record_every=1, snapshot_every=every if params == "full" else 1,
-                        snapshot_params=keep_weights, threads=1)
-    return RunSpec(label, task, model, train, group or {})
+    """The run of the (induction, `model`) preset (the disentangled transformer: "disentangled",
+    "gram19", "three_param"; zero init) with the task and trainer options `task` and `train`, by
+    `fastattn.train` on fresh batches (batch k a function of (data_seed, k)): the loss at every
+    step, the pseudo-parameters every `every` steps (every step for the restricted models) and at
+    the last, with the weights there (`keep_weights`; else only the final weights). Gaussian data
+    select Figs. 4/5's SGD preset; the orthonormal preset's trainer is a flow (give method "sgd")."""
+    train = {"sampler": "tokens", "threads": 1, "record_every": 1,
+             "snapshot_every": every if model == "disentangled" else 1,
+             "snapshot_params": keep_weights} | (train or {})
+    return preset_run(label, "induction", model, group=group, task=task or {}, train=train)
 
 
 def snapshot_steps(run: Run) -> np.ndarray:

@@ -11,17 +11,19 @@ learning rate, weight decay and 300 steps are the paper's.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from fastattn.analysis.induction_circuit import progress_measures
-from fastattn.experiments.recipe import RunSpec
-from fastattn.models.standard_transformer import StandardConfig, StandardTransformer
+from fastattn.configs import Resolved, resolve
+from fastattn.experiments.recipe import RunSpec, preset_run
+from fastattn.models.standard_transformer import StandardTransformer
 from fastattn.tasks import InductionTokens
-from fastattn.training import TrainConfig, Trajectory
+from fastattn.training import Trajectory
 
 MEASURES = ("gamma3", "beta2", "alpha3")
 #: held-out sequences the loss is also recorded on at every step
@@ -30,39 +32,76 @@ LABELS = {"alpha3": "α̃₃ (layer 1: previous position)", "beta2": "β̃₂ (l
           "gamma3": "γ̃₃ (read-out)"}
 
 
+#: the pair of App. E, whose preset (`fastattn.configs.musat2025.APP_E`: N_T = N_P = 32, K = 8,
+#: D = 64, AdamW lr 1e-3, weight decay 0.01, batch 512, 300 steps) is the small configuration
+PAIR = ("induction_tokens", "standard_transformer")
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One configuration: vocab N_T = block N_P, pairs K, width D, batch, steps, AdamW lr and weight
-    decay, parameter snapshots kept (log-spaced, as the trainer records them)."""
+    """One configuration: the pair's preset overridden by `given` ({"task": {...}, "model": {...},
+    "train": {...}}), `snapshots` parameter snapshots kept (log-spaced, as the trainer records
+    them), and what App. E used (`paper`). Its sizes and trainer values read off the resolution."""
 
     name: str
-    vocab: int
-    pairs: int
-    d_model: int
-    batch: int
-    steps: int
-    lr: float
-    weight_decay: float
+    given: Mapping[str, Mapping[str, Any]]
     snapshots: int
     paper: str
 
+    @cached_property
+    def resolved(self) -> Resolved:
+        return resolve(*PAIR, self.given)
+
+    @property
+    def vocab(self) -> int:
+        """N_T = N_P."""
+        return self.resolved.task["vocab"]
+
+    @property
+    def pairs(self) -> int:
+        return self.resolved.task["pairs"]
+
+    @property
+    def d_model(self) -> int:
+        return self.resolved.model["d_model"]
+
+    @property
+    def batch(self) -> int:
+        return self.resolved.train["batch_size"]
+
+    @property
+    def steps(self) -> int:
+        return self.resolved.train["steps"]
+
+    @property
+    def lr(self) -> float:
+        return self.resolved.train["lr"]
+
+    @property
+    def weight_decay(self) -> float:
+        return self.resolved.train["weight_decay"]
+
     def task(self, seed: int = 0) -> InductionTokens:
-        return InductionTokens(self.vocab, self.vocab, self.pairs, data_seed=seed)
+        return spec(self, seed).task
 
     def model(self, seed: int = 0) -> StandardTransformer:
-        return StandardTransformer(StandardConfig(self.vocab, self.vocab, self.d_model, init_seed=seed))
+        return StandardTransformer(spec(self, seed).model)
 
 
+#: the quick configurations' changes: N_T = N_P = 16, K = 4, D = 32, batch 128, 100 steps, lr 5e-3
+_QUICK = {"task": {"vocab": 16, "block": 16, "pairs": 4}, "model": {"d_model": 32},
+          "train": {"batch_size": 128, "steps": 100, "lr": 5e-3}}
+_LARGE = {"task": {"vocab": 64, "block": 64, "pairs": 16}, "train": {"weight_decay": 0.0}}
 #: (configuration, quick) → Setting. "paper" says what App. E used.
 SETTINGS = {
-    ("small", False): Setting("small", 32, 8, 64, 512, 300, 1e-3, 0.01, 150,
-                              "N_T = N_P = 32, K = 8, D = 2048, B = 512, 300 steps, AdamW lr 1e-3 wd 0.01"),
-    ("small", True): Setting("small", 16, 4, 32, 128, 100, 5e-3, 0.01, 40,
-                             "quick: N_T = N_P = 16, K = 4, D = 32"),
-    ("large", False): Setting("large", 64, 16, 64, 256, 1000, 1e-3, 0.0, 200,
-                              "N_T = N_P = 64, K = 16, D = 4096, B = 4096, AdamW lr 1e-4 no wd, steps "
-                              "not given"),
-    ("large", True): Setting("large", 16, 4, 32, 128, 100, 5e-3, 0.0, 40,
+    ("small", False): Setting("small", {}, 150, "N_T = N_P = 32, K = 8, D = 2048, B = 512, 300 "
+                              "steps, AdamW lr 1e-3 wd 0.01"),
+    ("small", True): Setting("small", _QUICK, 40, "quick: N_T = N_P = 16, K = 4, D = 32"),
+    ("large", False): Setting("large", {"task": _LARGE["task"],
+                                        "train": _LARGE["train"] | {"batch_size": 256, "steps": 1000}},
+                              200, "N_T = N_P = 64, K = 16, D = 4096, B = 4096, AdamW lr 1e-4 no wd, "
+                              "steps not given"),
+    ("large", True): Setting("large", _QUICK | {"train": _QUICK["train"] | _LARGE["train"]}, 40,
                              "quick: N_T = N_P = 16, K = 4, D = 32"),
 }
 
@@ -74,12 +113,11 @@ def setting(name: str, quick: bool) -> Setting:
 def spec(s: Setting, seed: int = 0) -> RunSpec:
     """The run of `s` from init seed `seed` (data seed `seed`, test seed `seed + 1`): AdamW, the loss
     at every step, the held-out loss on TEST_SIZE sequences, `s.snapshots` log-spaced snapshots."""
-    task = s.task(seed)
-    model = StandardConfig(s.vocab, s.vocab, s.d_model, init_seed=seed)
-    train = TrainConfig(method="adam", lr=s.lr, weight_decay=s.weight_decay, steps=s.steps,
-                        batch_size=s.batch, n_records=s.steps + 1, n_snapshots=s.snapshots,
-                        test_size=TEST_SIZE, eval_seed=seed + 1)
-    return RunSpec(s.name, task, model, train, {"setting": s.name, "seed": seed})
+    seeded = ({"task": {"data_seed": seed}, "model": {"init_seed": seed},
+               "train": {"eval_seed": seed + 1}} if seed else {})
+    given = {t: {**s.given.get(t, {}), **seeded.get(t, {})} for t in ("task", "model", "train")}
+    given["train"] |= {"n_records": s.steps + 1, "n_snapshots": s.snapshots, "test_size": TEST_SIZE}
+    return preset_run(s.name, *PAIR, group={"setting": s.name, "seed": seed}, **given)
 
 
 def measures_over_training(s: Setting, traj: Trajectory) -> dict[str, np.ndarray]:
@@ -155,5 +193,7 @@ def draw_baselines(ax, baselines: dict[str, float], x_end: float) -> None:
 
 
 def settings_json(s: Setting) -> dict[str, Any]:
-    return dataclasses.asdict(s) | {"length": 2 * s.pairs + 1, "test_size": TEST_SIZE,
+    return {"name": s.name, "vocab": s.vocab, "pairs": s.pairs, "d_model": s.d_model,
+            "batch": s.batch, "steps": s.steps, "lr": s.lr, "weight_decay": s.weight_decay,
+            "snapshots": s.snapshots, "paper": s.paper} | {"length": 2 * s.pairs + 1, "test_size": TEST_SIZE,
                                     "parameters": s.model().flat_size()}

@@ -33,20 +33,20 @@ def _sizes(quick: bool) -> tuple[list[int], list[int], list[int], float, int]:
     return three_Ns, [4, 8, 16, 32, 64, 128, 256, 512, 1024], [4, 8, 16], 0.1, 64
 
 
-def sampled_gd_spec(N: int, lr_eff: float, batch: int, *, dim: int | None = None,
-                    data_seed: int = 0) -> RunSpec:
+def sampled_gd_spec(N: int, lr_eff: float, batch: int) -> RunSpec:
     """GD of the full disentangled model (zero init, strict mask, sum reduction) on fresh random
     orthonormal batches with q = N: full-matrix learning rate lr_eff·D, so each step is lr_eff of
     the paper's time; the loss and the pseudo-parameters at every step (of the weights only the
     final: N = 16 runs 4200 steps of 28D² = 28 672 weights). Its length is 1.3× the later of the
     19-parameter flow's t_ICL and loss drop (that exact flow, milliseconds at these N, sizes the
     run)."""
-    D = dim or 2 * N
+    D = 2 * N
     flow = emergence.gram19_emergence_times(N, loss_level=0.5)
     steps = math.ceil(1.3 * max(flow["t_icl"], flow["t_loss"]) / lr_eff) + 20
-    return sgd_spec(f"sampled_gd_N{N}", D, N, lr_eff * D, steps, batch, data="orthonormal",
-                    query="last", mask="strict", reduction="sum", every=1, keep_weights=False,
-                    data_seed=data_seed, group={"model": "disentangled", "N": N, "lr_eff": lr_eff})
+    return sgd_spec(f"sampled_gd_N{N}", task={"dim": D, "context": N},
+                    train={"method": "sgd", "lr": lr_eff * D, "steps": steps, "batch_size": batch},
+                    every=1, keep_weights=False,
+                    group={"model": "disentangled", "N": N, "lr_eff": lr_eff})
 
 
 def sampled_gd_times(run: Run, flow: dict[str, float], window: int = 10) -> dict[str, Any]:

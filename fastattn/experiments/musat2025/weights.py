@@ -20,17 +20,26 @@ from fastattn.models.disentangled import NAMES, THREE_PARAM
 _MATRICES = ("W1", "W2", "W3ᵀ")
 
 
-def _settings(N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
-    D, B = (8, 64) if quick else (16, 512)
-    shots = tuple(max(1, s // 5) for s in snapshots) if quick else snapshots
-    return {"D": D, "N": N, "batch": B, "snapshots": list(shots), "lr": 1.0, "data": "gaussian",
-            "query": "uniform", "mask": "inclusive", "reduction": "mean", "data_seed": 0}
+def _shots(snapshots: tuple[int, ...], quick: bool) -> tuple[int, ...]:
+    """The steps whose weights a figure shows (quick: ÷ 5)."""
+    return tuple(max(1, s // 5) for s in snapshots) if quick else snapshots
 
 
-def _spec(s: dict[str, Any]) -> RunSpec:
-    return sgd.sgd_spec("full", s["D"], s["N"], s["lr"], max(s["snapshots"]), s["batch"],
-                        data=s["data"], query=s["query"], mask=s["mask"], reduction=s["reduction"],
-                        data_seed=s["data_seed"])
+def _spec(task: dict[str, Any], snapshots: tuple[int, ...], quick: bool) -> RunSpec:
+    """Figs. 4/5's preset (D = 16, N = 4, B = 512) with the task options `task`, to the last of
+    `snapshots` (quick: D = 8, B = 64, the steps ÷ 5)."""
+    train = {"steps": max(_shots(snapshots, quick))} | ({"batch_size": 64} if quick else {})
+    task = {"data": "gaussian"} | task | ({"dim": 8} if quick else {})
+    return sgd.sgd_spec("full", task=task, train=train)
+
+
+def _settings(spec: RunSpec, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
+    """What the summary records of the run `spec`, showing the weights at `snapshots`."""
+    t = spec.task
+    return {"D": t.dim, "N": t.context, "batch": spec.train.batch_size,
+            "snapshots": list(_shots(snapshots, quick)), "lr": spec.train.lr, "data": t.data,
+            "query": t.query, "mask": spec.model.mask, "reduction": t.reduction,
+            "data_seed": t.data_seed}
 
 
 def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
@@ -44,9 +53,9 @@ def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
             "weights": {name: np.asarray(w) for name, w in zip(("W1", "W2", "W3"), weights, strict=True)}}
 
 
-def _summarize(runs: list[Run], N: int, snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
-    s = _settings(N, snapshots, quick)
+def _summarize(runs: list[Run], snapshots: tuple[int, ...], quick: bool) -> dict[str, Any]:
     (run,) = runs
+    s = _settings(run.spec, snapshots, quick)
     r = sgd.curves(run)
     at = {int(k): i for i, k in enumerate(sgd.snapshot_steps(run))}
     snaps = {str(k): _snapshot_summary(sgd.weights(run, at[k]), r["loss"][k]) for k in s["snapshots"]}
@@ -93,13 +102,13 @@ def _largest(snap: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # Fig. 3
 def fig3_runs(quick: bool) -> list[RunSpec]:
-    return [_spec(_settings(4, (400,), quick))]
+    return [_spec({}, (400,), quick)]
 
 
 def fig3_summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
     """The weights after 400 steps at N = 4 (Fig. 3 gives no N; App. C's first run), their
     pseudo-parameters θ, projection residuals and in-subspace fractions ρ."""
-    return _summarize(runs, 4, (400,), quick)
+    return _summarize(runs, (400,), quick)
 
 
 def fig3_plot(runs: list[Run], summary: dict[str, Any]):
@@ -123,12 +132,13 @@ FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1, 400 steps (--quick: D = 8, B = 64
 
 # --------------------------------------------------------------------------------------------
 # Figs. 9–17: one recipe per N
-def _snapshots_recipe(N: int, snapshots: tuple[int, ...]) -> Recipe:
+def _snapshots_recipe(task: dict[str, Any], snapshots: tuple[int, ...]) -> Recipe:
+    """The figure of the run `_spec(task, snapshots)` at its `snapshots`."""
     def runs(quick: bool) -> list[RunSpec]:
-        return [_spec(_settings(N, snapshots, quick))]
+        return [_spec(task, snapshots, quick)]
 
     def summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-        return _summarize(runs, N, snapshots, quick)
+        return _summarize(runs, snapshots, quick)
 
     def plot(runs: list[Run], summary: dict[str, Any]):
         s = summary["settings"]
@@ -140,13 +150,15 @@ def _snapshots_recipe(N: int, snapshots: tuple[int, ...]) -> Recipe:
         return fig
 
     steps = "/".join(str(k) for k in snapshots)
-    caption = (f"D = 16, N = {N}, B = 512, λ = 1 (--quick: D = 8, B = 64, steps ÷ 5; App. C: Gaussian data, "
+    s = _spec(task, snapshots, False)
+    caption = (f"D = {s.task.dim}, N = {s.task.context}, B = {s.train.batch_size}, λ = {s.train.lr:g} "
+               "(--quick: D = 8, B = 64, steps ÷ 5; App. C: Gaussian data, "
                f"uniform query, inclusive mask, loss averaged over D): the weights after {steps} SGD steps "
                "(W3 transposed; block lines every D); "
                "ρ = in-subspace fraction; left label: batch loss and the three largest pseudo-parameters.")
     return Recipe(caption, runs, summarize, plot)
 
 
-FIG9_11 = _snapshots_recipe(4, (100, 200, 400))
-FIG12_14 = _snapshots_recipe(8, (200, 400, 800))
-FIG15_17 = _snapshots_recipe(16, (250, 500, 1000))
+FIG9_11 = _snapshots_recipe({}, (100, 200, 400))
+FIG12_14 = _snapshots_recipe({"context": 8}, (200, 400, 800))
+FIG15_17 = _snapshots_recipe({"context": 16}, (250, 500, 1000))
