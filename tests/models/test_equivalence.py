@@ -53,6 +53,7 @@ def test_merged_matches_literal_formula(rng, d, n, h):
 @pytest.mark.parametrize(("d", "n", "h"), SHAPES)
 @pytest.mark.parametrize("rank", [1, 2])
 def test_separate_matches_literal_formula(rng, d, n, h, rank):
+    rank = min(rank, d)                        # a rank above D is refused (rank K_iᵀQ_i ≤ D)
     b = _batch(rng, d, n)
     m = _randomise(SeparateKQ(d, h, rank), rng)
     literal = ref.query_readout(
@@ -69,8 +70,8 @@ def test_softmax_models_match_literal_formula(rng, d, n, h):
     lin = MergedKQ(d, h).load_flat(sm.to_flat())
     literal = ref.query_readout(ref.softmax_attention(X, *lin.full_weights(), rho=1 / scale))
     assert _rel_err(sm(b.x, b.y, b.x_q), literal) < 1e-12
-    ss = _randomise(SoftmaxSeparateKQ(d, h, 2, scale=scale), rng)
-    lin = SeparateKQ(d, h, 2).load_flat(ss.to_flat())
+    ss = _randomise(SoftmaxSeparateKQ(d, h, min(2, d), scale=scale), rng)
+    lin = SeparateKQ(d, h, min(2, d)).load_flat(ss.to_flat())
     literal = ref.query_readout(
         ref.separate_softmax_attention(X, *lin.full_weights(), rho=1 / scale))
     assert _rel_err(ss(b.x, b.y, b.x_q), literal) < 1e-12
@@ -95,7 +96,7 @@ def test_next_token_predictions_match_literal_formula_on_prefixes(rng, d, t, h):
         lit = _literal_prefix_predictions(
             m, x, y, lambda X, n, w=w: ref.query_readout(ref.linear_attention(X, *w, n)))
         assert _rel_err(m.predict_next_token(x, y), lit) < 1e-12
-    s = _randomise(SeparateKQ(d, h, 2), rng)
+    s = _randomise(SeparateKQ(d, h, min(2, d)), rng)
     w = s.full_weights()
     lit = _literal_prefix_predictions(
         s, x, y, lambda X, n: ref.query_readout(ref.separate_linear_attention(X, *w, n)))

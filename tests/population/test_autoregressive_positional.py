@@ -87,7 +87,7 @@ def test_cli_trains_positional_diag_exactly_and_haar_has_no_closed_form(tmp_path
     assert loss[0] == pytest.approx(objective_for(task, build_model(ARDiagConfig(2, 2, 5)))
                                     .loss_grad(first)[0], rel=1e-12)
     assert loss[-1] < loss[0]
-    assert json.loads((tmp_path / "gd" / "run.json").read_text())["status"] == "t_end"
+    assert json.loads((tmp_path / "gd" / "run.json").read_text())["status"] == "steps"
     assert main([*base, "--context-dist", "haar", "--representation", "real", "--method", "flow",
                  "--time", "1", "--out", str(tmp_path / "haar")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

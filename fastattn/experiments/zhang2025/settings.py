@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fastattn.experiments.recipe import RunSpec, preset_run
+from fastattn.models import build_model
 from fastattn.tasks import LinearRegression
 from fastattn.theory import zhang2025 as theory
 
@@ -35,7 +36,7 @@ def fig3_setting(init_scale: float = 1e-2, seed: int = 0, heads: int = 5):
     drawn from `seed`, N=31, App. C.2 init)."""
     spec = run("fig3", "separate", task={"rotation_seed": seed},
                model={"heads": heads, "init_scale": init_scale, "init_seed": seed})
-    return spec.task, spec.model
+    return spec.task, build_model(spec.model)
 
 
 def eq19_levels(task: LinearRegression) -> np.ndarray:
