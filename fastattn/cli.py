@@ -404,10 +404,20 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
     name = command if command in COMMANDS else None
+    if command is not None and name is None:
+        from fastattn._suggest import closest
+
+        match = closest(command, COMMANDS)
+        return _error(None, ValueError(f"unknown command {command!r}; " + (
+            f"did you mean fastattn {match}?" if match else
+            f"choose one of {', '.join(COMMANDS)} (fastattn --help)")))
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(name)
         try:
-            args = build_parser(name or "").parse_args(argv)
+            parser = build_parser(name or "")
+            args, extra = parser.parse_known_args(argv)
+            if extra:
+                raise ValueError(_unrecognized(parser, name, extra))
         except Exception as exc:       # a value parser that failed other than argparse's way
             if "--debug" in argv:
                 traceback.print_exc()
@@ -423,6 +433,24 @@ def main(argv: list[str] | None = None) -> int:
             if args.debug:
                 traceback.print_exc()
             return _error(args.command, exc)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> str:
+    """The one-line error for arguments no option takes: the first unknown option with the known
+    option closest to it ("unknown option --heds; did you mean --heads?"), else the stray words."""
+    from fastattn._suggest import closest
+
+    options = [a for a in extra if a.startswith("--")]
+    if not options:
+        return f"unrecognized arguments: {' '.join(extra)}"
+    word = options[0].split("=", 1)[0]
+    sub = next((a for a in parser._actions if a.dest == "command"), None)
+    chosen = sub.choices.get(command) if sub is not None and command else parser
+    known = [s for s in chosen._option_string_actions if s.startswith("--")]
+    match = closest(word, known)
+    ask = f"fastattn {command} --help" if command else "fastattn --help"
+    return f"unknown option {word}; " + (f"did you mean {match}?" if match else
+                                          f"{ask} lists the options")
 
 
 def _error(command: str | None, exc: Exception) -> int:

@@ -63,8 +63,12 @@ class Option:
         option has them), no NaN or infinity anywhere in it (no option means either), and a seed
         (a field named *seed) an integer >= 0."""
         if self.choices and value not in self.choices:
+            from fastattn._suggest import closest
+
+            match = closest(str(value), map(str, self.choices))
+            fix = f"; did you mean {self.flag} {match}?" if match else ""
             raise ValueError(f"{self.flag} must be one of {' | '.join(map(str, self.choices))}; "
-                             f"got {value!r}")
+                             f"got {value!r}{fix}")
         if not _finite(value):
             raise ValueError(f"{self.flag} must be finite (no nan or inf); got {value!r}")
         if self.field.endswith("seed") and isinstance(value, int) and value < 0:

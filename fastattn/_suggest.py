@@ -1,0 +1,17 @@
+""""Did you mean": the known name closest to a mistyped one, for one-line errors (difflib)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+#: difflib's similarity ratio a known name needs to be offered: `--heds` → `--heads` (0.91),
+#: `transfomer` → `transformer` (0.95); `--nosuch` offers nothing
+CUTOFF = 0.7
+
+
+def closest(word: str, known: Iterable[str]) -> str | None:
+    """The name in `known` most like `word` (ratio >= CUTOFF), or None."""
+    match = difflib.get_close_matches(word, list(known), n=1, cutoff=CUTOFF)
+    return match[0] if match else None
+
