@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import traceback
 import warnings
 from collections.abc import Callable
@@ -56,12 +57,13 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
 
 TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAME.npz) and a plot.
 
---task and --model alone run the canonical setup of the paper the pair comes from (its preset,
-listed under each model below; the run record's meta.preset names it). Every field is a --KEY VALUE
-override. E.g. Zhang et al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
+--task and --model alone run the canonical setup of the paper the pair comes from (its preset;
+the run record's meta.preset names it). Every field is a --KEY VALUE override. E.g. Zhang et
+al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
   fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
       --time 20000 --out DIR
-`fastattn info` lists every task with the models it pairs with and each pair's methods."""
+`fastattn info` lists every task with the models it pairs with and each pair's methods.
+"""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -70,6 +72,11 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        # the whole line, for --help to find a --task or --model given after it (`PairHelp`)
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
 
 def _check_method(task: str, model: str, method: str) -> None:
@@ -106,27 +113,32 @@ DIVERGED = 3
 
 
 def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
-    """"0-4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists). A list longer
-    than `limit` is refused before it is built (a range's size is computed, not listed): give
-    --yes to go above it."""
+    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists,
+    `configs.options.LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
+    note). A list longer than `limit` is refused before it is built (a range's size is computed,
+    not listed): give --yes to go above it."""
+    from fastattn._names import deprecated
     from fastattn.cli_options import CommandError
+    from fastattn.configs.options import split_values
 
     text = text.strip()
     if parse is int and re.fullmatch(r"\d+-\d+", text):
-        lo, hi = (int(v) for v in text.split("-"))
-        size = hi - lo + 1
-    else:
-        size = text.count(",") + 1
+        deprecated(f"{what} {text}", f"{what} {text.replace('-', '..')} (LO..HI, as --context)")
+        text = text.replace("-", "..")
+    span = re.fullmatch(r"(\d+)\.\.(\d+)", text) if parse is int else None
+    size = int(span[2]) - int(span[1]) + 1 if span else text.count(",") + 1
     if limit is not None and size > limit:
         raise CommandError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
                            "starts unasked; give --yes to start them, or a shorter list")
-    if parse is int and re.fullmatch(r"\d+-\d+", text):
-        return list(range(lo, hi + 1))
+    if span:
+        return list(range(int(span[1]), int(span[2]) + 1))
     try:
-        values = [parse(v) for v in text.split(",") if v.strip()]
-    except ValueError:
+        values = [parse(v) for v in split_values(what, text)]
+    except ValueError as exc:
+        if "empty value" in str(exc):
+            raise
         raise CommandError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
-                           f"(e.g. 0-4 or 0,3,7); got {text!r}") from None
+                           f"(e.g. 0..4 or 0,3,7); got {text!r}") from None
     if parse is int and any(v < 0 for v in values):
         raise CommandError(f"{what} takes seeds >= 0; got {text!r}")
     if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
@@ -221,7 +233,7 @@ def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]
     seeds = run_list(args.seeds, int, limit) if args.seeds is not None else [None]
     lrs = run_list(args.lrs, float, limit, "--lrs") if args.lrs is not None else [None]
     if not seeds or not lrs:
-        raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0-4 or --lrs 1e-3,1e-2")
+        raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0..4 or --lrs 1e-3,1e-2")
     if limit is not None and len(seeds) * len(lrs) > limit:
         raise CommandError(f"--seeds × --lrs is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
                            f"runs, above the limit of {limit} a command starts unasked; give --yes "
@@ -294,11 +306,14 @@ def _add_info(sub) -> None:
 
 def _add_train(sub) -> None:
     from fastattn._validate import MAX_RUNS_UNASKED
-    from fastattn.cli_options import add_train_options
+    from fastattn.cli_options import add_help, add_train_options
+    from fastattn.configs.options import LIST_GRAMMAR
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
                        usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
-                       description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=TRAIN_HELP + textwrap.fill(LIST_GRAMMAR, 100),
+                       formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    add_help(p)
     add_train_options(p)
     p.add_argument("--out", required=True, help="directory for the run record and the plot")
     p.add_argument("--name", default="run",
@@ -319,7 +334,7 @@ def _add_train(sub) -> None:
                    "wandb[:PROJECT] (needs wandb); may be given twice")
     # runs trained together (the fused He step batches them; one record per run)
     p.add_argument("--seeds", metavar="LIST",
-                   help="train one run per seed, e.g. 0-4 or 0,3,7: run s takes --init-seed s and "
+                   help="train one run per seed, e.g. 0..4 or 0,3,7: run s takes --init-seed s and "
                    "--data-seed s; records NAME-seedS (runs the fused He step can train are "
                    "trained batched in one process)")
     p.add_argument("--lrs", metavar="LIST",
@@ -405,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     command = _chosen(argv)
     name = command if command in COMMANDS else None
     if command is not None and name is None:
-        from fastattn._suggest import closest
+        from fastattn._names import closest
 
         match = closest(command, COMMANDS)
         return _error(None, ValueError(f"unknown command {command!r}; " + (
@@ -438,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
 def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> str:
     """The one-line error for arguments no option takes: the first unknown option with the known
     option closest to it ("unknown option --heds; did you mean --heads?"), else the stray words."""
-    from fastattn._suggest import closest
+    from fastattn._names import closest
 
     options = [a for a in extra if a.startswith("--")]
     if not options:

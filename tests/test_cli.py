@@ -42,12 +42,12 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys):
     assert "status=t_end" in capsys.readouterr().out
 
 
-def test_train_help_shows_each_family_its_pairs_and_their_paper_defaults(capsys):
+def test_train_help_all_shows_each_family_its_pairs_and_their_paper_defaults(capsys):
     from fastattn.models import MODELS
     from fastattn.tasks import TASKS
 
     with pytest.raises(SystemExit):
-        main(["train", "--help"])
+        main(["train", "--help-all"])
     out = capsys.readouterr().out
     for kind in TASKS:
         assert f"\ntask {kind} (" in out

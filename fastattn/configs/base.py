@@ -65,9 +65,10 @@ def metric_target(text: str) -> tuple[str, float]:
 
 #: how each parser's expected input is named in an error ("--dim must be an integer; got 'abc'")
 EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "true or false",
-                                context_value: "an integer, a list 8,16 or a range 1..31 (of at most "
+                                context_value: "an integer, a list 8/16 or a range 1..31 (of at most "
                                 f"{MAX_CONTEXT_RANGE} lengths)",
-                                floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'",
+                                floats: "numbers separated by '/' (0.9/0.999)",
+                                int_or_fresh: "an integer or 'fresh'",
                 metric_target: "a metric and a value, NAME:VALUE (e.g. test_acc:0.99)"}
 
 
@@ -261,7 +262,7 @@ def unknown(flag: str, value: str, known: Iterable[str]) -> str:
     """The one-line error for a value of `flag` that is none of `known`: the closest known value
     offered first ("--model 'transfomer' is unknown; did you mean --model transformer? (one of
     …)"), then the list."""
-    from fastattn._suggest import closest
+    from fastattn._names import closest
 
     known = list(known)
     match = closest(str(value), known)
