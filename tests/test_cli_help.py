@@ -17,6 +17,10 @@ from fastattn.cli import main
     (["train", "--method", "flwo"], "fastattn train: error: --method must be one of flow | gd | sgd "
      "| adam | task_sgd; got 'flwo'; did you mean --method flow?"),
     (["trian", "--out", "x"], "fastattn: error: unknown command 'trian'; did you mean fastattn train?"),
+    (["train", "--model", "transfomer", "--help"],
+     "fastattn train: error: --model 'transfomer' is unknown; did you mean --model transformer?"),
+    (["sweep", "--task", "autoregressive", "--model", "separate", "--help"], "fastattn sweep: error: "
+     "--model separate does not pair with --task autoregressive; models for autoregressive: diag"),
 ])
 def test_a_mistyped_name_is_one_line_offering_the_closest_exit_2_before_any_work(
         argv, line, tmp_path, capsys):
