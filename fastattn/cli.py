@@ -113,7 +113,7 @@ DIVERGED = 3
 
 
 def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
-    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists,
+    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
     `configs.options.LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
     note). A list longer than `limit` is refused before it is built (a range's size is computed,
     not listed): give --yes to go above it."""
@@ -156,17 +156,21 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if not args.out.strip():
         raise CommandError("--out '' names no folder; give a directory (--out . for this one)")
+    lrs = _lr_list(args)
+    if lrs is not None:                  # one run per value: the runs' lr, not one option value
+        args = argparse.Namespace(**{**vars(args), "lr": None})
     task_kind, model_kind, values = given(args)
     resolved = resolve(task_kind, model_kind, values)
     kinds = resolved.task["kind"], resolved.model["kind"]
     _check_method(*kinds, resolved.train["method"])
     try:
-        check_method_fields(resolved.train["method"], values["train"],
+        check_method_fields(resolved.train["method"],
+                            [*values["train"], *(["lr"] if lrs is not None else [])],
                             "" if "method" in values["train"] else
                             f" (the preset's for --task {kinds[0]} --model {kinds[1]})")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    runs = _expand_runs(resolved.spec(), args)
+    runs = _expand_runs(resolved.spec(), args, lrs)
     try:
         built = [(name, *build_run(s)) for name, s in runs]
         for _, task, model, config in built:
@@ -189,7 +193,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         statuses.append(_report_run(out, name, resolved, config, traj))
 
     if args.log and len(built) > 1:
-        raise CommandError("--log follows one run; it takes no --seeds or --lrs lists (train each "
+        raise CommandError("--log follows one run; it takes no --seeds or --lr lists (train each "
                            "seed with its own --log, or use train_many's on_done in Python)")
     try:
         loggers = [logger(spec) for spec in args.log or ()]
@@ -197,7 +201,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if len(built) > 1:
         if args.resume:
-            raise CommandError("--resume continues one run; it takes no --seeds or --lrs lists")
+            raise CommandError("--resume continues one run; it takes no --seeds or --lr lists")
         try:                     # each record is written as soon as its run (its batch) ends
             with terminate_as_interrupt():
                 train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
@@ -224,18 +228,31 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return max(statuses, default=0)
 
 
-def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]:
-    """(record name, option values) of each run: one, or one per --seeds × --lrs value."""
+def _lr_list(args: argparse.Namespace) -> str | None:
+    """The text of a list of learning rates, one run each: --lr 1e-3,1e-2 (as a sweep's axis), or
+    the deprecated --lrs (which, as before, takes the place of a --lr beside it); None for a
+    single --lr (or none)."""
+    from fastattn._names import deprecated
+
+    if args.lrs is not None:
+        deprecated(f"--lrs {args.lrs}", f"--lr {args.lrs}", " (a list: one run per value, as in a sweep)")
+        return args.lrs
+    return args.lr if args.lr is not None and "," in args.lr else None
+
+
+def _expand_runs(spec: dict, args: argparse.Namespace, lr_list: str | None = None
+                 ) -> list[tuple[str, dict]]:
+    """(record name, option values) of each run: one, or one per --seeds × --lr list value."""
     from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import CommandError
 
     limit = None if args.yes else MAX_RUNS_UNASKED
     seeds = run_list(args.seeds, int, limit) if args.seeds is not None else [None]
-    lrs = run_list(args.lrs, float, limit, "--lrs") if args.lrs is not None else [None]
+    lrs = run_list(lr_list, float, limit, "--lr") if lr_list is not None else [None]
     if not seeds or not lrs:
-        raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0..4 or --lrs 1e-3,1e-2")
+        raise CommandError("--seeds and --lr take a list, e.g. --seeds 0..4 or --lr 1e-3,1e-2")
     if limit is not None and len(seeds) * len(lrs) > limit:
-        raise CommandError(f"--seeds × --lrs is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
+        raise CommandError(f"--seeds × --lr is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
                            f"runs, above the limit of {limit} a command starts unasked; give --yes "
                            "to start them, or shorter lists")
     runs = []
@@ -338,10 +355,10 @@ def _add_train(sub) -> None:
                    "--data-seed s; records NAME-seedS (runs the fused He step can train are "
                    "trained batched in one process)")
     p.add_argument("--lrs", metavar="LIST",
-                   help="train one run per learning rate, e.g. 1e-3,3e-3 (records NAME-lrX; with "
-                   "--seeds, every pair)")
+                   help="deprecated, write --lr LIST: a list of learning rates trains one run per "
+                   "value, e.g. --lr 1e-3,3e-3 (records NAME-lrX; with --seeds, every pair)")
     p.add_argument("--yes", action="store_true",
-                   help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lrs) unasked")
+                   help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lr) unasked")
     p.epilog = ("exit status: 0 done (or interrupted and saved), 2 bad input, 3 a run diverged "
                 "(its record and plot are written; docs/performance.md)")
     p.set_defaults(func=_cmd_train)

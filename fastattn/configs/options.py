@@ -91,7 +91,7 @@ def _finite(value: Any) -> bool:
 INNER_LIST = ("context", "spectrum", "w_mean", "betas", "supports")
 #: the one list grammar of `train` and `sweep` (both commands' help print it)
 LIST_GRAMMAR = (
-    "Lists: a comma separates values (train --seeds 0,3,7 or --lrs 1e-3,1e-2, one run each; sweep "
+    "Lists: a comma separates values (train --seeds 0,3,7 or --lr 1e-3,1e-2, one run each; sweep "
     "--dim 4,8, one run each); LO..HI is every integer from LO to HI (--context 1..31, train "
     "--seeds 0..4); a value that is itself a list (--spectrum, --context lengths, --betas, --w-mean, "
     "--supports) separates its elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), "
