@@ -72,7 +72,7 @@ def test_help_with_a_pair_shows_only_its_options_and_preset_values(where, capsys
                  "with --task linear_regression: docs/zhang2025.md, Fig. 3"):
         assert line in out, line
     assert "(default: 100000)" in out[out.index("--time TIME"):].split("\n  --")[0]
-    for other in ("--scale", "--context-dist", "--layers", "--lr ", "--batch-size", "--out OUT"):
+    for other in ("--scale", "--context-dist", "--layers", "--lr LR", "--batch-size", "--out OUT"):
         assert other not in out, other           # other families', other methods', the command's
     sgd = _help(["train", *pair, "--method", "sgd", "--help"], capsys)
     assert "--batch-size BATCH_SIZE" in sgd and "--time TIME" not in sgd
@@ -157,7 +157,8 @@ def test_seeds_take_the_range_form_of_context_and_the_old_form_with_a_note():
         assert run_list("2-4") == [2, 3, 4]
 
 
-@pytest.mark.parametrize("argv", [["train", "--seeds", "0,,2"], ["train", "--lr", "1e-3,"],
+@pytest.mark.parametrize("argv", [["train", "--seeds", "0,,2"],
+                                  ["train", "--method", "adam", "--lr", "1e-3,"],
                                   ["sweep", "--dim", "4,,8"]])
 def test_an_empty_value_in_a_list_is_refused_not_dropped(argv, tmp_path, capsys):
     try:
