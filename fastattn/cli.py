@@ -479,6 +479,14 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: l
     sub = next((a for a in parser._actions if a.dest == "command"), None)
     chosen = sub.choices.get(command) if sub is not None and command else parser
     known = [s for s in chosen._option_string_actions if s.startswith("--")]
+    if command in ("train", "sweep"):      # a config field's Python name: --t-end is --time
+        from fastattn.configs import all_options
+
+        python = {"--" + o.field.replace("_", "-"): o for o in all_options()
+                  if o.field != "kind" and o.name != o.field}
+        if word in python:
+            return (f"unknown option {word}; did you mean {python[word].flag}? (the command line's "
+                    f"name of {python[word].target} field {python[word].field})")
     match = closest(word, known)
     ask = f"fastattn {command} --help" if command else "fastattn --help"
     return f"unknown option {word}; " + (f"did you mean {match}?" if match else

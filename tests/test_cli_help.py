@@ -17,6 +17,10 @@ from fastattn.cli import main
     (["train", "--method", "flwo"], "fastattn train: error: --method must be one of flow | gd | sgd "
      "| adam | task_sgd; got 'flwo'; did you mean --method flow?"),
     (["trian", "--out", "x"], "fastattn: error: unknown command 'trian'; did you mean fastattn train?"),
+    (["train", "--init-scale", "0.1"], "fastattn train: error: unknown option --init-scale; did you "
+     "mean --init? (the command line's name of model field init_scale)"),
+    (["sweep", "--t-end", "10"], "fastattn sweep: error: unknown option --t-end; did you mean "
+     "--time? (the command line's name of train field t_end)"),
     (["train", "--model", "transfomer", "--help"],
      "fastattn train: error: --model 'transfomer' is unknown; did you mean --model transformer?"),
     (["sweep", "--task", "autoregressive", "--model", "separate", "--help"], "fastattn sweep: error: "
@@ -92,7 +96,7 @@ def _shown_defaults(text: str) -> dict[str, str]:
 
 def test_every_pair_s_help_shows_the_values_its_train_and_sweep_runs_take(capsys):
     """Independent truth: the values `train` resolves (configs.resolve) and those each sweep run
-    resolves (sweep.grid.resolve, with the sweep's own trainer defaults): ~0.5 CPU s."""
+    resolves (sweep.grid.resolve, with the sweep's own trainer defaults): ~1 CPU s."""
     from fastattn.cli_options import _show
     from fastattn.configs import options_for, pairs, resolve
     from fastattn.configs.options import one_value
