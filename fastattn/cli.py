@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import traceback
 import warnings
 from collections.abc import Callable
@@ -56,12 +57,13 @@ def check_output(out: Path, name: str, overwrite: bool) -> None:
 
 TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAME.npz) and a plot.
 
---task and --model alone run the canonical setup of the paper the pair comes from (its preset,
-listed under each model below; the run record's meta.preset names it). Every field is a --KEY VALUE
-override. E.g. Zhang et al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
+--task and --model alone run the canonical setup of the paper the pair comes from (its preset;
+the run record's meta.preset names it). Every field is a --KEY VALUE override. E.g. Zhang et
+al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
   fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
       --time 20000 --out DIR
-`fastattn info` lists every task with the models it pairs with and each pair's methods."""
+`fastattn info` lists every task with the models it pairs with and each pair's methods.
+"""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -70,6 +72,11 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        # the whole line, for --help to find a --task or --model given after it (`PairHelp`)
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
 
 def _check_method(task: str, model: str, method: str) -> None:
@@ -106,27 +113,32 @@ DIVERGED = 3
 
 
 def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
-    """"0-4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lrs lists). A list longer
-    than `limit` is refused before it is built (a range's size is computed, not listed): give
-    --yes to go above it."""
+    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
+    `configs.options.LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
+    note). A list longer than `limit` is refused before it is built (a range's size is computed,
+    not listed): give --yes to go above it."""
+    from fastattn._names import deprecated
     from fastattn.cli_options import CommandError
+    from fastattn.configs.options import split_values
 
     text = text.strip()
     if parse is int and re.fullmatch(r"\d+-\d+", text):
-        lo, hi = (int(v) for v in text.split("-"))
-        size = hi - lo + 1
-    else:
-        size = text.count(",") + 1
+        deprecated(f"{what} {text}", f"{what} {text.replace('-', '..')} (LO..HI, as --context)")
+        text = text.replace("-", "..")
+    span = re.fullmatch(r"(\d+)\.\.(\d+)", text) if parse is int else None
+    size = int(span[2]) - int(span[1]) + 1 if span else text.count(",") + 1
     if limit is not None and size > limit:
         raise CommandError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
                            "starts unasked; give --yes to start them, or a shorter list")
-    if parse is int and re.fullmatch(r"\d+-\d+", text):
-        return list(range(lo, hi + 1))
+    if span:
+        return list(range(int(span[1]), int(span[2]) + 1))
     try:
-        values = [parse(v) for v in text.split(",") if v.strip()]
-    except ValueError:
+        values = [parse(v) for v in split_values(what, text)]
+    except ValueError as exc:
+        if "empty value" in str(exc):
+            raise
         raise CommandError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
-                           f"(e.g. 0-4 or 0,3,7); got {text!r}") from None
+                           f"(e.g. 0..4 or 0,3,7); got {text!r}") from None
     if parse is int and any(v < 0 for v in values):
         raise CommandError(f"{what} takes seeds >= 0; got {text!r}")
     if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
@@ -144,17 +156,21 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if not args.out.strip():
         raise CommandError("--out '' names no folder; give a directory (--out . for this one)")
+    lrs = _lr_list(args)
+    if lrs is not None:                  # one run per value: the runs' lr, not one option value
+        args = argparse.Namespace(**{**vars(args), "lr": None})
     task_kind, model_kind, values = given(args)
     resolved = resolve(task_kind, model_kind, values)
     kinds = resolved.task["kind"], resolved.model["kind"]
     _check_method(*kinds, resolved.train["method"])
     try:
-        check_method_fields(resolved.train["method"], values["train"],
+        check_method_fields(resolved.train["method"],
+                            [*values["train"], *(["lr"] if lrs is not None else [])],
                             "" if "method" in values["train"] else
                             f" (the preset's for --task {kinds[0]} --model {kinds[1]})")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    runs = _expand_runs(resolved.spec(), args)
+    runs = _expand_runs(resolved.spec(), args, lrs)
     try:
         built = [(name, *build_run(s)) for name, s in runs]
         for _, task, model, config in built:
@@ -177,7 +193,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         statuses.append(_report_run(out, name, resolved, config, traj, task, runs[k][1]["model"]))
 
     if args.log and len(built) > 1:
-        raise CommandError("--log follows one run; it takes no --seeds or --lrs lists (train each "
+        raise CommandError("--log follows one run; it takes no --seeds or --lr lists (train each "
                            "seed with its own --log, or use train_many's on_done in Python)")
     try:
         loggers = [logger(spec) for spec in args.log or ()]
@@ -185,7 +201,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if len(built) > 1:
         if args.resume:
-            raise CommandError("--resume continues one run; it takes no --seeds or --lrs lists")
+            raise CommandError("--resume continues one run; it takes no --seeds or --lr lists")
         try:                     # each record is written as soon as its run (its batch) ends
             with terminate_as_interrupt():
                 train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
@@ -222,18 +238,31 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return max(statuses, default=0)
 
 
-def _expand_runs(spec: dict, args: argparse.Namespace) -> list[tuple[str, dict]]:
-    """(record name, option values) of each run: one, or one per --seeds × --lrs value."""
+def _lr_list(args: argparse.Namespace) -> str | None:
+    """The text of a list of learning rates, one run each: --lr 1e-3,1e-2 (as a sweep's axis), or
+    the deprecated --lrs (which, as before, takes the place of a --lr beside it); None for a
+    single --lr (or none)."""
+    from fastattn._names import deprecated
+
+    if args.lrs is not None:
+        deprecated(f"--lrs {args.lrs}", f"--lr {args.lrs}", " (a list: one run per value, as in a sweep)")
+        return args.lrs
+    return args.lr if args.lr is not None and "," in args.lr else None
+
+
+def _expand_runs(spec: dict, args: argparse.Namespace, lr_list: str | None = None
+                 ) -> list[tuple[str, dict]]:
+    """(record name, option values) of each run: one, or one per --seeds × --lr list value."""
     from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import CommandError
 
     limit = None if args.yes else MAX_RUNS_UNASKED
     seeds = run_list(args.seeds, int, limit) if args.seeds is not None else [None]
-    lrs = run_list(args.lrs, float, limit, "--lrs") if args.lrs is not None else [None]
+    lrs = run_list(lr_list, float, limit, "--lr") if lr_list is not None else [None]
     if not seeds or not lrs:
-        raise CommandError("--seeds and --lrs take a list, e.g. --seeds 0-4 or --lrs 1e-3,1e-2")
+        raise CommandError("--seeds and --lr take a list, e.g. --seeds 0..4 or --lr 1e-3,1e-2")
     if limit is not None and len(seeds) * len(lrs) > limit:
-        raise CommandError(f"--seeds × --lrs is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
+        raise CommandError(f"--seeds × --lr is {len(seeds)} × {len(lrs)} = {len(seeds) * len(lrs)} "
                            f"runs, above the limit of {limit} a command starts unasked; give --yes "
                            "to start them, or shorter lists")
     runs = []
@@ -316,12 +345,15 @@ def _add_info(sub) -> None:
 
 def _add_train(sub) -> None:
     from fastattn._validate import MAX_RUNS_UNASKED
-    from fastattn.cli_options import add_train_options
+    from fastattn.cli_options import add_help, add_train_options
+    from fastattn.configs.options import LIST_GRAMMAR
     from fastattn.training.checkpoint import EVERY_STEPS
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
                        usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
-                       description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=TRAIN_HELP + textwrap.fill(LIST_GRAMMAR, 100),
+                       formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    add_help(p)
     add_train_options(p)
     p.add_argument("--out", required=True, help="directory for the run record and the plot")
     p.add_argument("--name", default="run",
@@ -346,14 +378,14 @@ def _add_train(sub) -> None:
                    "wandb[:PROJECT] (needs wandb); may be given twice")
     # runs trained together (the fused He step batches them; one record per run)
     p.add_argument("--seeds", metavar="LIST",
-                   help="train one run per seed, e.g. 0-4 or 0,3,7: run s takes --init-seed s and "
+                   help="train one run per seed, e.g. 0..4 or 0,3,7: run s takes --init-seed s and "
                    "--data-seed s; records NAME-seedS (runs the fused He step can train are "
                    "trained batched in one process)")
     p.add_argument("--lrs", metavar="LIST",
-                   help="train one run per learning rate, e.g. 1e-3,3e-3 (records NAME-lrX; with "
-                   "--seeds, every pair)")
+                   help="deprecated, write --lr LIST: a list of learning rates trains one run per "
+                   "value, e.g. --lr 1e-3,3e-3 (records NAME-lrX; with --seeds, every pair)")
     p.add_argument("--yes", action="store_true",
-                   help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lrs) unasked")
+                   help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lr) unasked")
     p.epilog = ("exit status: 0 done, 2 bad input, 3 a run diverged (its record and plot are "
                 "written; docs/performance.md), 130 interrupted by Ctrl-C or SIGTERM (the cut "
                 "run's record is written)")
@@ -432,11 +464,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen(argv)
     name = command if command in COMMANDS else None
+    if command is not None and name is None:
+        from fastattn._names import closest
+
+        match = closest(command, COMMANDS)
+        return _error(None, ValueError(f"unknown command {command!r}; " + (
+            f"did you mean fastattn {match}?" if match else
+            f"choose one of {', '.join(COMMANDS)} (fastattn --help)")))
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(name)
         try:
             try:
-                args = build_parser(name or "").parse_args(argv)
+                parser = build_parser(name or "")
+                args, extra = parser.parse_known_args(argv)
+                if extra:
+                    raise ValueError(_unrecognized(parser, name, extra))
             except Exception as exc:       # a value parser that failed other than argparse's way
                 if "--debug" in argv:
                     traceback.print_exc()
@@ -452,6 +494,32 @@ def main(argv: list[str] | None = None) -> int:
 
             print(f"fastattn{f' {name}' if name else ''}: interrupted", file=sys.stderr)
             return INTERRUPTED
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> str:
+    """The one-line error for arguments no option takes: the first unknown option with the known
+    option closest to it ("unknown option --heds; did you mean --heads?"), else the stray words."""
+    from fastattn._names import closest
+
+    options = [a for a in extra if a.startswith("--")]
+    if not options:
+        return f"unrecognized arguments: {' '.join(extra)}"
+    word = options[0].split("=", 1)[0]
+    sub = next((a for a in parser._actions if a.dest == "command"), None)
+    chosen = sub.choices.get(command) if sub is not None and command else parser
+    known = [s for s in chosen._option_string_actions if s.startswith("--")]
+    if command in ("train", "sweep"):      # a config field's Python name: --t-end is --time
+        from fastattn.configs import all_options
+
+        python = {"--" + o.field.replace("_", "-"): o for o in all_options()
+                  if o.field != "kind" and o.name != o.field}
+        if word in python:
+            return (f"unknown option {word}; did you mean {python[word].flag}? (the command line's "
+                    f"name of {python[word].target} field {python[word].field})")
+    match = closest(word, known)
+    ask = f"fastattn {command} --help" if command else "fastattn --help"
+    return f"unknown option {word}; " + (f"did you mean {match}?" if match else
+                                          f"{ask} lists the options")
 
 
 def _error(command: str | None, exc: Exception) -> int:

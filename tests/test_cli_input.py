@@ -55,7 +55,7 @@ def test_bad_train_input_is_one_line_before_any_file(tmp_path, capsys, args, say
     (["--method", "adam", "--lr", "1e-3", "--steps", "5", "--weight-decay", "0.1"], None),
     (["--method", "sgd", "--lr", "1e-3", "--steps", "5", "--weight-decay", "0.1"],
      "--weight-decay does not apply to --method sgd; drop it, or give --method adam"),
-    (["--lrs", "1e-3,nan", "--method", "adam", "--steps", "5"], "--lrs takes learning rates > 0"),
+    (["--lr", "1e-3,nan", "--method", "adam", "--steps", "5"], "--lr takes learning rates > 0"),
 ])
 def test_sampled_options_are_checked_against_the_method(tmp_path, capsys, monkeypatch, args, says):
     from fastattn import cli
@@ -79,7 +79,7 @@ def test_an_empty_out_is_refused_not_the_current_folder(tmp_path, capsys, monkey
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("seeds", ["0-1000000", ",".join(map(str, range(10_001)))])
+@pytest.mark.parametrize("seeds", ["0..1000000", ",".join(map(str, range(10_001)))])
 def test_a_long_seed_list_is_refused_unless_yes_before_any_run_is_built(tmp_path, capsys,
                                                                        monkeypatch, seeds):
     """`train --seeds 0-1000000` built a million runs silently for minutes (failure 7)."""
@@ -98,7 +98,7 @@ def test_a_long_seed_list_is_refused_unless_yes_before_any_run_is_built(tmp_path
 
 def test_seeds_times_lrs_counts_against_the_limit(tmp_path, capsys):
     lrs = ",".join(f"{1e-3 * (k + 1):g}" for k in range(200))
-    assert main([*BASE, "--method", "adam", "--steps", "5", "--seeds", "0-99", "--lrs", lrs,
+    assert main([*BASE, "--method", "adam", "--steps", "5", "--seeds", "0..99", "--lr", lrs,
                  "--out", str(tmp_path / "o")]) == 2
     assert "100 × 200 = 20000 runs" in _one_error_line(capsys, "train")
 

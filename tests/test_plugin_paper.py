@@ -213,8 +213,11 @@ def test_the_paper_is_listed_by_every_door(toy_paper, capsys):
     assert TASKS["toy_regression"].__module__ == "toy_paper.family"
     with pytest.raises(SystemExit):
         main(["train", "--help"])
-    out = capsys.readouterr().out
-    part = out[out.index("\nmodel toy_shrunk (toy2026)"):]
+    assert "--task toy_regression (toy2026): --model toy_shrunk" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["train", "--task", "toy_regression", "--model", "toy_shrunk", "--help"])
+    part = capsys.readouterr().out
+    assert "\nmodel toy_shrunk (toy2026)" in part
     assert "--shrink SHRINK: the estimator's factor s (default: 0.5)" in part
     assert "with --task toy_regression: the toy's setting" in part
     assert main(["info"]) == 0

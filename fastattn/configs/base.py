@@ -11,7 +11,7 @@ by kind, and tests/configs checks that every card's options are fields of that c
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -65,9 +65,10 @@ def metric_target(text: str) -> tuple[str, float]:
 
 #: how each parser's expected input is named in an error ("--dim must be an integer; got 'abc'")
 EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "true or false",
-                                context_value: "an integer, a list 8,16 or a range 1..31 (of at most "
+                                context_value: "an integer, a list 8/16 or a range 1..31 (of at most "
                                 f"{MAX_CONTEXT_RANGE} lengths)",
-                                floats: "comma-separated numbers", int_or_fresh: "an integer or 'fresh'",
+                                floats: "numbers separated by '/' (0.9/0.999)",
+                                int_or_fresh: "an integer or 'fresh'",
                 metric_target: "a metric and a value, NAME:VALUE (e.g. test_acc:0.99)"}
 
 
@@ -269,15 +270,27 @@ def in_paper_order(cards: Mapping[str, Any]) -> dict[str, Any]:
     return dict(sorted(cards.items(), key=lambda kv: rank(kv[1])))
 
 
+def unknown(flag: str, value: str, known: Iterable[str]) -> str:
+    """The one-line error for a value of `flag` that is none of `known`: the closest known value
+    offered first ("--model 'transfomer' is unknown; did you mean --model transformer? (one of
+    …)"), then the list."""
+    from fastattn._names import closest
+
+    known = list(known)
+    match = closest(str(value), known)
+    fix = f"did you mean {flag} {match}? (one of" if match else "choose one of"
+    return f"{flag} {value!r} is unknown; {fix} {', '.join(map(str, known))}" + (")" if match else "")
+
+
 def model_card(kind: str) -> ModelCard:
     if kind not in MODEL_CARDS:
-        raise ValueError(f"--model {kind!r} is unknown; choose one of {', '.join(MODEL_CARDS)}")
+        raise ValueError(unknown("--model", kind, MODEL_CARDS))
     return MODEL_CARDS[kind]
 
 
 def task_card(kind: str) -> TaskCard:
     if kind not in TASK_CARDS:
-        raise ValueError(f"--task {kind!r} is unknown; choose one of {', '.join(TASK_CARDS)}")
+        raise ValueError(unknown("--task", kind, TASK_CARDS))
     return TASK_CARDS[kind]
 
 

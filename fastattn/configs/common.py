@@ -27,7 +27,7 @@ TRAIN: tuple[Field, ...] = (
     Field("steps", int, "gd/sgd/adam: number of steps"),
     Field("batch_size", int, "sgd/adam: online batch size", 1024),
     Field("weight_decay", float, "adam: decoupled weight decay (AdamW)", 0.0),
-    Field("betas", floats, "adam: β1,β2", (0.9, 0.999)),
+    Field("betas", floats, "adam: β1/β2", (0.9, 0.999)),
     Field("warmup", int, "sgd/adam: linear learning-rate warm-up steps (0: none)", 0),
     Field("dataset_size", int, "sgd/adam: train full-batch on this many fixed sequences"),
     Field("whiten", boolean, "whiten the fixed data set's tasks (code)", False),

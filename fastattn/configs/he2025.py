@@ -28,7 +28,7 @@ MULTITASK = register_task_card(TaskCard(
     "multitask_regression", "he2025",
     "N responses y_n = β_{S_n}ᵀ x_{S_n} + noise on fixed coordinate supports S_n (spec §2.3)",
     (Field("dim", int, "covariate dimension d (the supports must fit)", 6),
-     Field("supports", supports, "each task's 0-based coordinates, ';' between tasks",
+     Field("supports", supports, "each task's 0-based coordinates 0/1/2/3, ';' between tasks",
            ((0, 1, 2, 3), (2, 3, 4, 5))),
      Field("context", int, "context length L", 40),
      Field("noise", float, "response-noise variance σ²", 0.1),

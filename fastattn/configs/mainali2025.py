@@ -25,7 +25,7 @@ from fastattn.configs.common import DTYPE, INIT, INIT_SEED
 WISHART_TASKS = register_task_card(TaskCard(
     "wishart_tasks", "mainali2025", "vector regression y = Λ x with U-aligned task matrices Λ",
     (Field("dim", int, "d, the input and output dimension (tokens are 2d)", 4),
-     Field("spectrum", str, "eigenvalues s of Σ_x: a name or comma-separated values (default: s = 1)"),
+     Field("spectrum", str, "eigenvalues s of Σ_x: a name or values 1/0.5/… (default: s = 1)"),
      Field("context", int, "context pairs N", 32),
      Field("tasks", int_or_fresh, "number P of fixed tasks, or 'fresh' (a new task every sequence)",
            64),

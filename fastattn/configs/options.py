@@ -63,8 +63,12 @@ class Option:
         option has them), no NaN or infinity anywhere in it (no option means either), and a seed
         (a field named *seed) an integer >= 0."""
         if self.choices and value not in self.choices:
+            from fastattn._names import closest
+
+            match = closest(str(value), map(str, self.choices))
+            fix = f"; did you mean {self.flag} {match}?" if match else ""
             raise ValueError(f"{self.flag} must be one of {' | '.join(map(str, self.choices))}; "
-                             f"got {value!r}")
+                             f"got {value!r}{fix}")
         if not _finite(value):
             raise ValueError(f"{self.flag} must be finite (no nan or inf); got {value!r}")
         if self.field.endswith("seed") and isinstance(value, int) and value < 0:
@@ -80,6 +84,33 @@ def _finite(value: Any) -> bool:
     if isinstance(value, Mapping):
         return all(_finite(v) for v in value.values())
     return True
+
+
+#: options whose one value is itself a list (a spectrum's eigenvalues, context lengths, β1/β2, a
+#: task-prior mean, each task's support): `LIST_GRAMMAR`'s inner lists
+INNER_LIST = ("context", "spectrum", "w_mean", "betas", "supports")
+#: the one list grammar of `train` and `sweep` (both commands' help print it)
+LIST_GRAMMAR = (
+    "Lists: a comma separates values (train --seeds 0,3,7 or --lr 1e-3,1e-2, one run each; sweep "
+    "--dim 4,8, one run each); LO..HI is every integer from LO to HI (--context 1..31, train "
+    "--seeds 0..4); a value that is itself a list (--spectrum, --context lengths, --betas, --w-mean, "
+    "--supports) separates its elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), "
+    "which train also takes as ',' (it sweeps none of these).")
+
+
+def split_values(flag: str, text: str) -> list[str]:
+    """The values of a comma-separated list, "4,8" → ["4", "8"] (`LIST_GRAMMAR`); an empty value
+    ("4,,8", "4,") is a one-line ValueError, not dropped."""
+    parts = [t.strip() for t in text.split(",")]
+    if not all(parts):
+        raise ValueError(f"{flag} {text!r} has an empty value; separate values by single commas, "
+                         f"e.g. {flag} 4,8")
+    return parts
+
+
+def one_value(name: str, text: str) -> str:
+    """The text of one value of option `name` as its parser reads it: an inner list's "/" → ","."""
+    return text.replace("/", ",") if name in INNER_LIST else text
 
 
 TASK = Option("--task", "task", "kind", str, "task family (fastattn info lists them with their models)",
@@ -99,8 +130,9 @@ _TABLE: list[Any] = [None, ()]
 
 
 def all_options() -> tuple[Option, ...]:
-    """Every option once (first declaration's help and default), with the families that have it;
-    read from the registered cards when asked, so a family registered late is known."""
+    """Every option once (first declaration's help and default), with the families that have it
+    and the values any of them allows; read from the registered cards when asked, so a family
+    registered late is known."""
     cards = [*TASK_CARDS.items(), *MODEL_CARDS.items()]
     known = _TABLE[0]
     if known is None or len(known) != len(cards) or \
@@ -120,8 +152,10 @@ def _option_table() -> tuple[Option, ...]:
                 elif opt.target != target or opt.field != f.name:
                     raise ValueError(f"{f.option} is both {opt.target}.{opt.field} and "
                                      f"{target}.{f.name} ({kind}); give one a flag of its own")
-                else:
-                    seen[opt.name] = replace(opt, families=(*opt.families, kind))
+                else:          # a value any family allows (`resolve` checks the pair's own)
+                    choices = tuple(dict.fromkeys((*opt.choices, *f.choices))) \
+                        if opt.choices and f.choices else ()
+                    seen[opt.name] = replace(opt, families=(*opt.families, kind), choices=choices)
     for f in TRAIN:
         seen[f.option[2:].replace("-", "_")] = _option("train", f)
     n_tasks, n_models = len(TASK_CARDS), len(MODEL_CARDS)

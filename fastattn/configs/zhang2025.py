@@ -28,12 +28,12 @@ LINEAR_REGRESSION = register_task_card(TaskCard(
     "y = wᵀx + noise: x ~ N(0, Λ), w ~ N(μ_w, Σ_w); the query's label is predicted",
     (Field("dim", int, "token dimension D", 4),
      Field("context", context_value, "context length N; '1..31' draws N uniformly (next-token loss, "
-           "Eq. 23); '8,16' a list", 31),
+           "Eq. 23); '8/16' a list", 31),
      Field("spectrum", _spectrum, "eigenvalues of Λ: a name (linear, inverse, identity, power:A, "
-           "repeated:K) or comma-separated values; unset: Λ = I"),
+           "repeated:K) or values 0.4/0.3/…; unset: Λ = I"),
      Field("rotate", boolean, "random eigenvectors for Λ, drawn from --rotation-seed", False),
      Field("rotation_seed", int, "seed of Λ's random eigenbasis", 0),
-     Field("w_mean", floats, "task-prior mean μ_w, comma-separated (default 0)"),
+     Field("w_mean", floats, "task-prior mean μ_w, one value per coordinate, 1/0/… (default 0)"),
      Field("w_var", float, "task prior Σ_w = VAR·I (He et al.: 1/D; default Σ_w = I)"),
      Field("noise", float, "label-noise variance σ²", 0.0),
      Field("cov_rho", float, "Λ_ij = ρ^|i−j| (AR(1) covariance) instead of --spectrum"),

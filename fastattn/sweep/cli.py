@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastattn import _validate as check
-from fastattn.cli_options import INTERRUPTED, CommandError, add_options
+from fastattn.cli_options import INTERRUPTED, CommandError, add_help, add_options
+from fastattn.configs.options import LIST_GRAMMAR
 from fastattn.population.stops import MEANING, Stop
 from fastattn.sweep.api import plan, run_sweep
-from fastattn.sweep.grid import Grid, axis_parser, grid_from_args, load_config
+from fastattn.sweep.grid import SWEEP_DEFAULTS, Grid, axis_parser, grid_from_args, load_config
 from fastattn.sweep.hooks import HOOKS, plot_kinds
 from fastattn.sweep.horizon import Horizon
 
 SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
 
-A comma separates the values of an axis: --dim 4,8 --context 16,64 is 4 runs. Inside one value
-write commas as '/': --spectrum 0.4/0.3/0.2/0.1, --context 8/16 (a list of lengths). --heads and
---init may be expressions of D and N: --heads D, --heads 2*D, --init '1e-2*sqrt(D)'.
+Each option takes an axis, a list of values: --dim 4,8 --context 16,64 is 4 runs (the list
+grammar below). --heads and --init may be expressions of D and N: --heads D, --heads 2*D,
+--init '1e-2*sqrt(D)'.
 Every point is built and checked before any run starts or --out is created (a bad value: one line,
 exit 2; --dry-run shows the same). Flow runs without --time run to the horizon of the paper whose
 theory covers the pair (Zhang: L <= (1 + converge-rel)·L*, bounded by t_end = horizon-factor × the
@@ -29,7 +31,9 @@ seeds or --lr train in one batched call where the pair has a batched trainer (He
 Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
 Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
-         --seeds 2 --out DIR"""
+         --seeds 2 --out DIR
+
+"""
 
 
 #: a sweep setting (flag without dashes) → its check; the command line's values and a sweep
@@ -172,8 +176,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def add_parsers(subparsers) -> None:
     """Add the `sweep` and `plot` subcommands to `fastattn`'s subparsers."""
     p = subparsers.add_parser("sweep", help="run a grid of configurations; resumable Parquet table",
-                              description=SWEEP_HELP,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              usage="fastattn sweep [CONFIG] --task T --model M [--KEY LIST ...] "
+                              "--out DIR", description=SWEEP_HELP + textwrap.fill(LIST_GRAMMAR, 100),
+                              formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    add_help(p, trainer=SWEEP_DEFAULTS)
     p.add_argument("config", nargs="?", help="a TOML (or YAML) sweep file; CLI axes override it")
     add_options(p, parse=axis_parser)
     g = p.add_argument_group("sweep")

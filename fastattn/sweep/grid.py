@@ -5,10 +5,11 @@ keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init``).
 only what was given; `resolve` turns it into its run's values the way `train` does
 (`fastattn.configs.resolve`: the cards' defaults, then the pair's preset, then the point). Every
 combination is one run. On the command line a comma separates axis values (``--dim 4,8``); an
-option whose *single* value contains commas (an explicit spectrum, a list of context lengths,
-``--w-mean``) writes those inner commas as ``/`` (``--spectrum 0.4/0.3/0.2/0.1``, ``--context
-8/16``). In a TOML file a list is an axis and a nested list or a string is one value (``context =
-[[8, 16], 32]``, ``spectrum = ["0.4,0.3,0.2,0.1"]``).
+option whose *single* value is a list (an explicit spectrum, a list of context lengths, ``--betas``,
+``--w-mean``, ``--supports``) separates its elements with ``/`` (``--spectrum 0.4/0.3/0.2/0.1``,
+``--context 8/16``): `fastattn.configs.options.LIST_GRAMMAR`, `train`'s too. In a TOML file a
+list is an axis and a nested list or a string is one value (``context = [[8, 16], 32]``,
+``spectrum = ["0.4,0.3,0.2,0.1"]``).
 
 ``heads`` and ``init`` may be expressions of the token dimension ``D`` (and context length ``N``):
 ``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init = "1e-2*sqrt(D)"``; they are evaluated per run.
@@ -37,7 +38,7 @@ from fastattn.configs import (
 )
 from fastattn.configs import resolve as resolve_pair
 from fastattn.configs.common import TRAIN
-from fastattn.configs.options import METHOD_FIELDS, MODEL, TASK
+from fastattn.configs.options import METHOD_FIELDS, MODEL, TASK, one_value, split_values
 
 
 def option_table() -> dict[str, Option]:
@@ -46,8 +47,6 @@ def option_table() -> dict[str, Option]:
     return {o.name: o for o in all_options()}
 
 
-#: options whose single value may itself contain commas: written with "/" on the sweep CLI
-INNER_LIST = ("context", "spectrum", "w_mean")
 #: options that may be expressions of D (and N)
 EXPRESSIONS = ("heads", "init")
 #: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
@@ -144,15 +143,13 @@ def _parse_one(name: str, text: str) -> Any:
 # ------------------------------------------------------------------------------ axis parsing
 def parse_value(name: str, text: str) -> Any:
     """One value of option `name` from its command-line text (inner lists written with "/")."""
-    return _parse_one(name, text.replace("/", ",") if name in INNER_LIST else text)
+    return _parse_one(name, one_value(name, text))
 
 
 def parse_axis(name: str, text: str) -> list[Any]:
-    """An axis of option `name`: "4,8" → [4, 8]; every value parsed by the option's parser."""
-    parts = [t for t in text.split(",") if t.strip()]
-    if not parts:
-        raise ValueError(f"--{name.replace('_', '-')}: empty value")
-    return [parse_value(name, t.strip()) for t in parts]
+    """An axis of option `name`: "4,8" → [4, 8] (`configs.options.LIST_GRAMMAR`); every value
+    parsed by the option's parser."""
+    return [parse_value(name, t) for t in split_values(option_table()[name].flag, text)]
 
 
 def axis_parser(opt: Option):
