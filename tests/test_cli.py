@@ -311,7 +311,7 @@ def test_ctrl_c_anywhere_in_train_exits_130_with_one_line(where, tmp_path, monke
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "build_parser" if where == "parse" else "_report_run", interrupt)
-    args = ["train", "--method", "gd", "--lr", "0.02", "--steps", "5", "--seeds", "0-1",
+    args = ["train", "--method", "gd", "--lr", "0.02", "--steps", "5", "--seeds", "0..1",
             "--out", str(tmp_path), "--quiet"]
     assert main(args) == 130
     err = capsys.readouterr().err
