@@ -177,7 +177,11 @@ class ModelCard:
     models' T_max is the task's context).
     `shapes` None: a token model whose flat order is its own (no exact objective reads it).
     `time`: how the family's paper measures training time (records and plots label it;
-    tests/configs/test_paper_time.py checks it against each paper's printed flow)."""
+    tests/configs/test_paper_time.py checks it against each paper's printed flow).
+    `seconds_per_step`: task kind → seconds per optimiser step of the pair's default run (its
+    first preset, a method with steps), measured on the reference machine (2 cores) by the
+    command in docs/benchmarks.md, "Expected time of each pair's default run"; `fastattn info`
+    states the default run's expected time from it."""
 
     kind: str
     paper: str
@@ -188,6 +192,7 @@ class ModelCard:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
     time: PaperTime | None = None
+    seconds_per_step: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def tasks(self) -> tuple[str, ...]:
