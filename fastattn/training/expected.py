@@ -36,11 +36,13 @@ STEPPED = ("gd", "sgd", "adam", "task_sgd")
 
 
 def seconds_per_step(model: ICLModel, task: Task, config: TrainConfig,
-                     probe: int = PROBE_STEPS,
+                     probe: int = PROBE_STEPS, min_seconds: float = 0.0,
                      clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per optimiser step of `config`'s run of `model` on `task`, measured here: throw-away
     copies of `model` trained 1 (warm-up), `probe` and `2 · probe` steps; (t(2·probe) − t(probe)) /
-    probe. `model` is not changed. Stopping rules (target loss or metric) are off in the probes."""
+    probe. While that difference is under `min_seconds` (too short to time well: a fast step)
+    `probe` grows tenfold, as long as the longer probe stays within a tenth of the run's steps.
+    `model` is not changed. Stopping rules (target loss or metric) are off in the probes."""
     from fastattn.training.trainer import train
 
     if config.method not in STEPPED:
@@ -56,11 +58,15 @@ def seconds_per_step(model: ICLModel, task: Task, config: TrainConfig,
         return clock() - start
 
     timed(1)
-    short = timed(probe)
-    return max(timed(2 * probe) - short, 0.0) / probe
+    while True:
+        short = timed(probe)
+        spent = timed(2 * probe) - short
+        if spent >= min_seconds or 200 * probe > config.steps:
+            return max(spent, 0.0) / probe
+        probe *= 10
 
 
-def default_seconds_per_step(task: str, model: str,
+def default_seconds_per_step(task: str, model: str, min_seconds: float = 0.0,
                              clock: Callable[[], float] = time.perf_counter) -> float:
     """`seconds_per_step` of the (task, model) pair's default run (its preset's, as `fastattn
     train --task TASK --model MODEL` runs it); `clock=time.process_time` counts this process's CPU
@@ -69,7 +75,7 @@ def default_seconds_per_step(task: str, model: str,
     from fastattn.training.build import build_run
 
     built_task, built_model, config = build_run(resolve(task, model).spec())
-    return seconds_per_step(built_model, built_task, config, clock=clock)
+    return seconds_per_step(built_model, built_task, config, min_seconds=min_seconds, clock=clock)
 
 
 def duration(seconds: float) -> str:
