@@ -23,8 +23,37 @@ from pathlib import Path
 def _cmd_info(args: argparse.Namespace) -> int:
     from fastattn.info import format_info, info
 
+    if args.task or args.model or args.measure:
+        return _info_pair(args)
     report = info()
     print(json.dumps(report, indent=2) if args.json else format_info(report))
+    return 0
+
+
+def _info_pair(args: argparse.Namespace) -> int:
+    """`fastattn info --task T --model M [--measure]`: the pair's methods, preset and the expected
+    time of its default run (declared; --measure: also timed here)."""
+    from fastattn.cli_options import CommandError
+    from fastattn.configs import check_pair
+    from fastattn.info import default_run, format_pair, pairs_report
+
+    if not (args.task and args.model):
+        raise CommandError("--task and --model name a pair together (fastattn info lists the "
+                           "pairs); --measure times that pair's default run")
+    check_pair(args.task, args.model)
+    report = pairs_report()[args.task][args.model]
+    measured = None
+    if args.measure:
+        if default_run(args.task, args.model)["steps"] is None:
+            raise CommandError(f"--measure times optimiser steps; the default run of --task "
+                               f"{args.task} --model {args.model} is an exact flow")
+        from fastattn.training.expected import default_seconds_per_step
+
+        measured = default_seconds_per_step(args.task, args.model)
+    if args.json:
+        print(json.dumps({**report, "measured_seconds_per_step": measured}, indent=2))
+    else:
+        print("\n".join(format_pair(args.task, args.model, report, measured)))
     return 0
 
 
@@ -229,6 +258,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
         elif args.resume:
             raise CommandError(f"--resume continues sgd/adam runs; --method {config.method} has "
                                "no checkpoints")
+        if not (args.quiet or args.resume):
+            from fastattn.training.expected import announce
+
+            line = announce(model, task, config)
+            if line:
+                print(f"fastattn train: {line}", flush=True)
         with terminate_as_interrupt():
             traj = train(model, task, config, checkpoint=checkpoint, callbacks=loggers)
         report(0, traj)
@@ -340,6 +375,11 @@ def _report_run(out: Path, name: str, resolved, config, traj, task, model: dict)
 def _add_info(sub) -> None:
     p = sub.add_parser("info", help=COMMANDS["info"][0])
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--task", help="with --model: that pair only, with its default run's expected "
+                   "time")
+    p.add_argument("--model", help="with --task: that pair only")
+    p.add_argument("--measure", action="store_true",
+                   help="with --task and --model: also time a few steps of the default run here")
     p.set_defaults(func=_cmd_info)
 
 
@@ -348,6 +388,7 @@ def _add_train(sub) -> None:
     from fastattn.cli_options import add_help, add_train_options
     from fastattn.configs.options import LIST_GRAMMAR
     from fastattn.training.checkpoint import EVERY_STEPS
+    from fastattn.training.expected import LONG_RUN, MIN_PROBED_STEPS, PROBE_STEPS, duration
 
     p = sub.add_parser("train", help=COMMANDS["train"][0],
                        usage="fastattn train --task T --model M [--KEY VALUE ...] --out DIR",
@@ -372,7 +413,10 @@ def _add_train(sub) -> None:
                    help="sgd/adam: continue an interrupted run from OUT/NAME.ckpt, bit for bit "
                    "(same options; replaces its record)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar or flow progress line (shown only on a terminal)")
+                   help="no progress bar or flow progress line (shown only on a terminal), and "
+                   f"no expected-time line (a run of {MIN_PROBED_STEPS} steps or more first times "
+                   f"{3 * PROBE_STEPS + 1} steps of it on throw-away copies and says its expected "
+                   f"time when that is over {duration(LONG_RUN)})")
     p.add_argument("--log", action="append", metavar="SPEC",
                    help="live logging of each loss record: tensorboard:DIR (needs tensorboard) or "
                    "wandb[:PROJECT] (needs wandb); may be given twice")

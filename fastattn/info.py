@@ -13,7 +13,8 @@ def info() -> dict:
 
     Keys: versions (fastattn, python, numpy, torch, triton), core (version, Eigen, native build),
     backends (name -> available + why not), registries (task kinds, model kinds), pairs (task ->
-    model -> methods, exact, preset), devices (cpu, cuda list).
+    model -> methods, exact, preset, the default run's method, steps, declared seconds per step
+    and expected seconds: `default_run`), devices (cpu, cuda list).
     """
     import torch
 
@@ -102,8 +103,48 @@ def pairs_report() -> dict:
             if why is not None:
                 methods = tuple(m for m in methods if m not in ("flow", "gd"))
             out[task][model] = {"methods": list(methods), "exact": "flow" in methods,
-                                "not_exact": why, "preset": preset.name, "source": preset.source}
+                                "not_exact": why, "preset": preset.name, "source": preset.source,
+                                **default_run(task, model)}
     return out
+
+
+#: where a declared rate comes from, in `fastattn info`'s lines
+REFERENCE = "on the reference machine, 2 cores: docs/benchmarks.md"
+
+
+def default_run(task: str, model: str) -> dict:
+    """{"method", "steps", "seconds_per_step", "expected_seconds"} of the pair's default run (its
+    preset's): steps None for an exact flow, the rate as its card declares it (None where it
+    declares none), expected_seconds = rate × steps."""
+    from fastattn.configs import model_card, resolve
+
+    train = resolve(task, model).train
+    steps = train.get("steps") if train["method"] != "flow" else None
+    rate = model_card(model).seconds_per_step.get(task)
+    return {"method": train["method"], "steps": steps, "seconds_per_step": rate,
+            "expected_seconds": rate * steps if rate is not None and steps is not None else None}
+
+
+def format_pair(task: str, model: str, p: dict, measured: float | None = None) -> list[str]:
+    """The lines of `fastattn info --task T --model M`: the pair's methods and preset, its default
+    run's expected time (declared; `measured`: seconds per step measured here) and, for a run
+    over `LONG_RUN`, the shorter --steps run."""
+    from fastattn.training.expected import PROBE_STEPS, estimate, expected_line
+
+    kind = "exact + sampled" if p["exact"] else "sampled" if p["methods"] else "none"
+    lines = [f"--task {task} --model {model}: preset {p['preset']} ({p['source']})",
+             f"  methods: {', '.join(p['methods']) or 'none'} ({kind}); default run: {p['method']}"]
+    if p["steps"] is None:
+        lines.append("  an exact flow: no step count to time (docs/benchmarks.md lists its time)")
+        return lines
+    for rate, how in ((p["seconds_per_step"], REFERENCE),
+                      (measured, f"on this machine, measured over {PROBE_STEPS} steps")):
+        if rate is not None:
+            lines.append("  " + (expected_line(rate, p["steps"], how) or estimate(rate, p["steps"], how)))
+    if p["seconds_per_step"] is None:
+        lines.append("  no declared time per step (the card's seconds_per_step); --measure times "
+                     "a few steps here")
+    return lines
 
 
 def _op_backends() -> dict:
@@ -117,6 +158,8 @@ def _op_backends() -> dict:
 
 def format_info(report: dict) -> str:
     """Human-readable rendering of :func:`info`."""
+    from fastattn.training.expected import expected_line
+
     v, c = report["versions"], report["core"]
     lines = ["fastattn " + str(v["fastattn"])]
     lines += [f"  {name:<9} {ver or 'not installed'}" for name, ver in v.items() if name != "fastattn"]
@@ -143,6 +186,10 @@ def format_info(report: dict) -> str:
             if p["not_exact"]:
                 lines.append(f"      no exact flow at the preset: {p['not_exact']} (sgd, adam train "
                              "it as it is)")
+            if p["expected_seconds"] is not None:
+                long = expected_line(p["seconds_per_step"], p["steps"], REFERENCE)
+                if long:
+                    lines.append(f"      default run {long}")
     d = report["devices"]
     lines.append(f"devices: cpu ({d['cpu']}, {d['cpu_count']} cores); "
                  f"cuda: {', '.join(d['cuda']) or 'none'}")

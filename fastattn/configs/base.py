@@ -185,7 +185,11 @@ class ModelCard:
     tests/configs/test_paper_time.py checks it against each paper's printed flow).
     `inputs`: what the model reads, one of `INPUTS`: "vectors" (real tokens `[B, N+1, D+1]` or
     their statistics) or "tokens" (integer ids embedded from a vocabulary: a token transformer,
-    which figure recipes list as trainer kind "tokens")."""
+    which figure recipes list as trainer kind "tokens").
+    `seconds_per_step`: task kind → seconds per optimiser step of the pair's default run (its
+    first preset, a method with steps), measured on the reference machine (2 cores) by the
+    command in docs/benchmarks.md, "Expected time of each pair's default run"; `fastattn info`
+    states the default run's expected time from it."""
 
     kind: str
     paper: str
@@ -196,6 +200,7 @@ class ModelCard:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
     time: PaperTime | None = None
+    seconds_per_step: Mapping[str, float] = field(default_factory=dict)
     inputs: str = "vectors"
 
     def __post_init__(self) -> None:

@@ -97,24 +97,29 @@ TIME = PaperTime(2, "the paper's GD θ ← θ − η∇L on L = E(y_q − ŷ_q)�
 for _card in (
     ModelCard("multihead_softmax", "he2025", "one-layer H-head softmax attention (spec §1.2-1.4)",
               (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C), _multihead,
-              {"linear_regression": (HE,)}, time=TIME),
+              {"linear_regression": (HE,)}, time=TIME,
+              seconds_per_step={"linear_regression": 7.91e-05}),
     ModelCard("multihead_linear", "he2025", "H-head linear attention LinTF (spec §1.8)",
               (*TORCH_INIT, INIT_MODE,
                Field("norm_context", int, "LinTF's hard-coded 1/L (default: the actual context "
-                     "length)")), _multihead, {"linear_regression": (HE,)}, time=TIME),
+                     "length)")), _multihead, {"linear_regression": (HE,)}, time=TIME,
+              seconds_per_step={"linear_regression": 0.00389}),
     ModelCard("multioutput_softmax", "he2025", "H-head softmax attention on [x; y], y ∈ R^N "
               "(spec §1.9); N = the task's number of supports",
               (*TORCH_INIT, INIT_MODE, ACTIVATION, ACTIVATION_C), _multioutput,
-              {"multitask_regression": (HE_MULTITASK,)}, from_task={"outputs": "outputs"}, time=TIME),
+              {"multitask_regression": (HE_MULTITASK,)}, from_task={"outputs": "outputs"}, time=TIME,
+              seconds_per_step={"multitask_regression": 0.00406}),
     ModelCard("multilayer_softmax", "he2025", "a stack of softmax attention layers (the authors' "
               "multi-layer variant, spec §1.3)",
               (*TORCH_INIT, Field("layers", int, "number of attention layers", 2),
                Field("tied", boolean, "one set of layer weights applied --layers times", False)),
-              _multilayer, {"linear_regression": (HE,)}, time=TIME),
+              _multilayer, {"linear_regression": (HE,)}, time=TIME,
+              seconds_per_step={"linear_regression": 0.484}),
     ModelCard("kernel_regressors", "he2025", "the reduced model ŷ = Σ_h μ_h Σ_ℓ y_ℓ σ(x_ℓᵀ Ω_h x_q) "
               "(spec §1.5)", (*BASE, Field("omega_form", str, "scalar | diagonal | full Ω_h",
                                            "scalar", choices=("scalar", "diagonal", "full")),
                               ACTIVATION, ACTIVATION_C), _kernel,
-              {"linear_regression": (HE_KERNEL,)}, time=TIME),
+              {"linear_regression": (HE_KERNEL,)}, time=TIME,
+              seconds_per_step={"linear_regression": 0.00364}),
 ):
     register_model_card(_card)
