@@ -22,7 +22,7 @@ def test_fig3_unitary_gd_run_and_its_record(tmp_path, capsys):
     record = json.loads((tmp_path / "run.json").read_text())
     assert record["config"]["task"]["kind"] == "autoregressive"
     assert record["config"]["model"] == {**record["config"]["model"], "kind": "diag", "context": 20}
-    assert "status=t_end" in capsys.readouterr().out
+    assert "status=steps" in capsys.readouterr().out
 
 
 def test_orthogonal_flow_run(tmp_path):
