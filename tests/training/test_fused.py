@@ -113,7 +113,7 @@ def test_cli_seeds_train_batched_one_record_per_run(tmp_path):
     args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
             "--context", "7", "--heads", "2", "--noise", "0.1", "--spectrum", "identity",
             "--method", "adam", "--lr", "1e-2", "--batch-size", "8", "--steps", "20",
-            "--seeds", "0-2", "--out", str(tmp_path), "--quiet"]
+            "--seeds", "0..2", "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
     for s in range(3):
         record = json.loads((tmp_path / f"run-seed{s}.json").read_text())
@@ -310,7 +310,7 @@ def test_cli_seeds_ctrl_c_keeps_what_ended_and_starts_nothing_more(tmp_path, mon
     monkeypatch.setattr(LinearRegression, "sample", sample)
     args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
             "--context", "7", "--heads", "2", "--method", "sgd", "--lr", "1e-2",
-            "--batch-size", "8", "--steps", "10", "--seeds", "0-2", "--out", str(tmp_path),
+            "--batch-size", "8", "--steps", "10", "--seeds", "0..2", "--out", str(tmp_path),
             "--quiet"]
     assert main(args) == 130
     statuses = {s: json.loads((tmp_path / f"run-seed{s}.json").read_text())["status"]
