@@ -27,7 +27,7 @@ def main(dim: int, context: int, seed: int, methods: list[str], stretches: int, 
                     "rotation_seed": seed, "data_seed": seed})
     spec, theory = plan_flow(spec, Horizon())
     task, model, cfg = build_run(spec)[:3]
-    fam, dims, moments = model.kind, model.dims, task.moments()
+    fam, dims, moments = model.kind, population.linear_dims(model.config), task.moments()
     levels = np.asarray(theory["theory_levels"])
     p, t = model.to_flat(), 0.0
     print(f"D={dim} N={context} seed={seed}: target L <= {cfg.target_loss:.6g}, horizon {cfg.t_end:.3g}")

@@ -21,7 +21,7 @@ import numpy as np
 import fastattn
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import LinearAttentionObjective, Moments, integrate
+from fastattn.population import LinearAttentionObjective, Moments, integrate, linear_dims
 from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
@@ -31,7 +31,7 @@ METHODS = ("rk45", "stiff", "auto", "rk4", "euler")
 def fig3(init: float, seed: int = 0):
     task, model = fig3_setting(init, seed)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return model.dims, task.moments(), model.to_flat(), lstar
+    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
 
 
 def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
@@ -88,7 +88,7 @@ def large(D: int, N: int, methods, rtol: float, atol: float, max_evals: int):
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
     theta = model.to_flat()
     for method in methods:
-        r = integrate(LinearAttentionObjective("separate", model.dims, task.moments()), theta,
+        r = integrate(LinearAttentionObjective("separate", linear_dims(model.config), task.moments()), theta,
                       method=method, t_end=1e10, target_loss=1.05 * lstar, rtol=rtol, atol=atol,
                       max_evals=max_evals)
         print(f"D={D:3d} N={N:5d} P={theta.size:6d} {method:>6} {r.status:>11} t={r.t_final:9.3e} "

@@ -36,7 +36,7 @@ from scipy.integrate import solve_ivp  # noqa: E402
 import fastattn  # noqa: E402
 from fastattn import population  # noqa: E402
 from fastattn.models import SeparateKQ  # noqa: E402
-from fastattn.population import Moments  # noqa: E402
+from fastattn.population import Moments, linear_dims  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
 from fastattn.training.flow import log_grid  # noqa: E402
 
@@ -108,7 +108,7 @@ class _OutOfTime(Exception):
 def run_scipy(D: int, method: str, budget: float) -> dict:
     """solve_ivp on the numpy closed form; stops (status "budget") after `budget` seconds."""
     model, task = setting(D)
-    flow = SeparateFlow.from_moments(task.moments(), model.dims)
+    flow = SeparateFlow.from_moments(task.moments(), linear_dims(model.config))
     y0 = model.to_flat().astype(np.float64)
     state = {"t": 0.0, "nfev": 0}
     start = time.perf_counter()
@@ -141,7 +141,8 @@ def run_auto(D: int, repeats: int = 1) -> dict:
         walls.append(time.perf_counter() - start)
     model, task = setting(D)
     grid = np.union1d(log_grid(T_END, N_RECORDS), log_grid(T_END, N_SNAPSHOTS))
-    res = population.integrate(population.LinearAttentionObjective("separate", model.dims, task.moments()),
+    objective = population.LinearAttentionObjective("separate", linear_dims(model.config), task.moments())
+    res = population.integrate(objective,
                                model.to_flat(), method="auto", t_end=T_END, rtol=RTOL, atol=ATOL,
                                record_times=grid, record_params=True)
     if res.n_evals != traj.n_evals or res.loss[-1] != traj.loss[-1]:
@@ -157,11 +158,11 @@ def run_auto(D: int, repeats: int = 1) -> dict:
 @pytest.mark.parametrize("D", [4, 8])
 def test_numpy_closed_form_matches_the_core(D):
     model, task = setting(D)
-    flow = SeparateFlow.from_moments(task.moments(), model.dims)
+    flow = SeparateFlow.from_moments(task.moments(), linear_dims(model.config))
     rng = np.random.default_rng(D)
     theta = model.to_flat() + 0.3 * rng.standard_normal(model.to_flat().size)
     L, g = flow.loss_grad(theta)
-    L_ref, g_ref = population.loss_and_grad("separate", theta, model.dims, task.moments())
+    L_ref, g_ref = population.loss_and_grad("separate", theta, linear_dims(model.config), task.moments())
     assert abs(L - L_ref) <= 1e-12 * abs(L_ref)
     assert np.max(np.abs(g - g_ref)) <= 1e-12 * np.max(np.abs(g_ref))
 

@@ -13,14 +13,21 @@ import torch
 from groups import label
 
 from fastattn.experiments.zhang2025 import fig3_setting
-from fastattn.population import LinearAttentionObjective, Moments, integrate, make_evaluator, reference
+from fastattn.population import (
+    LinearAttentionObjective,
+    Moments,
+    integrate,
+    linear_dims,
+    make_evaluator,
+    reference,
+)
 from fastattn.theory.zhang2025 import minimum_loss
 
 
 def fig3(init: float, seed: int = 0):
     task, model = fig3_setting(init, seed)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return model.dims, task.moments(), model.to_flat(), lstar
+    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
 
 
 def test_fig3_euler_1e4_steps(benchmark):
@@ -86,7 +93,7 @@ def test_large_flow_to_target(benchmark, method):
                             rotate=False)
     model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    obj = LinearAttentionObjective("separate", model.dims, task.moments())
+    obj = LinearAttentionObjective("separate", linear_dims(model.config), task.moments())
     r = benchmark.pedantic(lambda: integrate(obj, model.to_flat(), method=method, t_end=1e10,
                                              target_loss=1.05 * lstar, rtol=1e-5, atol=1e-9),
                            rounds=1, iterations=1)

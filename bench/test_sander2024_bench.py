@@ -165,7 +165,7 @@ class AuthorsTransformer(torch.nn.Module):
 
 def _authors_from_library(model) -> AuthorsTransformer:
     """The authors' module holding the library model's parameters (float32)."""
-    d, H, k = model.dims
+    d, H, k = model.config.dim, model.config.heads, model.config.duplicate
     E = k * d
     net = AuthorsTransformer(d, E, H)
     a = net.attention
