@@ -9,11 +9,18 @@ may import them.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum
 
 
-class Stop(StrEnum):
-    """A stop status: a `str` (records hold the bare word), with its meaning in `MEANING`."""
+class Stop(str, Enum):
+    """A stop status: a `str` (records hold the bare word), with its meaning in `MEANING`.
+    `str` and f-strings give the bare word on every Python (enum.StrEnum is 3.11+)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
     STEPS = "steps"
     T_END = "t_end"
