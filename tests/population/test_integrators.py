@@ -344,10 +344,20 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
     per_step = few.n_evals / few.n_steps
     changed = abs(u.n_steps - few.n_steps) + abs(u.n_rejected - few.n_rejected)
     assert u.n_evals <= few.n_evals + rec.size + 60 + changed * per_step
-    # measured over 5 seeds: up to 3.1e-5 (params, relative to their scale), 2e-5 (loss)
+    # A record is on the trajectory up to the run's global error, except inside a stiff step that
+    # spans a fast drop, where the cubic through the step's states cannot follow the drop: there a
+    # record errs in proportion to how far the trajectory moves between its neighbouring records.
+    # Over 201 seeds: the error beyond 1e-4 (of the parameters' scale; of the loss) never exceeded
+    # 9.1e-4 (params) or 1.6e-3 (loss) of that move; up to 1e-3 in all at one record of a drop.
     scale = np.abs(ref.params).max()
-    assert np.abs(u.params - ref.params).max() < 3e-4 * scale
-    np.testing.assert_allclose(u.loss, ref.loss, rtol=2e-4)
+    err = np.abs(u.params - ref.params).max(axis=1) / scale
+    move = np.abs(np.diff(ref.params, axis=0, prepend=ref.params[:1], append=ref.params[-1:]))
+    move = np.maximum(move[:-1], move[1:]).max(axis=1) / scale
+    assert np.all(err <= 1e-4 + 1e-2 * move)
+    loss_err = np.abs(u.loss / ref.loss - 1)
+    loss_move = np.abs(np.diff(ref.loss, prepend=ref.loss[0], append=ref.loss[-1]))
+    loss_move = np.maximum(loss_move[:-1], loss_move[1:]) / ref.loss
+    assert np.all(loss_err <= 1e-4 + 1e-2 * loss_move)
     own = [loss_and_grad("separate", p, dims, m)[0] for p in u.params]
     np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 
