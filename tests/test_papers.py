@@ -109,3 +109,17 @@ def test_modules_are_imported_when_their_field_is_loaded_not_before(fresh, tmp_p
 def test_a_malformed_manifest_is_refused_in_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Paper(**({"name": "ok", "title": "t"} | kwargs))
+
+
+def test_collect_walks_every_paper_and_refuses_a_key_listed_twice(monkeypatch):
+    """The one walk behind the figure index and the planted bugs (`papers.collect`)."""
+    zhang, he = papers.get("zhang2025"), papers.get("he2025")
+    listed = [(zhang, ("a", "b")), (he, ("c",))]
+    monkeypatch.setattr(papers, "objects", lambda field: listed)
+    seen = []
+    table = papers.collect("figures", str.upper, lambda paper, e: seen.append((paper.name, e)))
+    assert table == {"A": "a", "B": "b", "C": "c"}
+    assert seen == [("zhang2025", "a"), ("zhang2025", "b"), ("he2025", "c")]
+    listed.append((he, ("a",)))
+    with pytest.raises(ValueError, match="figures: 'A' is listed twice; rename one"):
+        papers.collect("figures", str.upper, lambda paper, e: None)

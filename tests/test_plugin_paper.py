@@ -3,8 +3,9 @@
 A sixth paper, "toy2026", lives in a temporary package (`toy_paper`, written by the fixture):
 a task family (linear regression under its own kind), a model (H scalars on the plug-in
 estimator, ŷ = s Σ_h v_h · βᵀx_q), an exact objective, a closed form, one figure with one claim,
-and no sweep hooks. It is installed the way a distribution would be, by an entry point of the
-group `fastattn.papers` (`importlib.metadata.entry_points` is replaced). The test walks the
+one planted bug in its own objective, and no sweep hooks. It is installed the way a distribution
+would be, by an entry point of the group `fastattn.papers` (`importlib.metadata.entry_points` is
+replaced). The test walks the
 checklist of docs/configs.md ("Adding a paper"): the paper appears in `train --help`, `fastattn
 info`, `MODELS` and `TASKS`, trains with its preset, sweeps, reproduces its figure and shows its
 claim on the report.
@@ -46,7 +47,17 @@ FILES = {
             "toy2026", "A toy paper: the shrunk plug-in estimator",
             cards=("toy_paper.cards",), tasks=("toy_paper.family",), models=("toy_paper.family",),
             objectives=("toy_paper.objective",), theory=("toy_paper.theory",),
-            figures="toy_paper.figures:FIGURES", claims="toy_paper.figures:CLAIMS")
+            figures="toy_paper.figures:FIGURES", claims="toy_paper.figures:CLAIMS",
+            mutations="toy_paper.mutations:MUTATIONS")
+    ''',
+    "mutations.py": '''
+        from fastattn.experiments.mutations import Mutation
+
+        MUTATIONS = (
+            Mutation("toy-context-term", "objective's term", "toy_paper.objective",
+                     "k = 1 + (d + 1) / self.context", "k = 1 + d / self.context",
+                     ("toy2026-fig1",), "the objective's E‖β‖² with D/N for (D + 1)/N", ci=True),
+        )
     ''',
     "theory.py": '''
         def optimum(dim, context):
@@ -264,6 +275,39 @@ def test_the_paper_sweeps_with_its_preset(toy_paper, tmp_path):
     (row,) = read_table(tmp_path).to_dict("records")
     assert (row["dim"], row["context"], row["heads"]) == (3, 9, 2)
     assert row["final_loss"] == pytest.approx(OPTIMUM, rel=1e-6)
+
+
+def test_the_paper_plants_bugs_in_its_own_modules(toy_paper, tmp_path):
+    """A planted bug names its module by import path, so an installed paper's bug is planted in
+    a copy of its own package (beside fastattn's copy), and the original is left alone."""
+    from fastattn.experiments import mutations
+
+    m = mutations.get(["toy-context-term"])[0]
+    original = mutations.source(m.module)[1]
+    assert original == tmp_path / "site" / "toy_paper" / "objective.py"
+    root = mutations.package_copy(tmp_path / "copy", [m.module])
+    assert (root / "fastattn" / "__init__.py").is_file()
+    mutations.plant(m, root)
+    assert m.new in (root / "toy_paper" / "objective.py").read_text()
+    assert m.new not in original.read_text() and m.old in original.read_text()
+    assert "toy_paper.objective" not in sys.modules            # found, not imported
+
+
+@pytest.mark.slow
+def test_the_papers_planted_bug_flips_its_claim(toy_paper, tmp_path, monkeypatch):
+    """End to end, as `fastattn report DIR --mutations` runs it: the toy installed for real (a
+    dist-info with its entry point, on PYTHONPATH), the figures rerun in fresh processes, and the
+    planted copy of toy_paper shadowing the installed one there."""
+    from fastattn.experiments import mutations
+
+    info = tmp_path / "site" / "toy_paper-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_paper\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{papers.GROUP}]\ntoy2026 = toy_paper:PAPER\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    (result,) = mutations.check(mutations.get(["toy-context-term"]), tmp_path / "work")
+    assert not result["failed"], result["failed"]
+    assert [(f["key"], f["before"]) for f in result["flipped"]] == [("optimum", "reproduced")]
 
 
 def test_the_checklist_names_every_manifest_field():

@@ -1,17 +1,21 @@
 """Planted bugs that the claims ledger must catch: `fastattn report DIR --mutations`.
 
-Each `Mutation` is one exact text substitution in one file of the package (a moment, a model's
-forward, an objective's term, a theory constant, a time unit, a sampler). Each paper lists its own
-in a module its manifest names (`fastattn.papers`, field `mutations`, e.g.
+Each `Mutation` is one exact text substitution in one module, named by its import path (a
+moment, a model's forward, an objective's term, a theory constant, a time unit, a sampler): a paper
+installed as its own package plants bugs in its own modules. Each paper lists its own in a module
+its manifest names (`fastattn.papers`, field `mutations`, e.g.
 fastattn/experiments/zhang2025/mutations.py); `declared()` collects them. `check` copies the
-imported package (and its kernels, beside it) to a temporary folder, never touching the checkout,
-plants the bug there, reruns the quick figures that depend on it in a fresh Python process whose
-path starts at the copy, and lists the claims whose status differs from the same figures run by an
+imported `fastattn` (and its kernels, beside it) and the top-level packages the bugs touch to a
+temporary folder, never touching the originals, plants the bug there, reruns the quick figures that
+depend on it in a fresh Python process whose path starts at the copy (so the copies shadow the
+installed packages), and lists the claims whose status differs from the same figures run by an
 unplanted copy. A bug that flips no claim is a hole in the ledger.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -35,7 +39,8 @@ class Mutation:
     Attributes:
         key: short id, e.g. "zhang-cubic-transpose".
         kind: one of `KINDS`.
-        file: the file to patch, relative to the package folder (e.g. "models/cubic_mlp.py").
+        module: the module to patch, by its import path (e.g. "fastattn.models.cubic_mlp"); found
+            without importing it (`source`).
         old: the exact text replaced; it must occur exactly once in the file.
         new: its replacement (the bug).
         figures: the quick figures to rerun (those whose claims should flip), all of one paper:
@@ -47,7 +52,7 @@ class Mutation:
 
     key: str
     kind: str
-    file: str
+    module: str
     old: str
     new: str
     figures: tuple[str, ...]
@@ -55,6 +60,9 @@ class Mutation:
     ci: bool = False
 
     def __post_init__(self) -> None:
+        if not all(part.isidentifier() for part in self.module.split(".")):
+            raise ValueError(f"mutation {self.key}: module={self.module!r} is not an import path; "
+                             "name the module, e.g. 'fastattn.models.cubic_mlp'")
         if self.kind not in KINDS:
             raise ValueError(f"mutation {self.key}: kind={self.kind!r} is unknown; use one of "
                              f"{list(KINDS)}")
@@ -70,20 +78,16 @@ class Mutation:
 
 def declared() -> dict[str, Mutation]:
     """Every paper's planted bugs by key, in paper order: the tuple each manifest names under
-    `mutations` (`fastattn.papers`). ValueError for a bug whose figures are another paper's, or a
-    key declared twice."""
+    `mutations` (`fastattn.papers.collect`). ValueError for a bug whose figures are another
+    paper's, or a key declared twice."""
     from fastattn import papers
 
-    out: dict[str, Mutation] = {}
-    for paper, listed in papers.objects("mutations"):
-        for m in listed:
-            if m.paper != paper.name:
-                raise ValueError(f"mutation {m.key} (figures {list(m.figures)}) is listed by "
-                                 f"paper {paper.name}: list it in {m.paper}'s manifest")
-            if m.key in out:
-                raise ValueError(f"mutation key {m.key!r} is declared twice; rename one")
-            out[m.key] = m
-    return out
+    def check(paper: papers.Paper, m: Mutation) -> None:
+        if m.paper != paper.name:
+            raise ValueError(f"mutation {m.key} (figures {list(m.figures)}) is listed by "
+                             f"paper {paper.name}: list it in {m.paper}'s manifest")
+
+    return papers.collect("mutations", lambda m: m.key, check)
 
 
 def get(keys: Iterable[str] | None = None) -> list[Mutation]:
@@ -98,25 +102,58 @@ def get(keys: Iterable[str] | None = None) -> list[Mutation]:
     return [by_key[k] for k in keys]
 
 
-def package_copy(dest: Path) -> Path:
+def source(module: str) -> tuple[Path, Path]:
+    """(the folder on the path that holds `module`'s top-level package, the module's file), found
+    by the import system's path finder without importing the module or its packages (a paper's
+    `__init__` may import torch). ValueError naming a module that is not found."""
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)           # a top-level name: nothing is imported
+    name = top
+    for part in rest:
+        if spec is None or spec.submodule_search_locations is None:
+            break
+        name += "." + part
+        spec = importlib.machinery.PathFinder.find_spec(name, spec.submodule_search_locations)
+    if name != module or spec is None or spec.origin is None or not Path(spec.origin).is_file():
+        raise ValueError(f"mutation module {module!r} is not found on the path: name an "
+                         "importable module of source (e.g. 'fastattn.models.cubic_mlp')")
+    file = Path(spec.origin)
+    # the path entry: above the top-level package's folder, or beside a top-level module file
+    depth = module.count(".") + (file.name == "__init__.py")
+    return file.parents[depth], file
+
+
+def package_copy(dest: Path, modules: Iterable[str] = ()) -> Path:
     """Copy the imported `fastattn` package (and `triton_kernels/` where a source checkout keeps
-    it beside the package) into `dest`; return `dest`, the folder to put first on the path. The
-    copy joins the installed compiled core as the checkout does (`fastattn/_core_loader.py`)."""
-    here = Path(__file__).resolve().parents[1]         # the imported fastattn package
+    it beside the package) and the top-level package (or module) of each of `modules` into
+    `dest`; return `dest`, the folder to put first on the path, where each copy shadows its
+    installed original. The copy joins the installed compiled core as the checkout does
+    (`fastattn/_core_loader.py`)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(here, dest / "fastattn", ignore=ignore)
-    kernels = here.parent / "triton_kernels"
-    if not (here / "triton_kernels").is_dir() and (kernels / "__init__.py").is_file():
+    entry, _ = source("fastattn")                      # the imported package
+    kernels = entry / "triton_kernels"
+    if not (entry / "fastattn" / "triton_kernels").is_dir() and (kernels / "__init__.py").is_file():
         shutil.copytree(kernels, dest / "triton_kernels", ignore=ignore)
+    for module in ("fastattn", *modules):
+        entry, file = source(module)
+        top = file.relative_to(entry).parts[0]
+        if (dest / top).exists():
+            continue
+        if (entry / top).is_dir():
+            shutil.copytree(entry / top, dest / top, ignore=ignore)
+        else:                                          # a top-level module, one file
+            shutil.copy2(entry / top, dest / top)
     return dest
 
 
 def plant(mutation: Mutation, root: Path) -> None:
-    """Apply `mutation` to the package copy under `root` (its text must occur exactly once)."""
-    path = root / "fastattn" / mutation.file
+    """Apply `mutation` to the copy of its module under `root` (`package_copy(root,
+    [mutation.module])`; its text must occur exactly once)."""
+    entry, file = source(mutation.module)
+    path = root / file.relative_to(entry)
     text = path.read_text()
     if text.count(mutation.old) != 1:
-        raise ValueError(f"mutation {mutation.key}: {mutation.file} holds its old text "
+        raise ValueError(f"mutation {mutation.key}: {mutation.module} holds its old text "
                          f"{text.count(mutation.old)} times, not once (the code changed: update "
                          f"the mutations of {mutation.paper}'s manifest)")
     path.write_text(text.replace(mutation.old, mutation.new))
@@ -182,18 +219,18 @@ def check(mutations: Iterable[Mutation], work: Path, report=None,
     needed = sorted({f for m in mutations for f in m.figures})
     with tempfile.TemporaryDirectory(prefix="fastattn-mutations-") as tmp:
         if baseline is None:
-            clean = package_copy(Path(tmp) / "baseline")
+            clean = package_copy(Path(tmp) / "baseline", [m.module for m in mutations])
             baseline, base_failed = run_figures(clean, needed, work / "baseline")
             if base_failed:
                 raise RuntimeError(f"the unplanted figures failed: {base_failed}")
         results = []
         for m in mutations:
             start = time.perf_counter()
-            root = package_copy(Path(tmp) / m.key)
+            root = package_copy(Path(tmp) / m.key, [m.module])
             plant(m, root)
             rows, failed = run_figures(root, m.figures, work / m.key)
             result = {"key": m.key, "paper": m.paper, "kind": m.kind, "description": m.description,
-                      "file": m.file, "figures": list(m.figures), "failed": failed,
+                      "module": m.module, "figures": list(m.figures), "failed": failed,
                       "flipped": flipped(baseline, rows, m.figures),
                       "wall_time": time.perf_counter() - start}
             results.append(result)

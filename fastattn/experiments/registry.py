@@ -60,17 +60,14 @@ from fastattn.training.threads import torch_threads
 from fastattn.training.trainer import dispatch
 
 
+def _prefixed(paper: papers.Paper, figure: Figure) -> None:
+    if not figure.name.startswith(paper.name + "-"):
+        raise ValueError(f"figure {figure.name!r} of paper {paper.name}: name it "
+                         f"'{paper.name}-...' (--paper selects figures by that prefix)")
+
+
 def _index() -> dict[str, Figure]:
-    out: dict[str, Figure] = {}
-    for paper, figures in papers.objects("figures"):
-        for figure in figures:
-            if not figure.name.startswith(paper.name + "-"):
-                raise ValueError(f"figure {figure.name!r} of paper {paper.name}: name it "
-                                 f"'{paper.name}-...' (--paper selects figures by that prefix)")
-            if figure.name in out:
-                raise ValueError(f"figure {figure.name!r} is listed twice")
-            out[figure.name] = figure
-    return out
+    return papers.collect("figures", lambda figure: figure.name, _prefixed)
 
 
 #: every figure by name, in the papers' order (index entries: title, options, where the recipe

@@ -8,16 +8,12 @@ from torch import Tensor
 from fastattn.ops._autograd import recording_backward, reference_vjp
 from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
+from fastattn.triton_kernels.cubic.reference import (
+    cubic_hidden_backward_reference,
+    cubic_hidden_reference,
+)
 
 __all__ = ["cubic_hidden", "cubic_second_moments"]
-
-
-def _reference(beta: Tensor, x_q: Tensor, w1: Tensor) -> Tensor:
-    """The op in plain torch (any device and dtype, every autodiff transform)."""
-    b, d = beta.shape
-    if b * d * d <= 1 << 24:  # small D: one GEMM on the materialised feature is fastest on CPU
-        return (beta[:, :, None] * x_q[:, None, :]).reshape(b, d * d) @ w1.T
-    return torch.einsum("bi,hij,bj->bh", beta, w1.reshape(-1, d, d), x_q)
 
 
 @torch.library.custom_op("fastattn::cubic_hidden", mutates_args=())
@@ -26,7 +22,7 @@ def _cubic(beta: Tensor, x_q: Tensor, w1: Tensor, backend: str) -> Tensor:
         from fastattn.triton_kernels.cubic.kernel import cubic_hidden_forward
 
         return cubic_hidden_forward(beta.contiguous(), x_q.contiguous(), w1.contiguous())
-    return _reference(beta, x_q, w1)
+    return cubic_hidden_reference(beta, x_q, w1)
 
 
 @_cubic.register_fake
@@ -42,11 +38,7 @@ def _cubic_bwd(dout: Tensor, beta: Tensor, x_q: Tensor, w1: Tensor, backend: str
 
         return cubic_hidden_backward(dout.contiguous(), beta.contiguous(), x_q.contiguous(),
                                      w1.contiguous())
-    d = beta.shape[1]
-    g = w1.reshape(-1, d, d)
-    return (torch.einsum("bh,hij,bj->bi", dout, g, x_q),
-            torch.einsum("bh,hij,bi->bj", dout, g, beta),
-            torch.einsum("bh,bi,bj->hij", dout, beta, x_q).reshape(w1.shape))
+    return cubic_hidden_backward_reference(dout, beta, x_q, w1)
 
 
 @_cubic_bwd.register_fake
@@ -63,7 +55,7 @@ def _setup(ctx, inputs, output):
 def _backward(ctx, dout):
     beta, x_q, w1 = ctx.saved_tensors
     if recording_backward():
-        return (*reference_vjp(_reference, (beta, x_q, w1), dout), None)
+        return (*reference_vjp(cubic_hidden_reference, (beta, x_q, w1), dout), None)
     return (*_cubic_bwd(dout, beta, x_q, w1, ctx.backend), None)
 
 
@@ -92,7 +84,7 @@ def cubic_hidden(beta: Tensor, x_q: Tensor, w1: Tensor, *, backend: str = "auto"
     transform = active_transform(beta, x_q, w1)
     name = select_backend("cubic_hidden", backend, beta.device, beta.dtype, {"D": d}, transform)
     if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
-        return _reference(beta, x_q, w1)
+        return cubic_hidden_reference(beta, x_q, w1)
     return _cubic(beta, x_q, w1, name)
 
 

@@ -10,6 +10,8 @@ from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
 from fastattn.triton_kernels.icl_readout.reference import (
     icl_beta_reference,
+    icl_readout_backward_reference,
+    icl_readout_next_token_backward_reference,
     icl_readout_next_token_reference,
     icl_readout_of_beta_reference,
     icl_readout_reference,
@@ -43,13 +45,7 @@ def _readout_bwd(dout: Tensor, x: Tensor, y: Tensor, x_q: Tensor, gamma: Tensor,
 
         return icl_readout_backward(dout.contiguous(), x.contiguous(), y.contiguous(),
                                     x_q.contiguous(), gamma.contiguous(), beta.contiguous())
-    n = x.shape[1]
-    dbeta = torch.einsum("bh,hij,bj->bi", dout, gamma, x_q)
-    dxq = torch.einsum("bh,hij,bi->bj", dout, gamma, beta)
-    dgamma = torch.einsum("bh,bi,bj->hij", dout, beta, x_q)
-    dx = y[:, :, None] * dbeta[:, None, :] / n
-    dy = torch.einsum("bnd,bd->bn", x, dbeta) / n
-    return dx, dy, dxq, dgamma
+    return icl_readout_backward_reference(dout, x, y, x_q, gamma, beta)
 
 
 @_readout_bwd.register_fake
@@ -136,20 +132,7 @@ def _next_bwd(dout: Tensor, x: Tensor, y: Tensor, gamma: Tensor, backend: str
 
         return icl_readout_next_token_backward(dout.contiguous(), x.contiguous(), y.contiguous(),
                                                gamma.contiguous())
-    t = x.shape[1]
-    counts = torch.arange(1, t, dtype=x.dtype, device=x.device)
-    prefix = torch.cumsum(y[..., None] * x, dim=1)[:, :-1] / counts[None, :, None]  # [B, T-1, D]
-    xn = x[:, 1:]
-    dgamma = torch.einsum("bth,bti,btj->hij", dout, prefix, xn)
-    dxn = torch.einsum("bth,hij,bti->btj", dout, gamma, prefix)
-    dprefix = torch.einsum("bth,hij,btj->bti", dout, gamma, xn) / counts[None, :, None]
-    # token m enters every prefix t > m: reverse cumulative sum
-    r = torch.flip(torch.cumsum(torch.flip(dprefix, [1]), 1), [1])  # r[:, m] = Σ_{t>=m} dS_t
-    r = torch.cat([r, torch.zeros_like(r[:, :1])], 1)  # [B, T, D]
-    dx = y[..., None] * r
-    dx[:, 1:] += dxn
-    dy = (x * r).sum(-1)
-    return dx, dy, dgamma
+    return icl_readout_next_token_backward_reference(dout, x, y, gamma)
 
 
 @_next_bwd.register_fake

@@ -200,6 +200,23 @@ def objects(field: str) -> list[tuple[Paper, Any]]:
             if getattr(p, field) is not None]
 
 
+def collect(field: str, key: Callable[[Any], str],
+            check: Callable[[Paper, Any], None]) -> dict[str, Any]:
+    """Every paper's entries under `field` (one of `OBJECT_FIELDS`, each a tuple of entries) by
+    `key(entry)`, in paper order: the one walk behind the figure index and the planted bugs.
+    `check(paper, entry)` raises for an entry its paper may not list; ValueError for a key
+    listed twice."""
+    out: dict[str, Any] = {}
+    for paper, entries in objects(field):
+        for entry in entries:
+            check(paper, entry)
+            name = key(entry)
+            if name in out:
+                raise ValueError(f"{field}: {name!r} is listed twice; rename one")
+            out[name] = entry
+    return out
+
+
 class Registry(dict):
     """A registry of entries keyed by kind (e.g. `fastattn.models.MODELS`) that, before it is
     read, imports the modules the papers list under `field`: a paper registered at run time is
@@ -291,5 +308,5 @@ class View(Mapping):
 
 
 __all__ = ["BUILTIN", "GROUP", "MODULE_FIELDS", "OBJECT_FIELDS", "REGISTRY", "Paper", "Registry",
-           "View", "generation", "get", "load", "manifests", "names", "objects", "register",
+           "View", "collect", "generation", "get", "load", "manifests", "names", "objects", "register",
            "resolve", "unregister"]

@@ -206,6 +206,25 @@ def test_full_vs_three_param_quick_forms_show_the_claim(name, size, tmp_path):
     assert three["loss<=0.5"] is not None and three["loss<=0.5"] <= full["loss<=0.5"], (full, three)
 
 
+@pytest.mark.parametrize("recipe, snapshots", [
+    (weights.FIG3, weights.FIG3_STEPS), (weights.FIG9_11, (100, 200, 400)),
+    (weights.FIG12_14, (200, 400, 800)), (weights.FIG15_17, (250, 500, 1000))])
+def test_weight_figure_captions_state_the_runs_they_describe(recipe, snapshots):
+    """Figs. 3 and 9–17: each number of the caption is that of the figure's run at full size and
+    at --quick (Fig. 4's preset `FIG4`, overridden by the figure), so neither can go stale."""
+    from fastattn.configs.musat2025 import FIG4
+
+    (full,), (quick,) = recipe.runs(False), recipe.runs(True)
+    assert full.task.dim == FIG4.task["dim"] and full.train.batch_size == FIG4.train["batch_size"]
+    steps = ["/".join(str(k) for k in shots) for shots in (snapshots, [k // 5 for k in snapshots])]
+    assert max(snapshots) == full.train.steps and max(snapshots) // 5 == quick.train.steps
+    assert recipe.caption.startswith(
+        f"D = {full.task.dim}, N = {full.task.context}, B = {full.train.batch_size}, "
+        f"λ = {full.train.lr:g}, steps {steps[0]} (--quick: D = {quick.task.dim}, "
+        f"B = {quick.train.batch_size}, steps {steps[1]}; App. C: {full.task.data} data, "
+        f"{full.task.query} query, {full.model.mask} mask, {full.task.reduction} loss over D)")
+
+
 def test_theorem2_numbers_read_order_and_exponents():
     """`fig6.theorem2`: on times T_γ = N ln 2, T_β = ½N², T_α = 1.7N² the slopes between the two
     largest N are 1, 2, 2 and the order holds; with T_β and T_α swapped at one N it fails there."""

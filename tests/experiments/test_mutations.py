@@ -4,6 +4,7 @@ package."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def test_every_mutation_names_text_that_exists_once(paper):
     """A refactor that moves a planted bug's text must update the paper's list, not silently drop
     it."""
     for m in _listed(paper):
-        assert (PACKAGE / m.file).read_text().count(m.old) == 1, m.key
+        assert mutations.source(m.module)[1].read_text().count(m.old) == 1, m.key
         assert m.old != m.new and m.description, m.key
         assert m.paper == paper.name and all(f in FIGURES for f in m.figures), m.key
 
@@ -48,14 +49,22 @@ def test_the_planted_bugs_cover_every_kind_once_collected():
 
 def test_an_unknown_kind_or_a_figure_of_two_papers_is_refused():
     with pytest.raises(ValueError, match="kind='typo' is unknown"):
-        mutations.Mutation("k", "typo", "theory/he2025.py", "a", "b", ("he2025-e8",), "x")
+        mutations.Mutation("k", "typo", "fastattn.theory.he2025", "a", "b", ("he2025-e8",), "x")
     with pytest.raises(ValueError, match="all of one paper"):
-        mutations.Mutation("k", "sampler", "theory/he2025.py", "a", "b",
+        mutations.Mutation("k", "sampler", "fastattn.theory.he2025", "a", "b",
                            ("he2025-e8", "zhang2025-fig1"), "x")
 
 
+def test_a_module_named_by_a_file_or_not_found_is_refused():
+    with pytest.raises(ValueError, match=re.escape("module='theory/he2025.py' is not an import path")):
+        mutations.Mutation("k", "sampler", "theory/he2025.py", "a", "b", ("he2025-e8",), "x")
+    for module in ("fastattn.theory.nowhere", "fastattn.theory.he2025.sub", "no_such_package"):
+        with pytest.raises(ValueError, match=re.escape(f"module {module!r} is not found")):
+            mutations.source(module)
+
+
 def test_a_mutation_listed_by_another_papers_manifest_is_refused(monkeypatch):
-    stray = mutations.Mutation("stray", "sampler", "theory/he2025.py", "a", "b", ("he2025-e8",), "x")
+    stray = mutations.Mutation("stray", "sampler", "fastattn.theory.he2025", "a", "b", ("he2025-e8",), "x")
     monkeypatch.setattr(papers, "objects", lambda field: [(papers.get("zhang2025"), (stray,))])
     with pytest.raises(ValueError, match="listed by paper zhang2025: list it in he2025's manifest"):
         mutations.declared()
@@ -65,8 +74,10 @@ def test_plant_edits_only_the_copy(tmp_path):
     m = mutations.get(["zhang-cubic-transpose"])[0]
     root = mutations.package_copy(tmp_path)
     mutations.plant(m, root)
-    assert m.new in (root / "fastattn" / m.file).read_text()
-    assert m.new not in (PACKAGE / m.file).read_text()
+    original = mutations.source(m.module)[1]
+    assert original == PACKAGE / "models" / "cubic_mlp.py"
+    assert m.new in (root / "fastattn" / "models" / "cubic_mlp.py").read_text()
+    assert m.new not in original.read_text()
     with pytest.raises(ValueError, match="not once"):
         mutations.plant(m, root)                      # the old text is gone now
 

@@ -8,6 +8,7 @@ import torch
 
 from fastattn.triton_kernels.cubic import kernel as CK
 from fastattn.triton_kernels.cubic.reference import (
+    cubic_hidden_backward_reference,
     cubic_hidden_reference,
     cubic_second_moments_reference,
 )
@@ -36,6 +37,21 @@ def test_cubic_reference_matches_literal_feature(seed):
     # Kronecker factors are exact for a single data point
     one = cubic_second_moments_reference(beta[:1], x_q[:1], y_q[:1])
     torch.testing.assert_close(torch.kron(one["beta_beta"], one["xq_xq"]), one["zz"])
+
+
+@pytest.mark.parametrize("d", [3, 65])
+def test_cubic_reference_backward_is_autograd_of_the_reference(d, seed):
+    """The closed-form backward (the reference backend's, `fastattn.ops.cubic`) against autograd
+    through the forward reference, float64; D = 65 takes the reference's einsum branch."""
+    g = torch.Generator().manual_seed(seed)
+    b = 4 if d == 3 else (1 << 24) // (d * d) + 1
+    leaves = [_randn(g, b, d).requires_grad_(), _randn(g, b, d).requires_grad_(),
+              _randn(g, 2, d * d).requires_grad_()]
+    out = cubic_hidden_reference(*leaves)
+    dout = _randn(g, *out.shape)
+    for name, a, c in zip(["dbeta", "dx_q", "dW1"], torch.autograd.grad(out, leaves, dout),
+                          cubic_hidden_backward_reference(dout, *leaves), strict=True):
+        torch.testing.assert_close(c, a, rtol=1e-12, atol=1e-12, msg=name)
 
 
 def test_attention_reference_matches_literal_softmax(seed):

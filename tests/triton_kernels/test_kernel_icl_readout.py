@@ -7,6 +7,9 @@ import torch
 
 from fastattn.triton_kernels.icl_readout import kernel as K
 from fastattn.triton_kernels.icl_readout.reference import (
+    icl_beta_reference,
+    icl_readout_backward_reference,
+    icl_readout_next_token_backward_reference,
     icl_readout_next_token_reference,
     icl_readout_reference,
 )
@@ -75,6 +78,25 @@ def test_next_token_reference_matches_literal():
     for pos in range(1, t):  # predict y at 0-based pos from the pos tokens before it
         literal = _literal_attn(x[:, :pos], y[:, :pos], x[:, pos], wkq, wv, pos)
         torch.testing.assert_close(ref[:, pos - 1], literal, rtol=1e-12, atol=1e-12)
+
+
+def test_reference_backwards_are_autograd_of_the_references(seed):
+    """The closed-form backwards (the reference backend's, `fastattn.ops.readout`) against
+    autograd through the forward references, float64."""
+    g = torch.Generator().manual_seed(seed)
+    x, y, x_q, gamma = (t.requires_grad_() for t in _inputs(3, 5, 4, 2, seed))
+    out = icl_readout_reference(x, y, x_q, gamma)
+    dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    closed = icl_readout_backward_reference(dout, x, y, x_q, gamma, icl_beta_reference(x, y))
+    for name, a, c in zip(["dx", "dy", "dx_q", "dgamma"],
+                          torch.autograd.grad(out, (x, y, x_q, gamma), dout), closed, strict=True):
+        torch.testing.assert_close(c, a, rtol=1e-12, atol=1e-12, msg=name)
+    out = icl_readout_next_token_reference(x, y, gamma)
+    dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    closed = icl_readout_next_token_backward_reference(dout, x, y, gamma)
+    for name, a, c in zip(["dx", "dy", "dgamma"], torch.autograd.grad(out, (x, y, gamma), dout),
+                          closed, strict=True):
+        torch.testing.assert_close(c, a, rtol=1e-12, atol=1e-12, msg=f"next token {name}")
 
 
 @pytest.mark.usefixtures("poison_empty")

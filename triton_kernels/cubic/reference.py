@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["cubic_hidden_reference", "cubic_second_moments_reference"]
+__all__ = ["cubic_hidden_backward_reference", "cubic_hidden_reference",
+           "cubic_second_moments_reference"]
 
 
 def cubic_hidden_reference(beta: torch.Tensor, x_q: torch.Tensor, w1: torch.Tensor) -> torch.Tensor:
@@ -18,8 +19,23 @@ def cubic_hidden_reference(beta: torch.Tensor, x_q: torch.Tensor, w1: torch.Tens
     Returns:
         [B, H].
     """
-    d = beta.shape[-1]
+    b, d = beta.shape
+    if b * d * d <= 1 << 24:  # small D: one GEMM on the materialised feature is fastest on CPU
+        return (beta[:, :, None] * x_q[:, None, :]).reshape(b, d * d) @ w1.T
     return torch.einsum("bi,hij,bj->bh", beta, w1.reshape(-1, d, d), x_q)
+
+
+def cubic_hidden_backward_reference(dout: torch.Tensor, beta: torch.Tensor, x_q: torch.Tensor,
+                                    w1: torch.Tensor
+                                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dβ, dx_q, dW1) of Σ dout ⊙ hidden, dout `[B, H]`: with G_h the [D, D] block of W1's row h,
+    dβ_b = Σ_h dout_bh G_h x_q,b, dx_q,b = Σ_h dout_bh G_hᵀ β_b, dG_h = Σ_b dout_bh β_b x_q,bᵀ
+    (flattened like W1)."""
+    d = beta.shape[1]
+    g = w1.reshape(-1, d, d)
+    return (torch.einsum("bh,hij,bj->bi", dout, g, x_q),
+            torch.einsum("bh,hij,bi->bj", dout, g, beta),
+            torch.einsum("bh,bi,bj->hij", dout, beta, x_q).reshape(w1.shape))
 
 
 def cubic_second_moments_reference(

@@ -18,11 +18,15 @@ from fastattn.experiments.recipe import Recipe, Run, RunSpec
 from fastattn.models.disentangled import NAMES, THREE_PARAM
 
 _MATRICES = ("W1", "W2", "W3ᵀ")
+#: --quick trains each run this many times fewer steps
+_QUICK_STEPS = 5
+#: Fig. 3's step (App. C's first run, N = 4)
+FIG3_STEPS = (400,)
 
 
 def _shots(snapshots: tuple[int, ...], quick: bool) -> tuple[int, ...]:
-    """The steps whose weights a figure shows (quick: ÷ 5)."""
-    return tuple(max(1, s // 5) for s in snapshots) if quick else snapshots
+    """The steps whose weights a figure shows (quick: ÷ `_QUICK_STEPS`)."""
+    return tuple(max(1, s // _QUICK_STEPS) for s in snapshots) if quick else snapshots
 
 
 def _spec(task: dict[str, Any], snapshots: tuple[int, ...], quick: bool) -> RunSpec:
@@ -40,6 +44,17 @@ def _settings(spec: RunSpec, snapshots: tuple[int, ...], quick: bool) -> dict[st
             "snapshots": list(_shots(snapshots, quick)), "lr": spec.train.lr, "data": t.data,
             "query": t.query, "mask": spec.model.mask, "reduction": t.reduction,
             "data_seed": t.data_seed}
+
+
+def _setting(task: dict[str, Any], snapshots: tuple[int, ...]) -> str:
+    """The caption's words for the run `_spec(task, snapshots)`, read off its spec at full size
+    and at --quick, so that a change of the preset or of the quick sizes changes the caption."""
+    full, quick = (_settings(_spec(task, snapshots, q), snapshots, q) for q in (False, True))
+    steps = ("/".join(str(k) for k in s["snapshots"]) for s in (full, quick))
+    return (f"D = {full['D']}, N = {full['N']}, B = {full['batch']}, λ = {full['lr']:g}, "
+            f"steps {next(steps)} (--quick: D = {quick['D']}, B = {quick['batch']}, steps "
+            f"{next(steps)}; App. C: {full['data']} data, {full['query']} query, {full['mask']} "
+            f"mask, {full['reduction']} loss over D)")
 
 
 def _snapshot_summary(weights, loss: float) -> dict[str, Any]:
@@ -102,13 +117,13 @@ def _largest(snap: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # Fig. 3
 def fig3_runs(quick: bool) -> list[RunSpec]:
-    return [_spec({}, (400,), quick)]
+    return [_spec({}, FIG3_STEPS, quick)]
 
 
 def fig3_summarize(runs: list[Run], quick: bool = False) -> dict[str, Any]:
-    """The weights after 400 steps at N = 4 (Fig. 3 gives no N; App. C's first run), their
+    """The weights after `FIG3_STEPS` at N = 4 (Fig. 3 gives no N; App. C's first run), their
     pseudo-parameters θ, projection residuals and in-subspace fractions ρ."""
-    return _summarize(runs, (400,), quick)
+    return _summarize(runs, FIG3_STEPS, quick)
 
 
 def fig3_plot(runs: list[Run], summary: dict[str, Any]):
@@ -123,11 +138,9 @@ def fig3_plot(runs: list[Run], summary: dict[str, Any]):
     return fig
 
 
-FIG3 = Recipe("D = 16, N = 4, B = 512, λ = 1, 400 steps (--quick: D = 8, B = 64, 80 steps; App. C: Gaussian "
-              "data, uniform query, inclusive mask, loss averaged over D). Top: the trained weights (W3 "
-              "transposed), ρ = in-subspace fraction. Bottom: "
-              "their projection onto Theorem 1's 19 basis matrices (blocks 0, c·I or c₁I + c₂M).",
-              fig3_runs, fig3_summarize, fig3_plot)
+FIG3 = Recipe(f"{_setting({}, FIG3_STEPS)}. Top: the trained weights (W3 transposed), ρ = in-subspace "
+              "fraction. Bottom: their projection onto Theorem 1's 19 basis matrices (blocks 0, c·I or "
+              "c₁I + c₂M).", fig3_runs, fig3_summarize, fig3_plot)
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,13 +162,9 @@ def _snapshots_recipe(task: dict[str, Any], snapshots: tuple[int, ...]) -> Recip
             row[0].set_ylabel(f"loss {snap['loss']:.3f}; {_largest(snap)}", fontsize=7)
         return fig
 
-    steps = "/".join(str(k) for k in snapshots)
-    s = _spec(task, snapshots, False)
-    caption = (f"D = {s.task.dim}, N = {s.task.context}, B = {s.train.batch_size}, λ = {s.train.lr:g} "
-               "(--quick: D = 8, B = 64, steps ÷ 5; App. C: Gaussian data, "
-               f"uniform query, inclusive mask, loss averaged over D): the weights after {steps} SGD steps "
-               "(W3 transposed; block lines every D); "
-               "ρ = in-subspace fraction; left label: batch loss and the three largest pseudo-parameters.")
+    caption = (f"{_setting(task, snapshots)}: the weights after each listed number of SGD steps (W3 "
+               "transposed; block lines every D); ρ = in-subspace fraction; left label: batch loss and "
+               "the three largest pseudo-parameters.")
     return Recipe(caption, runs, summarize, plot)
 
 
