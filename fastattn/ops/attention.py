@@ -8,15 +8,13 @@ from torch import Tensor
 from fastattn.ops._autograd import recording_backward, reference_vjp
 from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same, shape_str
+from fastattn.triton_kernels.single_query_attention.reference import (
+    single_query_attention_backward_reference,
+    single_query_attention_reference,
+    single_query_attention_with_lse_reference,
+)
 
 __all__ = ["single_query_attention"]
-
-
-def _reference(q: Tensor, k: Tensor, v: Tensor, scale: float) -> tuple[Tensor, Tensor]:
-    eq = "bhk,bmk->bhm" if k.dim() == 3 else "bhk,bhmk->bhm"
-    s = torch.einsum(eq, q, k) * scale
-    lse = torch.logsumexp(s, dim=-1)
-    return torch.einsum("bhm,bmv->bhv", torch.exp(s - lse[..., None]), v), lse
 
 
 @torch.library.custom_op("fastattn::single_query_attention", mutates_args=())
@@ -28,7 +26,7 @@ def _sqa(q: Tensor, k: Tensor, v: Tensor, scale: float, backend: str) -> tuple[T
 
         return single_query_attention_forward(q.contiguous(), k.contiguous(), v.contiguous(),
                                               scale)
-    return _reference(q, k, v, scale)
+    return single_query_attention_with_lse_reference(q, k, v, scale)
 
 
 @_sqa.register_fake
@@ -47,15 +45,7 @@ def _sqa_bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, scale: float, out: T
         return single_query_attention_backward(dout.contiguous(), q.contiguous(), k.contiguous(),
                                                v.contiguous(), scale, out.contiguous(),
                                                lse.contiguous())
-    shared = k.dim() == 3
-    s = torch.einsum("bhk,bmk->bhm" if shared else "bhk,bhmk->bhm", q, k) * scale
-    p = torch.exp(s - lse[..., None])  # [B, H, M]
-    dv = torch.einsum("bhm,bhv->bmv", p, dout)
-    dp = torch.einsum("bhv,bmv->bhm", dout, v)
-    ds = p * (dp - (dout * out).sum(-1, keepdim=True)) * scale
-    dq = torch.einsum("bhm,bmk->bhk" if shared else "bhm,bhmk->bhk", ds, k)
-    dk = torch.einsum("bhm,bhk->bmk", ds, q) if shared else ds[..., None] * q[:, :, None, :]
-    return dq, dk, dv
+    return single_query_attention_backward_reference(dout, q, k, v, scale, out, lse)
 
 
 @_sqa_bwd.register_fake
@@ -76,7 +66,7 @@ def _backward(ctx, dout, _dlse):
     if dout is None:
         dout = torch.zeros_like(out)
     if recording_backward():
-        return (*reference_vjp(lambda *a: _reference(*a, ctx.scale)[0], (q, k, v), dout),
+        return (*reference_vjp(lambda *a: single_query_attention_reference(*a, ctx.scale), (q, k, v), dout),
                 None, None)
     dq, dk, dv = _sqa_bwd(dout, q, k, v, ctx.scale, out, lse, ctx.backend)
     return dq, dk, dv, None, None
@@ -121,5 +111,5 @@ def single_query_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, *,
     name = select_backend("single_query_attention", backend, q.device, q.dtype,
                           {"K": kd, "V": v.shape[2]}, transform)
     if transform is not None:    # the reference, as plain torch (see fastattn.ops.icl_readout)
-        return _reference(q, k, v, float(scale))[0]
+        return single_query_attention_reference(q, k, v, float(scale))
     return _sqa(q, k, v, float(scale), name)[0]

@@ -42,11 +42,10 @@ def device(request, monkeypatch) -> torch.device:
 
 
 @pytest.fixture
-def seed() -> int:
-    """Fresh random inputs on every run; the seed is printed so a failure can be replayed."""
-    value = int(torch.seed() % (2**31))
-    print(f"torch seed = {value}")
-    return value
+def seed(fastattn_seed: int) -> int:
+    """The test's printed seed (tests/conftest.py), as a torch generator seed: replayed by
+    `pytest --fastattn-seed N`."""
+    return fastattn_seed % (2**31)
 
 
 @pytest.fixture

@@ -14,7 +14,9 @@ from fastattn.triton_kernels.cubic.reference import (
 )
 from fastattn.triton_kernels.single_query_attention import kernel as AK
 from fastattn.triton_kernels.single_query_attention.reference import (
+    single_query_attention_backward_reference,
     single_query_attention_reference,
+    single_query_attention_with_lse_reference,
 )
 
 DTYPES = [torch.float32, torch.float64]
@@ -71,6 +73,25 @@ def test_attention_reference_matches_literal_softmax(seed):
             e = [torch.exp(torch.tensor(v - top, dtype=torch.float64)) for v in scores]
             lit = sum(e[m] * vals[s, m, 0] for m in range(n + 1)) / sum(e)
             torch.testing.assert_close(ref[s, i, 0], lit)
+
+
+
+@pytest.mark.parametrize("per_head", [False, True], ids=["shared_keys", "per_head_keys"])
+def test_attention_reference_backward_is_autograd_of_the_reference(per_head, seed):
+    """The closed-form backward (the reference backend's, `fastattn.ops.attention`) against
+    autograd through the forward reference, float64, at odd sizes; lse is the scores' log-sum-exp."""
+    g = torch.Generator().manual_seed(seed)
+    b, h, m, k, v, scale = 3, 5, 7, 3, 2, 0.7
+    keys = _randn(g, b, h, m, k) if per_head else _randn(g, b, m, k)
+    leaves = [t.requires_grad_() for t in (_randn(g, b, h, k), keys, _randn(g, b, m, v))]
+    out, lse = single_query_attention_with_lse_reference(*leaves, scale)
+    s = torch.einsum("bhk,bhmk->bhm" if per_head else "bhk,bmk->bhm", *leaves[:2]) * scale
+    torch.testing.assert_close(lse, torch.log(torch.exp(s).sum(-1)), rtol=1e-12, atol=1e-12)
+    dout = _randn(g, *out.shape)
+    closed = single_query_attention_backward_reference(dout, *leaves, scale, out, lse)
+    for name, a, c in zip(["dq", "dk", "dv"], torch.autograd.grad(out, leaves, dout), closed,
+                          strict=True):
+        torch.testing.assert_close(c, a, rtol=1e-12, atol=1e-12, msg=name)
 
 
 CUBIC_CASES = [(1, 1, 1), (17, 5, 3), (33, 17, 2), (3, 64, 1),
