@@ -90,7 +90,7 @@ TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAM
 the run record's meta.preset names it). Every field is a --KEY VALUE override. E.g. Zhang et
 al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
   fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
-      --time 20000 --out DIR
+      --t-end 20000 --out DIR
 `fastattn info` lists every task with the models it pairs with and each pair's methods.
 """
 
@@ -552,14 +552,6 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: l
     sub = next((a for a in parser._actions if a.dest == "command"), None)
     chosen = sub.choices.get(command) if sub is not None and command else parser
     known = [s for s in chosen._option_string_actions if s.startswith("--")]
-    if command in ("train", "sweep"):      # a config field's Python name: --t-end is --time
-        from fastattn.configs import all_options
-
-        python = {"--" + o.field.replace("_", "-"): o for o in all_options()
-                  if o.field != "kind" and o.name != o.field}
-        if word in python:
-            return (f"unknown option {word}; did you mean {python[word].flag}? (the command line's "
-                    f"name of {python[word].target} field {python[word].field})")
     match = closest(word, known)
     ask = f"fastattn {command} --help" if command else "fastattn --help"
     return f"unknown option {word}; " + (f"did you mean {match}?" if match else

@@ -86,6 +86,14 @@ def _finite(value: Any) -> bool:
     return True
 
 
+#: the options whose command-line name was once not their field's (--time for t_end): old option
+#: name → field name, the one place the old names are declared. The old flags still parse with one
+#: deprecation line naming the new (`cli_options.add_renamed`), as do a sweep grid's old keys
+#: (`sweep.grid.normalize_name`); stored result rows and results tables load with their old
+#: columns renamed (`sweep.schema.upgrade_columns`); run keys hash the old names (`sweep.grid.
+#: run_key`: a stored sweep's keys, and so its resume, stay the same)
+RENAMED = {"time": "t_end", "init": "init_scale", "records": "n_records", "snapshots": "n_snapshots"}
+
 #: options whose one value is itself a list (a spectrum's eigenvalues, context lengths, β1/β2, a
 #: task-prior mean, each task's support): `LIST_GRAMMAR`'s inner lists
 INNER_LIST = ("context", "spectrum", "w_mean", "betas", "supports")
@@ -246,20 +254,21 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
 def _not_a_field(target: str, name: str, task: str, model: str) -> str:
     """The one-line error for a `given` field `name` of `target` that the pair lacks: the option's
     flag (else target.name), the family it was given for (the trainer's fields are the model's run
-    options: --model), and the fix: the families that have it, the field a flag of that name sets,
-    or the config that has a field of that name."""
+    options: --model), and the fix: the families that have it, the config that has a field of that
+    name, or the field a flag of that name (or its old name, `RENAMED`) sets."""
     options = all_options()
     opt = {(o.target, o.field): o for o in options}.get((target, name))
     flag = opt.flag if opt else f"{target}.{name}"
     which = f"--task {task}" if target == "task" else f"--model {model}"
     if opt and opt.families:
         return f"{flag} does not apply to {which} (it applies to --{target} {', '.join(opt.families)})"
-    by_flag = [o for o in options if o.name == name and (o.target, o.field) != (target, name)]
+    by_flag = [o for o in options if o.name == RENAMED.get(name, name)
+               and (o.target, o.field) != (target, name)]
     elsewhere = [o for o in options if o.field == name and o.target != target]
-    if by_flag:
-        fix = f"; the option {by_flag[0].flag} sets {by_flag[0].target}.{by_flag[0].field}"
-    elif elsewhere:
+    if elsewhere:
         fix = f"; {name} is a {elsewhere[0].target} field: give it as {elsewhere[0].target}.{name}"
+    elif by_flag:
+        fix = f"; the option {by_flag[0].flag} sets {by_flag[0].target}.{by_flag[0].field}"
     else:
         fix = f"; fastattn train --task {task} --model {model} --help lists the fields"
     return f"{flag} does not apply to {which}{fix}"
@@ -276,7 +285,7 @@ def options_for(task: str, model: str) -> tuple[Option, ...]:
     return tuple(out)
 
 
-#: trainer fields that only some methods read (the rest, e.g. --records, --threads, --target-loss,
+#: trainer fields that only some methods read (the rest, e.g. --n-records, --threads, --target-loss,
 #: apply to every method): giving one to another method is an error, not silently ignored
 METHOD_FIELDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("t_end", "integrator", "rtol", "atol", "dt"), ("flow",)),

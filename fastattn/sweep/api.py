@@ -168,7 +168,7 @@ def run_sweep(
         batch: integrate up to this many compatible flow runs in one C++ call (K models; default
             1), or train up to this many sampled runs of a batched trainer in one call (default
             SAMPLED_BATCH; `runner.batched_sampled`).
-        horizon: the flow horizon when --time is not given (`Horizon`).
+        horizon: the flow horizon when --t-end is not given (`Horizon`).
         defaults: option values used where the grid has no axis (given, as the axes are; the
             sweep's own trainer defaults are `grid.SWEEP_DEFAULTS`).
         retry_failed: run again the runs recorded as failed.

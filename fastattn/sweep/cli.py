@@ -21,16 +21,16 @@ from fastattn.sweep.horizon import Horizon
 SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
 
 Each option takes an axis, a list of values: --dim 4,8 --context 16,64 is 4 runs (the list
-grammar below). --heads and --init may be expressions of D and N: --heads D, --heads 2*D,
---init '1e-2*sqrt(D)'.
+grammar below). --heads and --init-scale may be expressions of D and N: --heads D, --heads 2*D,
+--init-scale '1e-2*sqrt(D)'.
 Every point is built and checked before any run starts or --out is created (a bad value: one line,
-exit 2; --dry-run shows the same). Flow runs without --time run to the horizon of the paper whose
+exit 2; --dry-run shows the same). Flow runs without --t-end run to the horizon of the paper whose
 theory covers the pair (Zhang: L <= (1 + converge-rel)·L*, bounded by t_end = horizon-factor × the
 plateau-time estimate; Musat, Sander, Mainali: docs/sweeps.md). Sampled runs that differ only in
 seeds or --lr train in one batched call where the pair has a batched trainer (He et al.'s model).
 Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
-Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
+Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init-scale 1e-2
          --seeds 2 --out DIR
 
 """
@@ -192,9 +192,9 @@ def add_parsers(subparsers) -> None:
                    help="integrate up to this many compatible flow runs per C++ call (default 1); "
                    "train up to this many batched sampled runs per call (default 64)")
     g.add_argument("--converge-rel", type=float,
-                   help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
+                   help="flow without --t-end: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
-                   help="flow without --time: t_end = this × theory time estimate (default 100)")
+                   help="flow without --t-end: t_end = this × theory time estimate (default 100)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
     g.add_argument("--max-run-seconds", type=float,
                    help="wall-time budget per flow run (status max_seconds)")

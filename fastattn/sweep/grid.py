@@ -1,7 +1,7 @@
 """Sweep grids: axes of option values, their cartesian product, and one resolved spec per run.
 
 An axis is a list of values of one option of the family cards (`fastattn.configs.all_options`,
-keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init``). A grid point holds
+keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init_scale``). A grid point holds
 only what was given; `resolve` turns it into its run's values the way `train` does
 (`fastattn.configs.resolve`: the cards' defaults, then the pair's preset, then the point). Every
 combination is one run. On the command line a comma separates axis values (``--dim 4,8``); an
@@ -11,8 +11,9 @@ option whose *single* value is a list (an explicit spectrum, a list of context l
 list is an axis and a nested list or a string is one value (``context = [[8, 16], 32]``,
 ``spectrum = ["0.4,0.3,0.2,0.1"]``).
 
-``heads`` and ``init`` may be expressions of the token dimension ``D`` (and context length ``N``):
-``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init = "1e-2*sqrt(D)"``; they are evaluated per run.
+``heads`` and ``init_scale`` may be expressions of the token dimension ``D`` (and context length
+``N``): ``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init_scale = "1e-2*sqrt(D)"``; they are evaluated
+per run.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from fastattn.configs import (
 )
 from fastattn.configs import resolve as resolve_pair
 from fastattn.configs.common import TRAIN
-from fastattn.configs.options import METHOD_FIELDS, MODEL, TASK, one_value, split_values
+from fastattn.configs.options import METHOD_FIELDS, MODEL, RENAMED, TASK, one_value, split_values
 
 
 def option_table() -> dict[str, Option]:
@@ -48,7 +49,7 @@ def option_table() -> dict[str, Option]:
 
 
 #: options that may be expressions of D (and N)
-EXPRESSIONS = ("heads", "init")
+EXPRESSIONS = ("heads", "init_scale")
 #: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
 SEED_FIELDS = ("init_seed", "rotation_seed", "data_seed")
 EVAL_SEED_OFFSET = 1_000_000
@@ -123,7 +124,7 @@ def evaluate(expr: str, names: Mapping[str, float]) -> float:
 
 def _parse_one(name: str, text: str) -> Any:
     """One value of option `name` from its text: a number or list by the option's parser, or (heads,
-    init) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
+    init_scale) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
     arithmetic error fails at parse time. ValueError in one line naming the option."""
     opt = option_table()[name]
     if name not in EXPRESSIONS:
@@ -160,7 +161,7 @@ def axis_parser(opt: Option):
     def p(text: str) -> list[Any]:
         try:
             return parse_axis(name, text)
-        except ValueError as exc:      # argparse names the option: "argument --init: …"
+        except ValueError as exc:      # argparse names the option: "argument --init-scale: …"
             raise argparse.ArgumentTypeError(str(exc).removeprefix(opt.flag).lstrip(": ")) from None
 
     p.__name__ = f"{name} axis"     # argparse names the type in its error messages
@@ -180,7 +181,14 @@ def _from_toml(name: str, value: Any) -> Any:
 
 
 def normalize_name(key: str) -> str:
+    """The option name of a grid key ("--init-scale", "init_scale"); an old name (`RENAMED`,
+    "init") gives its new one with one deprecation line."""
     name = key.lstrip("-").replace("-", "_")
+    if name in RENAMED:
+        from fastattn._names import deprecated
+
+        deprecated(f"sweep option {key!r}", repr(RENAMED[name]))
+        name = RENAMED[name]
     options = option_table()
     if name not in options:
         raise ValueError(f"unknown sweep option {key!r}; options are {', '.join(sorted(options))}")
@@ -263,7 +271,8 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
 
 
 def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
-    text = open(path, "rb").read()
+    with open(path, "rb") as fh:
+        text = fh.read()
     if str(path).endswith((".yaml", ".yml")):
         try:
             import yaml
@@ -297,7 +306,7 @@ def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
 def given(point: Mapping[str, Any]) -> tuple[str, str, dict[str, dict[str, Any]]]:
     """(task kind, model kind, {"task", "model", "train": {field: value}}) of one grid point: what
     it gives of its pair's fields, seeds applied (`seed` s sets the pair's seed fields to s and
-    eval_seed to EVAL_SEED_OFFSET + s); heads/init expressions stay text. A point's value of an
+    eval_seed to EVAL_SEED_OFFSET + s); heads/init_scale expressions stay text. A point's value of an
     option its pair lacks (an axis of another family in a mixed grid) is not the pair's: dropped
     (`api.check_axes` refuses an axis that applies to none of the grid's pairs)."""
     options = option_table()
@@ -321,7 +330,7 @@ def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The resolved {"task", "model", "train"} spec (as `training.build.build_run` takes it) of one
     grid point: `fastattn.configs.resolve` of what the point gives (`given`), the card defaults
     then the pair's preset filling the rest, as for `train`; SWEEP_DEFAULTS where neither sets a
-    trainer value its method reads; heads/init expressions of D and N evaluated at the resolved
+    trainer value its method reads; heads/init_scale expressions of D and N evaluated at the resolved
     dim and context (ValueError where one does not give a valid value, or the pair is wrong)."""
     task, model, values = given(point)
     expressions = {f: values["model"].pop(f) for f in ("heads", "init_scale")
@@ -335,7 +344,7 @@ def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     r = resolve_pair(task, model, values)
     if expressions:
         if "dim" not in r.task:
-            raise ValueError(f"--heads/--init expressions of D need a task with a dim; --task {task} "
+            raise ValueError(f"--heads/--init-scale expressions of D need a task with a dim; --task {task} "
                              "has none: give numbers")
         ctx = r.task.get("context", 1)
         names = {"D": int(r.task["dim"]), "N": max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)}
@@ -386,6 +395,7 @@ def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] |
     `spec` that are no option (other than private "_" ones, such as a planning error) are hashed as
     "target.field"."""
     by_field = {(o.target, o.field): o for o in all_options()}
+    hashed = {new: old for old, new in RENAMED.items()}    # the names format 3 was defined with
     defaults = card_defaults(spec["task"]["kind"], spec["model"]["kind"])
     changed: dict[str, Any] = {}
     for target, fields in spec.items():
@@ -393,7 +403,7 @@ def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] |
             if fld.startswith("_"):
                 continue
             opt = by_field.get((target, fld))
-            name = opt.name if opt else f"{target}.{fld}"
+            name = hashed.get(opt.name, opt.name) if opt else f"{target}.{fld}"
             value = _canonical_value(opt, value)
             if fld == "kind" or (target, fld) not in defaults or \
                     value != _canonical_value(opt, defaults[(target, fld)]):

@@ -32,7 +32,7 @@ from fastattn.sweep.grid import grid_from_args, parse_axis, resolve, run_key  # 
 
 # tiny, fast flow runs: D ∈ {2, 3}, stiff integrator (P ≤ 200), a few hundred records
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
-        "init": 1e-2, "spectrum": "linear", "records": 120}
+        "init_scale": 1e-2, "spectrum": "linear", "n_records": 120}
 DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals", "n_hvp",
                  "n_steps", "n_drops", "theory_Lstar", "t_end", "target_loss"]
 
@@ -59,7 +59,7 @@ def test_grid_expansion_is_the_cartesian_product_with_seeds():
 
 
 def test_heads_and_init_may_be_expressions_of_D():
-    spec = resolve({"dim": 16, "heads": "2*D", "init": "1e-2*sqrt(D)"})
+    spec = resolve({"dim": 16, "heads": "2*D", "init_scale": "1e-2*sqrt(D)"})
     assert spec["model"]["heads"] == 32
     assert spec["model"]["init_scale"] == pytest.approx(0.04)
     assert resolve({"dim": 16, "heads": "D/4"})["model"]["heads"] == 4
@@ -72,12 +72,12 @@ def test_heads_and_init_may_be_expressions_of_D():
 def test_inner_commas_are_slashes_on_the_command_line():
     assert parse_axis("spectrum", "0.4/0.3/0.2/0.1,linear") == ["0.4,0.3,0.2,0.1", "linear"]
     assert parse_axis("context", "8/16,32,1..4") == [[8, 16], 32, [1, 2, 3, 4]]
-    assert parse_axis("init", "1e-2,1e-3") == [1e-2, 1e-3]
+    assert parse_axis("init_scale", "1e-2,1e-3") == [1e-2, 1e-3]
 
 
 def test_cli_parsing_builds_the_grid_and_defaults():
     args = _parser().parse_args(["sweep", "--model", "separate", "--dim", "4,8", "--context", "16,64",
-                                 "--heads", "D", "--rank", "1", "--init", "1e-2", "--seeds", "2",
+                                 "--heads", "D", "--rank", "1", "--init-scale", "1e-2", "--seeds", "2",
                                  "--out", "x"])
     g = grid_from_args(args)
     assert len(g) == 8 and g.axes["heads"] == ["D"] and g.axes["dim"] == [4, 8]
@@ -135,7 +135,7 @@ def test_resume_never_recomputes_finished_runs(tmp_path):
 
 
 def test_run_keys_hash_only_options_that_differ_from_their_defaults():
-    spec = resolve({"dim": 8, "init": 1e-2})
+    spec = resolve({"dim": 8, "init_scale": 1e-2})
     assert run_key(spec) == run_key(resolve({"dim": 8}))                   # init 1e-2 is the default
     assert run_key(resolve({"dim": 8, "noise": 1})) == run_key(resolve({"dim": 8, "noise": 1.0}))
     assert run_key(resolve({"dim": 8, "noise": 0.1})) != run_key(spec)
@@ -196,7 +196,7 @@ def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch)
 
 def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch):
     """Without a theory's horizon a flow runs to the preset's time (as `train` does), or to
-    --time; a preset without a time needs --time."""
+    --t-end; a preset without a time needs --t-end."""
     import dataclasses
 
     from fastattn.configs import MODEL_CARDS
@@ -210,7 +210,7 @@ def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch
     monkeypatch.setitem(MODEL_CARDS, "separate", dataclasses.replace(
         card, presets={"linear_regression": (untimed,)}))
     with pytest.raises(ValueError, match=r"no theory for \(task, model\) = \(linear_regression, "
-                                         r"separate\); give --time"):
+                                         r"separate\); give --t-end"):
         run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)
     assert not (tmp_path / "a").exists()
     df = run_sweep(dict(TINY, dim=2, context=8, time=50.0), tmp_path / "b", workers=0, progress=False)
@@ -308,7 +308,7 @@ def test_cli_sweep_and_plot(tmp_path, capsys, monkeypatch):
     p = _parser()
     out = str(tmp_path / "s")
     args = p.parse_args(["sweep", "--model", "separate", "--dim", "2,3", "--context", "8,32",
-                         "--heads", "D", "--init", "1e-2,3e-2", "--records", "120", "--workers", "0",
+                         "--heads", "D", "--init-scale", "1e-2,3e-2", "--n-records", "120", "--workers", "0",
                          "--out", out, "--quiet"])
     assert args.func(args) == 0
     assert "8 runs" in capsys.readouterr().out
