@@ -150,7 +150,7 @@ def test_a_list_value_is_written_with_slashes_in_train_and_sweep_alike(pair, nam
 
 
 def test_seeds_take_the_range_form_of_context_and_the_old_form_with_a_note():
-    from fastattn.cli import run_list
+    from fastattn.configs.options import run_list
 
     assert run_list("0..4") == run_list("0,1,2,3,4") == [0, 1, 2, 3, 4]
     with pytest.warns(FutureWarning, match=r"^--seeds 2-4 is deprecated; write --seeds 2\.\.4"):

@@ -1,6 +1,6 @@
 """Every `fastattn train` and `fastattn sweep` command quoted in docs/ and README.md (code blocks and
 inline code) parses with today's command line without a deprecation line: no unknown option, no old
-name (--time, --lrs …), no old list form (--seeds 0-4). Parsed only: nothing runs."""
+name (--time, --lrs …), no old list form (train --seeds 0-4, sweep --seeds K). Parsed only: nothing runs."""
 
 import argparse
 import contextlib
@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fastattn.cli import _lr_list, build_parser, run_list
+from fastattn.cli import _lr_list, build_parser
+from fastattn.configs.options import run_list
+from fastattn.sweep.grid import Grid
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -60,11 +62,11 @@ def problem(command: str, rest: str) -> str | None:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 with contextlib.suppress(SystemExit, ValueError):   # a bad value; --help
                     sub.parse_known_args(words)
+            seeds = value("--seeds")
+            if seeds is not None and re.fullmatch(r"[\d.,-]+", seeds):
+                run_list(seeds) if command == "train" else Grid({}, seeds)
             if command == "train":
                 _lr_list(argparse.Namespace(lr=value("--lr"), lrs=value("--lrs")))
-                seeds = value("--seeds")
-                if seeds is not None and re.fullmatch(r"[\d.,-]+", seeds):
-                    run_list(seeds)
         except FutureWarning as note:
             return str(note)
     return None
@@ -76,6 +78,7 @@ def test_the_check_can_fail():
     assert "--seeds 0-4 is deprecated" in problem("train", "--seeds 0-4 --out DIR")
     assert "--init is deprecated" in problem("sweep", "--dim 4,8 --init 1e-2 --out DIR")
     assert problem("sweep", "--dim 4,8 --heds 2 --out DIR") == "unknown option --heds"
+    assert "--seeds 2 (a count) is deprecated" in problem("sweep", "--dim 4,8 --seeds 2 --out DIR")
     assert problem("train", "--task T --model M [--KEY VALUE ...] --out DIR") is None
 
 

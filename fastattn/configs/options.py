@@ -10,6 +10,7 @@ option of another family in one line.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -99,11 +100,12 @@ RENAMED = {"time": "t_end", "init": "init_scale", "records": "n_records", "snaps
 INNER_LIST = ("context", "spectrum", "w_mean", "betas", "supports")
 #: the one list grammar of `train` and `sweep` (both commands' help print it)
 LIST_GRAMMAR = (
-    "Lists: a comma separates values (train --seeds 0,3,7 or --lr 1e-3,1e-2, one run each; sweep "
-    "--dim 4,8, one run each); LO..HI is every integer from LO to HI (--context 1..31, train "
-    "--seeds 0..4); a value that is itself a list (--spectrum, --context lengths, --betas, --w-mean, "
-    "--supports) separates its elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), "
-    "which train also takes as ',' (it sweeps none of these).")
+    "Lists: a comma separates values (--seeds 0,3,7, train --lr 1e-3,1e-2, sweep --dim 4,8: one run "
+    "each); LO..HI is every integer from LO to HI (--context 1..31, --seeds 0..4); a value that is "
+    "itself a list (--spectrum, --context lengths, --betas, --w-mean, --supports) separates its "
+    "elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), which train also takes as ',' "
+    "(it sweeps none of these). --seeds is the same list in train and sweep; sweep's old --seeds K "
+    "(a count: 0..K-1) still works with a deprecation note, and will mean the one seed K.")
 
 
 def split_values(flag: str, text: str) -> list[str]:
@@ -114,6 +116,38 @@ def split_values(flag: str, text: str) -> list[str]:
         raise ValueError(f"{flag} {text!r} has an empty value; separate values by single commas, "
                          f"e.g. {flag} 4,8")
     return parts
+
+
+def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
+    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
+    `LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
+    note). A list longer than `limit` is refused before it is built (a range's size is computed,
+    not listed): give --yes to go above it."""
+    from fastattn._names import deprecated
+
+    text = text.strip()
+    if parse is int and re.fullmatch(r"\d+-\d+", text):
+        deprecated(f"{what} {text}", f"{what} {text.replace('-', '..')} (LO..HI, as --context)")
+        text = text.replace("-", "..")
+    span = re.fullmatch(r"(\d+)\.\.(\d+)", text) if parse is int else None
+    size = int(span[2]) - int(span[1]) + 1 if span else text.count(",") + 1
+    if limit is not None and size > limit:
+        raise ValueError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
+                         "starts unasked; give --yes to start them, or a shorter list")
+    if span:
+        return list(range(int(span[1]), int(span[2]) + 1))
+    try:
+        values = [parse(v) for v in split_values(what, text)]
+    except ValueError as exc:
+        if "empty value" in str(exc):
+            raise
+        raise ValueError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
+                         f"(e.g. 0..4 or 0,3,7); got {text!r}") from None
+    if parse is int and any(v < 0 for v in values):
+        raise ValueError(f"{what} takes seeds >= 0; got {text!r}")
+    if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"{what} takes learning rates > 0 (finite); got {text!r}")
+    return values
 
 
 def one_value(name: str, text: str) -> str:

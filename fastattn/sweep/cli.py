@@ -31,7 +31,7 @@ seeds or --lr train in one batched call where the pair has a batched trainer (He
 Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
 Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init-scale 1e-2
-         --seeds 2 --out DIR
+         --seeds 0..1 --out DIR
 
 """
 
@@ -39,7 +39,7 @@ Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --r
 #: a sweep setting (flag without dashes) → its check; the command line's values and a sweep
 #: file's [sweep] table alike are checked before any planning
 SETTINGS: dict[str, Callable[[str, Any], Any]] = {
-    "seeds": check.positive_int, "workers": check.nonnegative_int, "batch": check.positive_int,
+    "workers": check.nonnegative_int, "batch": check.positive_int,
     "max_evals": check.positive_int, "max_runs": check.positive_int,
     "converge_rel": check.positive_float, "horizon_factor": check.positive_float,
     "max_run_seconds": check.positive_float,
@@ -70,7 +70,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise CommandError("--out DIR is required (or `out` under [sweep] in the config)")
     grid = grid_from_args(args)
     if args.config:
-        grid = Grid(file_grid.axes | grid.axes, opt("seeds"))
+        grid = Grid(file_grid.axes | grid.axes, file_grid.seeds if grid.seeds is None else grid.seeds)
     _check_size(grid, args.yes)
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
                       horizon_factor=opt("horizon_factor", 100.0),
@@ -184,7 +184,10 @@ def add_parsers(subparsers) -> None:
     add_options(p, parse=axis_parser)
     g = p.add_argument_group("sweep")
     g.add_argument("--out", help="sweep directory (results.parquet, runs/, records/)")
-    g.add_argument("--seeds", type=int, help="K: seeds 0..K-1 set init, rotation and data seeds")
+    g.add_argument("--seeds", metavar="LIST",
+                   help="repeat each point per seed, e.g. 0..4 or 0,3,7 (as train's): seed s sets "
+                   "the init, rotation and data seeds to s (a bare K, the old count, is still 0..K-1 "
+                   "with a deprecation note)")
     g.add_argument("--executor", choices=("local", "ray"), help="local process pool (default) or ray")
     g.add_argument("--workers", type=int, help="processes (default: CPU count; 0: in this process)")
     g.add_argument("--address", help="ray: address of a running cluster (default: start a local one)")

@@ -39,7 +39,15 @@ from fastattn.configs import (
 )
 from fastattn.configs import resolve as resolve_pair
 from fastattn.configs.common import TRAIN
-from fastattn.configs.options import METHOD_FIELDS, MODEL, RENAMED, TASK, one_value, split_values
+from fastattn.configs.options import (
+    METHOD_FIELDS,
+    MODEL,
+    RENAMED,
+    TASK,
+    one_value,
+    run_list,
+    split_values,
+)
 
 
 def option_table() -> dict[str, Option]:
@@ -50,7 +58,7 @@ def option_table() -> dict[str, Option]:
 
 #: options that may be expressions of D (and N)
 EXPRESSIONS = ("heads", "init_scale")
-#: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
+#: fields set by the seed axis (seed s sets each to s)
 SEED_FIELDS = ("init_seed", "rotation_seed", "data_seed")
 EVAL_SEED_OFFSET = 1_000_000
 #: trainer values of a sweep where neither the point nor the pair's preset sets them, for the
@@ -203,12 +211,16 @@ class Grid:
     Attributes:
         axes: option name → values. A name absent from `axes` takes the run's pair's value (its
             preset, else its card's default), as in `train`.
-        seeds: None, or K: every run is repeated for seed s = 0..K-1, which sets init_seed,
-            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s.
+        seeds: None, or the seeds: every run is repeated for each seed s, which sets init_seed,
+            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s. A list of integers
+            (Python), or text in the command line's list grammar as `train --seeds` reads it
+            ("0..4", "0,3,7"; `configs.options.LIST_GRAMMAR`); a Python int K is 0..K-1, and so,
+            with a deprecation line, is bare text "K" (the sweep's old count, which `train`
+            reads as the one seed K).
     """
 
     axes: dict[str, list[Any]] = field(default_factory=dict)
-    seeds: int | None = None
+    seeds: int | list[int] | str | None = None
 
     def __post_init__(self) -> None:
         self.axes = {normalize_name(k): (list(v) if isinstance(v, (list, tuple)) else [v])
@@ -216,8 +228,15 @@ class Grid:
         for name, values in self.axes.items():
             if not values:
                 raise ValueError(f"axis {name!r} has no values")
+        if isinstance(self.seeds, str):
+            self.seeds = _seeds_text(self.seeds)
+        if isinstance(self.seeds, (list, tuple, range)):
+            self.seeds = list(self.seeds)
+            if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                                     for s in self.seeds) or len(set(self.seeds)) < len(self.seeds):
+                raise ValueError(f"--seeds must list distinct integers >= 0; got {self.seeds}")
         if self.seeds is not None:
-            if int(self.seeds) < 1:
+            if isinstance(self.seeds, int) and self.seeds < 1:
                 raise ValueError(f"seeds must be >= 1; got {self.seeds}")
             clash = [f for f in SEED_FIELDS if f in self.axes]
             if clash:
@@ -228,8 +247,14 @@ class Grid:
     def shape(self) -> dict[str, int]:
         out = {k: len(v) for k, v in self.axes.items() if len(v) > 1}
         if self.seeds:
-            out["seed"] = int(self.seeds)
+            out["seed"] = len(self.seed_values())
         return out
+
+    def seed_values(self) -> list[int]:
+        """The seeds each point is repeated for ([] when seeds are not swept)."""
+        if self.seeds is None:
+            return []
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
     def __len__(self) -> int:
         return math.prod(self.shape.values())
@@ -237,7 +262,7 @@ class Grid:
     def points(self) -> list[dict[str, Any]]:
         """Every combination as {option name: value} (plus "seed" when seeds are swept)."""
         names = list(self.axes)
-        seeds = range(int(self.seeds)) if self.seeds else [None]
+        seeds = self.seed_values() or [None]
         out = []
         for combo in itertools.product(*(self.axes[n] for n in names)):
             for s in seeds:
@@ -249,6 +274,19 @@ class Grid:
 
     def to_dict(self) -> dict[str, Any]:
         return {"axes": self.axes, "seeds": self.seeds}
+
+
+def _seeds_text(text: str) -> int | list[int]:
+    """The seeds of `--seeds TEXT` (`Grid.seeds`): a list as `train` reads it; a bare K >= 1, the
+    old count, 0..K-1 with a deprecation line ("0", never a count, is seed 0)."""
+    if text.strip().isdigit() and int(text) >= 1:
+        from fastattn._names import deprecated
+
+        k = int(text)
+        deprecated(f"--seeds {k} (a count)", f"--seeds 0..{k - 1}",
+                   f"; a bare number will be one seed, as in train (--seeds {k}: seed {k})")
+        return k
+    return run_list(text, int, None, "--seeds")
 
 
 def grid_from_args(args: Any) -> Grid:
@@ -298,8 +336,8 @@ def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
         name = normalize_name(key)
         values = value if isinstance(value, list) else [value]
         axes[name] = [_from_toml(name, v) for v in values]
-    seeds = settings.pop("seeds", None)
-    return Grid(axes, seeds), settings
+    seeds = settings.pop("seeds", None)     # a number is the command line's text (`Grid`)
+    return Grid(axes, str(seeds) if isinstance(seeds, int) else seeds), settings
 
 
 # ------------------------------------------------------------------------------ resolution

@@ -16,6 +16,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
+from fastattn.cli import main  # noqa: E402
 from fastattn.sweep import (  # noqa: E402
     Grid,
     Horizon,
@@ -77,7 +78,7 @@ def test_inner_commas_are_slashes_on_the_command_line():
 
 def test_cli_parsing_builds_the_grid_and_defaults():
     args = _parser().parse_args(["sweep", "--model", "separate", "--dim", "4,8", "--context", "16,64",
-                                 "--heads", "D", "--rank", "1", "--init-scale", "1e-2", "--seeds", "2",
+                                 "--heads", "D", "--rank", "1", "--init-scale", "1e-2", "--seeds", "0..1",
                                  "--out", "x"])
     g = grid_from_args(args)
     assert len(g) == 8 and g.axes["heads"] == ["D"] and g.axes["dim"] == [4, 8]
@@ -85,11 +86,37 @@ def test_cli_parsing_builds_the_grid_and_defaults():
         _parser().parse_args(["sweep", "--dim", "4,x", "--out", "x"])
 
 
+@pytest.mark.parametrize("text", ["0..4", "0,3,7", "7", "0"])
+def test_seeds_are_one_list_grammar_in_train_and_sweep(text, tmp_path, capsys):
+    """`--seeds` is the list `train` reads, in a sweep too (LIST_GRAMMAR), from the command line
+    and from a sweep file (as text or a TOML list, which `fastattn sweep FILE` honours: it once
+    dropped the file's seeds). The one exception, documented: a bare K >= 1 is still the sweep's
+    old count 0..K-1, with a deprecation line."""
+    from fastattn.configs.options import run_list
+
+    want = run_list(text)                       # train's
+    if text == "7":
+        with pytest.warns(FutureWarning, match=r"^--seeds 7 \(a count\) is deprecated; write "
+                          r"--seeds 0\.\.6; a bare number will be one seed, as in train"):
+            assert Grid({}, text).seed_values() == list(range(7)) != want
+        return
+    assert Grid({}, text).seed_values() == want
+    path = tmp_path / "s.toml"
+    for seeds in (repr(text).replace("'", '"'), str(want)):
+        path.write_text(f'[sweep]\nseeds = {seeds}\n[grid]\nmodel = "separate"\ndim = 2\n'
+                        'heads = 2\nt_end = 1.0\n')
+        assert load_config(str(path))[0].seed_values() == want
+        assert main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "o")]) == 0
+        out = capsys.readouterr().out
+        assert out.endswith(f"{len(want)} runs\n") and f"'seed': {want[-1]}}}" in out
+
+
 def test_config_file(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('[sweep]\nseeds = 2\nworkers = 1\n[grid]\nmodel = "separate"\ndim = [4, 8]\n'
                     'context = [[8, 16], 32]\nspectrum = ["0.4,0.3,0.2,0.1"]\nheads = "D"\n')
-    g, settings = load_config(str(path))
+    with pytest.warns(FutureWarning, match=r"^--seeds 2 \(a count\) is deprecated"):
+        g, settings = load_config(str(path))        # the old count, in a file too
     assert settings == {"workers": 1}
     assert g.axes["context"] == [[8, 16], 32] and g.axes["spectrum"] == ["0.4,0.3,0.2,0.1"]
     assert len(g) == 8
@@ -213,7 +240,7 @@ def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch
                                          r"separate\); give --t-end"):
         run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)
     assert not (tmp_path / "a").exists()
-    df = run_sweep(dict(TINY, dim=2, context=8, time=50.0), tmp_path / "b", workers=0, progress=False)
+    df = run_sweep(dict(TINY, dim=2, context=8, t_end=50.0), tmp_path / "b", workers=0, progress=False)
     assert df["status"].iloc[0] == "t_end" and df["n_plateaus"].iloc[0] >= 1
     assert not [c for c in df if c.startswith("theory_")]
 
@@ -249,7 +276,7 @@ def test_resume_after_a_killed_worker(tmp_path):
     """Worker processes killed mid-run (as by the OOM killer): those runs are retried once alone,
     then recorded as failed; the others finish; a resume with retry_failed reruns only those."""
     # the rk4 runs would take minutes (1e8 steps): they are running when they are killed
-    grid = dict(TINY, dim=[2, 3], context=8, integrator=["auto", "rk4"], dt=1e-4, time=1e4)
+    grid = dict(TINY, dim=[2, 3], context=8, integrator=["auto", "rk4"], dt=1e-4, t_end=1e4)
     victims = {it.key for it in plan(Grid(grid), Horizon()) if it.spec["train"]["integrator"] == "rk4"}
     df = _sweep_killing(victims, tmp_path, grid=grid, workers=2)
     assert len(df) == 4

@@ -164,7 +164,7 @@ def status(argv: list[str]) -> int:
     (["--batch", "0"], "--batch must be an integer >= 1; got 0"),
     (["--lr", "0.1"], "--lr does not apply to --method flow"),
     (["--context", "1..1000000"], "of at most 100000 lengths"),
-    (["--seeds", "1000000"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
+    (["--seeds", "0..999999"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
 ])
 def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, says):
     out = tmp_path / "sweep"
