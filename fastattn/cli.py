@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
-import re
 import sys
 import textwrap
 import traceback
@@ -90,7 +88,7 @@ TRAIN_HELP = """Train one model on one task; writes a run record (NAME.json, NAM
 the run record's meta.preset names it). Every field is a --KEY VALUE override. E.g. Zhang et
 al.'s Fig. 3, whose four drops end near t = 2.1e3, 3.5e3, 7.5e3, 1.2e4:
   fastattn train --task linear_regression --model separate --spectrum 0.4,0.3,0.2,0.1 \\
-      --time 20000 --out DIR
+      --t-end 20000 --out DIR
 `fastattn info` lists every task with the models it pairs with and each pair's methods.
 """
 
@@ -139,40 +137,6 @@ def _title(resolved) -> str:
 
 #: exit status of `fastattn train` when a run diverged (its record and plot are still written)
 DIVERGED = 3
-
-
-def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
-    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
-    `configs.options.LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
-    note). A list longer than `limit` is refused before it is built (a range's size is computed,
-    not listed): give --yes to go above it."""
-    from fastattn._names import deprecated
-    from fastattn.cli_options import CommandError
-    from fastattn.configs.options import split_values
-
-    text = text.strip()
-    if parse is int and re.fullmatch(r"\d+-\d+", text):
-        deprecated(f"{what} {text}", f"{what} {text.replace('-', '..')} (LO..HI, as --context)")
-        text = text.replace("-", "..")
-    span = re.fullmatch(r"(\d+)\.\.(\d+)", text) if parse is int else None
-    size = int(span[2]) - int(span[1]) + 1 if span else text.count(",") + 1
-    if limit is not None and size > limit:
-        raise CommandError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
-                           "starts unasked; give --yes to start them, or a shorter list")
-    if span:
-        return list(range(int(span[1]), int(span[2]) + 1))
-    try:
-        values = [parse(v) for v in split_values(what, text)]
-    except ValueError as exc:
-        if "empty value" in str(exc):
-            raise
-        raise CommandError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
-                           f"(e.g. 0..4 or 0,3,7); got {text!r}") from None
-    if parse is int and any(v < 0 for v in values):
-        raise CommandError(f"{what} takes seeds >= 0; got {text!r}")
-    if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
-        raise CommandError(f"{what} takes learning rates > 0 (finite); got {text!r}")
-    return values
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -290,6 +254,7 @@ def _expand_runs(spec: dict, args: argparse.Namespace, lr_list: str | None = Non
     """(record name, option values) of each run: one, or one per --seeds × --lr list value."""
     from fastattn._validate import MAX_RUNS_UNASKED
     from fastattn.cli_options import CommandError
+    from fastattn.configs.options import run_list
 
     limit = None if args.yes else MAX_RUNS_UNASKED
     seeds = run_list(args.seeds, int, limit) if args.seeds is not None else [None]
@@ -552,14 +517,6 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extra: l
     sub = next((a for a in parser._actions if a.dest == "command"), None)
     chosen = sub.choices.get(command) if sub is not None and command else parser
     known = [s for s in chosen._option_string_actions if s.startswith("--")]
-    if command in ("train", "sweep"):      # a config field's Python name: --t-end is --time
-        from fastattn.configs import all_options
-
-        python = {"--" + o.field.replace("_", "-"): o for o in all_options()
-                  if o.field != "kind" and o.name != o.field}
-        if word in python:
-            return (f"unknown option {word}; did you mean {python[word].flag}? (the command line's "
-                    f"name of {python[word].target} field {python[word].field})")
     match = closest(word, known)
     ask = f"fastattn {command} --help" if command else "fastattn --help"
     return f"unknown option {word}; " + (f"did you mean {match}?" if match else

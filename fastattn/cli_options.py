@@ -35,6 +35,7 @@ from fastattn.configs.options import (
     LIST_GRAMMAR,
     METHOD_FIELDS,
     MODEL,
+    RENAMED,
     TASK,
     one_value,
 )
@@ -67,6 +68,34 @@ def add_options(parser: argparse.ArgumentParser, parse: Callable[[Option], Calla
         groups[heading].add_argument(opt.flag, dest=opt.name,
                                      type=parse(opt) if parse else opt.parse,
                                      default=None, help=opt.help + default)
+    add_renamed(parser, parse)
+
+
+class _Renamed(argparse.Action):
+    """An option's old flag (`RENAMED`): stores its value as the new flag does, after one
+    deprecation line naming the new."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from fastattn._names import deprecated
+
+        deprecated(option_string, self.new)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed(parser: argparse.ArgumentParser,
+                parse: Callable[[Option], Callable] | None = None) -> None:
+    """Add the old flag of each renamed option (`RENAMED`: --time for --t-end), left out of the
+    help; `parse` as in `add_options` (None: the value is kept as text, as `train` reads it)."""
+    options = {o.name: o for o in all_options()}
+    for old, name in RENAMED.items():
+        opt = options[name]
+        parser.add_argument("--" + old, dest=name, action=_Renamed, new=opt.flag,
+                            type=parse(opt) if parse else None, default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS)
 
 
 def _family_group(parser: argparse.ArgumentParser, title: str, description: str | None = None):
@@ -277,6 +306,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
             f" (default: {default})" if default is not None else "")
         (group or parser).add_argument(opt.flag, dest=opt.name, default=None, metavar=opt.name.upper(),
                                        help=helptext)
+    add_renamed(parser)
     for kind, card in in_paper_order(TASK_CARDS).items():
         opts = [o for o in options_for(kind, pairs()[kind][0]) if o.target == "task"
                 and o.field != "kind"]

@@ -32,8 +32,8 @@ def test_train_command_writes_a_record_and_a_plot(tmp_path, capsys, monkeypatch)
     drawn, save = [], plots.save
     monkeypatch.setattr(plots, "save", lambda fig, path, *a: drawn.append(fig) or save(fig, path, *a))
     args = ["train", "--model", "separate", "--dim", "4", "--heads", "5", "--rank", "1",
-            "--context", "31", "--spectrum", "0.4,0.3,0.2,0.1", "--init", "1e-2",
-            "--method", "flow", "--time", "2000", "--out", str(tmp_path), "--quiet"]
+            "--context", "31", "--spectrum", "0.4,0.3,0.2,0.1", "--init-scale", "1e-2",
+            "--method", "flow", "--t-end", "2000", "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
     assert "flow: status=t_end" in capsys.readouterr().out     # the flow stops at its time
     data = np.load(tmp_path / "run.npz")
@@ -169,9 +169,9 @@ def test_bad_input_is_one_line_exit_2_and_the_traceback_only_with_debug(tmp_path
 
 
 def test_cli_errors_use_the_cli_option_names(tmp_path, capsys):
-    assert main(["train", "--time", "-1", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--t-end", "-1", "--out", str(tmp_path)]) == 2
     err = _one_error_line(capsys.readouterr().err)
-    assert "--time" in err and "t_end" not in err
+    assert "--t-end" in err and "t_end" not in err
     assert main(["train", "--dim", "0", "--out", str(tmp_path)]) == 2
     err = _one_error_line(capsys.readouterr().err)
     assert err.startswith("fastattn train: error: --dim must be"), err
@@ -247,7 +247,7 @@ def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys)
         "from fastattn.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     args = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "200", "--batch-size", "8",
-            "--records", "20", "--snapshots", "5", "--out", str(tmp_path), "--quiet"]
+            "--n-records", "20", "--n-snapshots", "5", "--out", str(tmp_path), "--quiet"]
     root = str(Path(__file__).resolve().parents[1])       # this checkout's fastattn, not another
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get(
         "PYTHONPATH")])]))
@@ -270,7 +270,7 @@ def test_sigterm_ends_a_run_like_ctrl_c_and_resume_finishes_it(tmp_path, capsys)
 
 
 def test_the_help_example_shows_every_drop(tmp_path, capsys):
-    """Issue 28 item 8: the `train --help` example (`--time 2000`) stopped as the first drop began.
+    """Issue 28 item 8: the `train --help` example (`--t-end 2000`) stopped as the first drop began.
     Its horizon now reaches Eq. 19's last level (all four drops)."""
     from fastattn.cli import TRAIN_HELP
     from fastattn.tasks import LinearRegression

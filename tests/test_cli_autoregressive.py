@@ -8,7 +8,7 @@ import numpy as np
 from fastattn.cli import main
 
 BASE = ["train", "--task", "autoregressive", "--model", "diag", "--dim", "10", "--heads", "10",
-        "--context", "20", "--init", "0.1", "--quiet"]
+        "--context", "20", "--init-scale", "0.1", "--quiet"]
 
 
 def test_fig3_unitary_gd_run_and_its_record(tmp_path, capsys):
@@ -26,7 +26,7 @@ def test_fig3_unitary_gd_run_and_its_record(tmp_path, capsys):
 
 
 def test_orthogonal_flow_run(tmp_path):
-    args = [*BASE, "--context-dist", "orthogonal", "--heads", "8", "--method", "flow", "--time", "20",
+    args = [*BASE, "--context-dist", "orthogonal", "--heads", "8", "--method", "flow", "--t-end", "20",
             "--out", str(tmp_path), "--name", "flow"]
     assert main(args) == 0
     loss = np.load(tmp_path / "flow.npz")["loss"]

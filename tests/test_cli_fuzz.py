@@ -84,9 +84,9 @@ def stop_before_work(monkeypatch):
     monkeypatch.setattr(cli, "check_output", reached)
 
 
-SWEEP_OPTIONS = ["--heads", "--init", "--dim", "--context", "--spectrum", "--rank", "--time",
+SWEEP_OPTIONS = ["--heads", "--init-scale", "--dim", "--context", "--spectrum", "--rank", "--t-end",
                  "--target-loss", "--init-seed", "--seeds", "--workers", "--batch", "--max-evals",
-                 "--converge-rel", "--lr", "--integrator", "--records"]
+                 "--converge-rel", "--lr", "--integrator", "--n-records"]
 
 
 @FUZZ
@@ -95,12 +95,12 @@ def test_sweep_values_are_accepted_or_one_line(option, value, capsys, stop_befor
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s"
         argv = ["sweep", "--model", "separate", "--dim", "2", "--heads", "2", "--context", "8",
-                "--time", "5", f"{option}={value}", "--out", str(out), "--dry-run"]
+                "--t-end", "5", f"{option}={value}", "--out", str(out), "--dry-run"]
         _check_outcome(lambda: main(argv), capsys, out, "sweep")
 
 
-TRAIN_OPTIONS = ["--dim", "--heads", "--init", "--context", "--spectrum", "--time", "--target-loss",
-                 "--init-seed", "--data-seed", "--seeds", "--lrs", "--threads", "--records", "--rtol",
+TRAIN_OPTIONS = ["--dim", "--heads", "--init-scale", "--context", "--spectrum", "--t-end", "--target-loss",
+                 "--init-seed", "--data-seed", "--seeds", "--lrs", "--threads", "--n-records", "--rtol",
                  "--integrator", "--method", "--lr", "--steps", "--noise", "--rank", "--name"]
 
 
@@ -110,7 +110,7 @@ def test_train_values_are_accepted_or_one_line(option, value, capsys, stop_befor
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "t"
         argv = ["train", "--task", "linear_regression", "--model", "separate", "--dim", "2",
-                "--heads", "2", "--time", "5", f"{option}={value}", "--out", str(out)]
+                "--heads", "2", "--t-end", "5", f"{option}={value}", "--out", str(out)]
         _check_outcome(lambda: main(argv), capsys, out, "train")
 
 

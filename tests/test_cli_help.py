@@ -17,10 +17,6 @@ from fastattn.cli import main
     (["train", "--method", "flwo"], "fastattn train: error: --method must be one of flow | gd | sgd "
      "| adam | task_sgd; got 'flwo'; did you mean --method flow?"),
     (["trian", "--out", "x"], "fastattn: error: unknown command 'trian'; did you mean fastattn train?"),
-    (["train", "--init-scale", "0.1"], "fastattn train: error: unknown option --init-scale; did you "
-     "mean --init? (the command line's name of model field init_scale)"),
-    (["sweep", "--t-end", "10"], "fastattn sweep: error: unknown option --t-end; did you mean "
-     "--time? (the command line's name of train field t_end)"),
     (["train", "--model", "transfomer", "--help"],
      "fastattn train: error: --model 'transfomer' is unknown; did you mean --model transformer?"),
     (["sweep", "--task", "autoregressive", "--model", "separate", "--help"], "fastattn sweep: error: "
@@ -75,11 +71,11 @@ def test_help_with_a_pair_shows_only_its_options_and_preset_values(where, capsys
                  "--spectrum SPECTRUM: eigenvalues of Λ",
                  "with --task linear_regression: docs/zhang2025.md, Fig. 3"):
         assert line in out, line
-    assert "(default: 100000)" in out[out.index("--time TIME"):].split("\n  --")[0]
+    assert "(default: 100000)" in out[out.index("--t-end T_END"):].split("\n  --")[0]
     for other in ("--scale", "--context-dist", "--layers", "--lr LR", "--batch-size", "--out OUT"):
         assert other not in out, other           # other families', other methods', the command's
     sgd = _help(["train", *pair, "--method", "sgd", "--help"], capsys)
-    assert "--batch-size BATCH_SIZE" in sgd and "--time TIME" not in sgd
+    assert "--batch-size BATCH_SIZE" in sgd and "--t-end T_END" not in sgd
     he = " ".join(_help(["train", "--task", "linear_regression", "--model", "multihead_softmax",
                          "--help"], capsys).split())
     assert "--w-var W_VAR: task prior Σ_w = VAR·I (He et al.: 1/D; default Σ_w = I) (default: 1/D)" in he
@@ -154,7 +150,7 @@ def test_a_list_value_is_written_with_slashes_in_train_and_sweep_alike(pair, nam
 
 
 def test_seeds_take_the_range_form_of_context_and_the_old_form_with_a_note():
-    from fastattn.cli import run_list
+    from fastattn.configs.options import run_list
 
     assert run_list("0..4") == run_list("0,1,2,3,4") == [0, 1, 2, 3, 4]
     with pytest.warns(FutureWarning, match=r"^--seeds 2-4 is deprecated; write --seeds 2\.\.4"):
@@ -204,3 +200,37 @@ def test_a_list_of_learning_rates_is_lr_s_list_as_in_a_sweep_and_lrs_still_works
                                        "(the old form still works for now)\n")
     assert main(["train", "--method", "flow", "--lr", "1e-3,1e-2", "--out", str(tmp_path)]) == 2
     assert "--lr does not apply to --method flow" in capsys.readouterr().err
+
+
+#: the four options renamed to their fields' names (issue 41 item 3), old flag → new
+RENAMED_FLAGS = {"--time": "--t-end", "--init": "--init-scale", "--records": "--n-records",
+                 "--snapshots": "--n-snapshots"}
+
+
+@pytest.mark.parametrize("command", ["train", "sweep"])
+def test_an_option_is_its_field_and_an_old_name_still_works_with_one_line(command, tmp_path,
+                                                                          capsys):
+    """The help shows each option under its field's name only (`--t-end` for `t_end`,
+    docs/conventions.md "Names"); an old flag parses to the same value after one deprecation line naming
+    the new (train: `given`; sweep: the grid). ~1 CPU s (train: a flow of 2 × 2 parameters)."""
+    from fastattn.cli import build_parser
+    from fastattn.cli_options import given
+    from fastattn.sweep.grid import grid_from_args
+
+    parser = build_parser(command)
+    read = (lambda args: given(args)[2]) if command == "train" else \
+        (lambda args: grid_from_args(args).axes)
+    head = [command, "--out", str(tmp_path / "o")]
+    for old, new in RENAMED_FLAGS.items():
+        want = read(parser.parse_args([*head, new, "3"]))
+        with pytest.warns(FutureWarning, match=f"^{old} is deprecated; write {new} "):
+            assert read(parser.parse_args([*head, old, "3"])) == want
+    listed = " ".join(_help([command, "--help-all"], capsys).split())
+    assert "--t-end" in listed and not any(f"{old} " in listed for old in RENAMED_FLAGS)
+    assert main([command, "--dry-run" if command == "sweep" else "--quiet", "--model", "separate",
+                 "--dim", "2", "--heads", "2", "--time", "1", "--records", "20",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "warning" in line] == [
+        f"fastattn {command}: warning: --time is deprecated; write --t-end (the old form still "
+        "works for now)", f"fastattn {command}: warning: --records is deprecated; write "
+        "--n-records (the old form still works for now)"]

@@ -12,12 +12,12 @@ from fastattn.cli import main
 from fastattn.population import emergence
 
 ORTHO = ["train", "--task", "induction", "--dim", "8", "--context", "4", "--data", "orthonormal",
-         "--query", "last", "--init", "0", "--quiet"]
+         "--query", "last", "--init-scale", "0", "--quiet"]
 
 
 def test_three_param_flow_record_matches_the_theory(tmp_path):
     t_icl = emergence.emergence_times(4)["t_icl"]
-    assert main([*ORTHO, "--model", "three_param", "--method", "flow", "--time", str(2 * t_icl),
+    assert main([*ORTHO, "--model", "three_param", "--method", "flow", "--t-end", str(2 * t_icl),
                  "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
     assert record["config"]["model"]["kind"] == "three_param" and record["status"] == "t_end"
@@ -31,18 +31,19 @@ def test_gram19_gd_and_disentangled_sgd(tmp_path, capsys):
                  "--out", str(tmp_path), "--name", "gd"]) == 0
     assert np.load(tmp_path / "gd.npz")["params"].shape[-1] == 19
     assert main(["train", "--task", "induction", "--model", "disentangled", "--dim", "4", "--context", "2",
-                 "--reduction", "mean", "--mask", "inclusive", "--init", "0", "--method", "sgd", "--lr", "1",
+                 "--reduction", "mean", "--mask", "inclusive", "--init-scale", "0", "--method", "sgd",
+                 "--lr", "1",
                  "--steps", "5", "--batch-size", "16", "--quiet", "--out", str(tmp_path),
                  "--name", "sgd"]) == 0
     assert np.load(tmp_path / "sgd.npz")["params"].shape[-1] == 28 * 16
     # the full model runs on its exact population gradient (tests/population/test_induction_full.py)
-    assert main([*ORTHO, "--model", "disentangled", "--reduction", "sum", "--method", "flow", "--time", "1",
+    assert main([*ORTHO, "--model", "disentangled", "--reduction", "sum", "--method", "flow", "--t-end", "1",
                  "--out", str(tmp_path)]) == 0
     assert np.load(tmp_path / "run.npz")["params"].shape[-1] == 28 * 64
     # the full model's exact objective is sum-reduced: a mean loss (Figs. 4/5's) is refused in one
     # line before --out exists
     assert main([*ORTHO, "--model", "disentangled", "--reduction", "mean", "--method", "flow",
-                 "--time", "1", "--out", str(tmp_path / "mean")]) == 2
+                 "--t-end", "1", "--out", str(tmp_path / "mean")]) == 2
     assert "sum-reduced" in capsys.readouterr().err and not (tmp_path / "mean").exists()
 
 

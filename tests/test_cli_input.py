@@ -15,11 +15,11 @@ import pytest
 from fastattn.cli import main
 
 BASE = ["train", "--task", "linear_regression", "--model", "separate", "--dim", "2", "--heads", "2",
-        "--records", "20", "--quiet"]
+        "--n-records", "20", "--quiet"]
 #: a subprocess imports this checkout's sources, as the tests do
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
-FLOW = [*BASE, "--time", "1"]
+FLOW = [*BASE, "--t-end", "1"]
 
 
 def _one_error_line(capsys, command: str) -> str:
@@ -37,10 +37,10 @@ class Reached(BaseException):
     (["--seeds=-3"], "--seeds takes seeds >= 0"),                            # failure 10
     (["--init-seed=-3"], "--init-seed must be an integer >= 0"),
     (["--target-loss", "nan"], "--target-loss must be finite"),
-    (["--init", "inf"], "--init must be finite"),
+    (["--init-scale", "inf"], "--init-scale must be finite"),
     (["--lr", "0.1", "--steps", "5"], "--lr, --steps do not apply to --method flow"),
     (["--method", "adam", "--lr", "1e-3", "--steps", "5", "--integrator", "rk4"],
-     "--time, --integrator do not apply to --method adam; drop them, or give --method flow"),
+     "--t-end, --integrator do not apply to --method adam; drop them, or give --method flow"),
     (["--context", "1..1000000"], "of at most 100000 lengths"),               # failure 7
     (["--context", "1..100000000"], "of at most 100000 lengths"),
 ])

@@ -195,3 +195,16 @@ def test_a_planted_wrong_layout_fails(monkeypatch, wrong, error):
                         dataclasses.replace(MODEL_CARDS["separate"], shapes=wrong))
     with pytest.raises(error):
         test_the_exact_objectives_read_the_card_layout_at_non_default_sizes()
+
+
+def test_one_name_per_concept_the_field_is_the_option_and_the_column():
+    """A config field's name is its option (with dashes) and its sweep column (`Names`)."""
+    from fastattn.configs import all_options, pairs
+    from fastattn.sweep.options import family_options
+
+    for o in all_options():
+        assert o.field == "kind" or o.flag == "--" + o.field.replace("_", "-"), o.flag
+    fields = {o.field for o in all_options()} | {"task", "model"}
+    for task, models in pairs().items():
+        for model in models:
+            assert set(family_options(task, model)) <= fields, (task, model)

@@ -82,7 +82,7 @@ FILES = {
 
         register_model_card(ModelCard(
             "toy_shrunk", "toy2026", "H scalars on the plug-in estimator",
-            (HEADS, INIT_SEED, Field("init_scale", float, "std of v", flag="--init"),
+            (HEADS, INIT_SEED, Field("init_scale", float, "std of v"),
              Field("shrink", float, "the estimator's factor s", 1.0)),
             lambda dims: (("v", (dims[1],)),), {"toy_regression": (PRESET,)}))
     ''',
@@ -262,7 +262,7 @@ def test_the_paper_sweeps_with_explicit_values(toy_paper, tmp_path):
     from fastattn.sweep import read_table, run_sweep
 
     run_sweep({"task": "toy_regression", "model": "toy_shrunk", "dim": 3, "context": 9,
-               "heads": 2, "time": 200.0}, tmp_path, workers=0, progress=False)
+               "heads": 2, "t_end": 200.0}, tmp_path, workers=0, progress=False)
     (row,) = read_table(tmp_path).to_dict("records")
     assert row["final_loss"] == pytest.approx(OPTIMUM, rel=1e-6)
 

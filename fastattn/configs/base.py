@@ -75,20 +75,20 @@ EXPECTS: dict[Callable, str] = {int: "an integer", float: "a number", boolean: "
 # ------------------------------------------------------------------------------ declarations
 @dataclass(frozen=True)
 class Field:
-    """One settable field of a family's config: the option `--flag VALUE` (default: `--name` with
-    dashes) parsed by `parse`; `default` None means the config's own default (or unset).
-    `choices`: the allowed values (checked before any work)."""
+    """One settable field of a family's config: the option `--name VALUE` (the field's name with
+    dashes, the only name the command line has for it: docs/conventions.md "Names") parsed by
+    `parse`; `default` None means the config's own default (or unset). `choices`: the allowed
+    values (checked before any work)."""
 
     name: str
     parse: Callable[[str], Any]
     help: str
     default: Any = None
-    flag: str | None = None
     choices: tuple[Any, ...] = ()
 
     @property
     def option(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
+        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Preset:
 
     def train_for(self, method: str | None) -> dict[str, Any]:
         """The trainer values for `method` (None: the preset's own): its `train`, or for another
-        method that method's entry of `methods` (empty: the user gives lr, steps or --time)."""
+        method that method's entry of `methods` (empty: the user gives lr, steps or --t-end)."""
         if method is None or method == self.train.get("method"):
             return dict(self.train)
         return {"method": method, **self.methods.get(method, {})}

@@ -6,7 +6,7 @@ from fastattn.configs.base import Field, boolean, floats, metric_target
 
 #: the `BaseModelConfig` fields (dim comes from the task)
 HEADS = Field("heads", int, "number of heads H")
-INIT = Field("init_scale", float, "initialisation scale w_init", flag="--init")
+INIT = Field("init_scale", float, "initialisation scale w_init")
 INIT_SEED = Field("init_seed", int, "seed of the initialisation", 0)
 DTYPE = Field("dtype", str, "float64 | float32 (sampled training; flows are float64)", "float64",
               choices=("float64", "float32"))
@@ -17,7 +17,7 @@ TRAIN: tuple[Field, ...] = (
     Field("method", str, "flow | gd | sgd | adam | task_sgd (epochs over the fixed tasks; --steps "
           "counts updates)", "flow", choices=("flow", "gd", "sgd", "adam", "task_sgd")),
     Field("t_end", float, "flow: the record's time t to reach (dθ/dt = −½∇L, a GD step of rate η "
-          "is 2η of t); each model's paper time in t is under the model", flag="--time"),
+          "is 2η of t); each model's paper time in t is under the model"),
     Field("integrator", str, "flow: auto (RK45 while not stiff; stabilized, Hessian-free Rodas4 "
           "once settled) | stiff (Rodas4) | stiff_krylov | stabilized | rk45 | rk4", "auto"),
     Field("rtol", float, "flow: relative tolerance", 1e-8),
@@ -36,8 +36,8 @@ TRAIN: tuple[Field, ...] = (
           "fused C++ Adam)", "auto", choices=("auto", "tokens", "stats", "fast")),
     Field("loss", str, "sgd/adam: which of the task's losses (default: its first; "
           "linear_regression: query | next_token)"),
-    Field("n_records", int, "log-spaced loss records", 400, flag="--records"),
-    Field("n_snapshots", int, "log-spaced parameter snapshots", 40, flag="--snapshots"),
+    Field("n_records", int, "log-spaced loss records", 400),
+    Field("n_snapshots", int, "log-spaced parameter snapshots", 40),
     Field("target_loss", float, "stop at this training loss"),
     Field("grad_tol", float, "flow/gd: stop below this gradient norm"),
     Field("test_size", int, "sgd/adam: held-out test-set size", 0),

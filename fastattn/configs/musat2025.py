@@ -113,7 +113,7 @@ APP_E = Preset("musat2025", "spec musat2025 App. E small: N_T=N_P=32, K=8, D=64 
 MASK = Field("mask", str, "strict (key j < i) | inclusive (j <= i)", "strict",
              choices=("strict", "inclusive"))
 DISENTANGLED = (MASK, Field("init_scale", float, "std of the Gaussian init (0: the paper's zero "
-                            "init)", 0.0, flag="--init"), INIT_SEED, DTYPE)
+                            "init)", 0.0), INIT_SEED, DTYPE)
 
 
 #: θ̇ = −∇_θ L on the summed loss (App. B.5; theory.musat2025.PAPER_TIME_PER_CORE_TIME); the full

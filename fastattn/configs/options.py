@@ -10,6 +10,7 @@ option of another family in one line.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -86,16 +87,25 @@ def _finite(value: Any) -> bool:
     return True
 
 
+#: the options whose command-line name was once not their field's (--time for t_end): old option
+#: name → field name, the one place the old names are declared. The old flags still parse with one
+#: deprecation line naming the new (`cli_options.add_renamed`), as do a sweep grid's old keys
+#: (`sweep.grid.normalize_name`); stored result rows and results tables load with their old
+#: columns renamed (`sweep.schema.upgrade_columns`); run keys hash the old names (`sweep.grid.
+#: run_key`: a stored sweep's keys, and so its resume, stay the same)
+RENAMED = {"time": "t_end", "init": "init_scale", "records": "n_records", "snapshots": "n_snapshots"}
+
 #: options whose one value is itself a list (a spectrum's eigenvalues, context lengths, β1/β2, a
 #: task-prior mean, each task's support): `LIST_GRAMMAR`'s inner lists
 INNER_LIST = ("context", "spectrum", "w_mean", "betas", "supports")
 #: the one list grammar of `train` and `sweep` (both commands' help print it)
 LIST_GRAMMAR = (
-    "Lists: a comma separates values (train --seeds 0,3,7 or --lr 1e-3,1e-2, one run each; sweep "
-    "--dim 4,8, one run each); LO..HI is every integer from LO to HI (--context 1..31, train "
-    "--seeds 0..4); a value that is itself a list (--spectrum, --context lengths, --betas, --w-mean, "
-    "--supports) separates its elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), "
-    "which train also takes as ',' (it sweeps none of these).")
+    "Lists: a comma separates values (--seeds 0,3,7, train --lr 1e-3,1e-2, sweep --dim 4,8: one run "
+    "each); LO..HI is every integer from LO to HI (--context 1..31, --seeds 0..4); a value that is "
+    "itself a list (--spectrum, --context lengths, --betas, --w-mean, --supports) separates its "
+    "elements with '/' (--spectrum 0.4/0.3/0.2/0.1, --context 8/16), which train also takes as ',' "
+    "(it sweeps none of these). --seeds is the same list in train and sweep; sweep's old --seeds K "
+    "(a count: 0..K-1) still works with a deprecation note, and will mean the one seed K.")
 
 
 def split_values(flag: str, text: str) -> list[str]:
@@ -106,6 +116,38 @@ def split_values(flag: str, text: str) -> list[str]:
         raise ValueError(f"{flag} {text!r} has an empty value; separate values by single commas, "
                          f"e.g. {flag} 4,8")
     return parts
+
+
+def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
+    """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
+    `LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
+    note). A list longer than `limit` is refused before it is built (a range's size is computed,
+    not listed): give --yes to go above it."""
+    from fastattn._names import deprecated
+
+    text = text.strip()
+    if parse is int and re.fullmatch(r"\d+-\d+", text):
+        deprecated(f"{what} {text}", f"{what} {text.replace('-', '..')} (LO..HI, as --context)")
+        text = text.replace("-", "..")
+    span = re.fullmatch(r"(\d+)\.\.(\d+)", text) if parse is int else None
+    size = int(span[2]) - int(span[1]) + 1 if span else text.count(",") + 1
+    if limit is not None and size > limit:
+        raise ValueError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
+                         "starts unasked; give --yes to start them, or a shorter list")
+    if span:
+        return list(range(int(span[1]), int(span[2]) + 1))
+    try:
+        values = [parse(v) for v in split_values(what, text)]
+    except ValueError as exc:
+        if "empty value" in str(exc):
+            raise
+        raise ValueError(f"{what} must be a list of {'integers' if parse is int else 'numbers'} "
+                         f"(e.g. 0..4 or 0,3,7); got {text!r}") from None
+    if parse is int and any(v < 0 for v in values):
+        raise ValueError(f"{what} takes seeds >= 0; got {text!r}")
+    if parse is float and not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"{what} takes learning rates > 0 (finite); got {text!r}")
+    return values
 
 
 def one_value(name: str, text: str) -> str:
@@ -246,20 +288,21 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
 def _not_a_field(target: str, name: str, task: str, model: str) -> str:
     """The one-line error for a `given` field `name` of `target` that the pair lacks: the option's
     flag (else target.name), the family it was given for (the trainer's fields are the model's run
-    options: --model), and the fix: the families that have it, the field a flag of that name sets,
-    or the config that has a field of that name."""
+    options: --model), and the fix: the families that have it, the config that has a field of that
+    name, or the field a flag of that name (or its old name, `RENAMED`) sets."""
     options = all_options()
     opt = {(o.target, o.field): o for o in options}.get((target, name))
     flag = opt.flag if opt else f"{target}.{name}"
     which = f"--task {task}" if target == "task" else f"--model {model}"
     if opt and opt.families:
         return f"{flag} does not apply to {which} (it applies to --{target} {', '.join(opt.families)})"
-    by_flag = [o for o in options if o.name == name and (o.target, o.field) != (target, name)]
+    by_flag = [o for o in options if o.name == RENAMED.get(name, name)
+               and (o.target, o.field) != (target, name)]
     elsewhere = [o for o in options if o.field == name and o.target != target]
-    if by_flag:
-        fix = f"; the option {by_flag[0].flag} sets {by_flag[0].target}.{by_flag[0].field}"
-    elif elsewhere:
+    if elsewhere:
         fix = f"; {name} is a {elsewhere[0].target} field: give it as {elsewhere[0].target}.{name}"
+    elif by_flag:
+        fix = f"; the option {by_flag[0].flag} sets {by_flag[0].target}.{by_flag[0].field}"
     else:
         fix = f"; fastattn train --task {task} --model {model} --help lists the fields"
     return f"{flag} does not apply to {which}{fix}"
@@ -276,7 +319,7 @@ def options_for(task: str, model: str) -> tuple[Option, ...]:
     return tuple(out)
 
 
-#: trainer fields that only some methods read (the rest, e.g. --records, --threads, --target-loss,
+#: trainer fields that only some methods read (the rest, e.g. --n-records, --threads, --target-loss,
 #: apply to every method): giving one to another method is an error, not silently ignored
 METHOD_FIELDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("t_end", "integrator", "rtol", "atol", "dt"), ("flow",)),

@@ -145,7 +145,7 @@ def run_sweep(
     grid: Grid | Mapping[str, Any],
     out: str | Path,
     *,
-    seeds: int | None = None,
+    seeds: int | list[int] | str | None = None,
     executor: str = "local",
     workers: int | None = None,
     batch: int | None = None,
@@ -162,13 +162,13 @@ def run_sweep(
 
     Args:
         grid: a `Grid`, or a mapping option name → value or list of values (an axis).
-        seeds: repeat each point for seeds 0..K-1 (see `Grid`).
+        seeds: repeat each point for each seed: a list, an int K (0..K-1), or text "0..4" (`Grid`).
         executor: "local" (process pool of `workers`, default: CPU count; 0 runs in this process)
             or "ray" (connect to `address`, or start a local Ray instance with `workers` CPUs).
         batch: integrate up to this many compatible flow runs in one C++ call (K models; default
             1), or train up to this many sampled runs of a batched trainer in one call (default
             SAMPLED_BATCH; `runner.batched_sampled`).
-        horizon: the flow horizon when --time is not given (`Horizon`).
+        horizon: the flow horizon when --t-end is not given (`Horizon`).
         defaults: option values used where the grid has no axis (given, as the axes are; the
             sweep's own trainer defaults are `grid.SWEEP_DEFAULTS`).
         retry_failed: run again the runs recorded as failed.

@@ -21,17 +21,17 @@ from fastattn.sweep.horizon import Horizon
 SWEEP_HELP = """Run one training run per point of a grid of task/model/trainer options.
 
 Each option takes an axis, a list of values: --dim 4,8 --context 16,64 is 4 runs (the list
-grammar below). --heads and --init may be expressions of D and N: --heads D, --heads 2*D,
---init '1e-2*sqrt(D)'.
+grammar below). --heads and --init-scale may be expressions of D and N: --heads D, --heads 2*D,
+--init-scale '1e-2*sqrt(D)'.
 Every point is built and checked before any run starts or --out is created (a bad value: one line,
-exit 2; --dry-run shows the same). Flow runs without --time run to the horizon of the paper whose
+exit 2; --dry-run shows the same). Flow runs without --t-end run to the horizon of the paper whose
 theory covers the pair (Zhang: L <= (1 + converge-rel)·L*, bounded by t_end = horizon-factor × the
 plateau-time estimate; Musat, Sander, Mainali: docs/sweeps.md). Sampled runs that differ only in
 seeds or --lr train in one batched call where the pair has a batched trainer (He et al.'s model).
 Finished runs in --out are never rerun: rerun the same command to resume. See docs/sweeps.md.
 
-Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init 1e-2
-         --seeds 2 --out DIR
+Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --rank 1 --init-scale 1e-2
+         --seeds 0..1 --out DIR
 
 """
 
@@ -39,7 +39,7 @@ Example: fastattn sweep --model separate --dim 4,8 --context 16,64 --heads D --r
 #: a sweep setting (flag without dashes) → its check; the command line's values and a sweep
 #: file's [sweep] table alike are checked before any planning
 SETTINGS: dict[str, Callable[[str, Any], Any]] = {
-    "seeds": check.positive_int, "workers": check.nonnegative_int, "batch": check.positive_int,
+    "workers": check.nonnegative_int, "batch": check.positive_int,
     "max_evals": check.positive_int, "max_runs": check.positive_int,
     "converge_rel": check.positive_float, "horizon_factor": check.positive_float,
     "max_run_seconds": check.positive_float,
@@ -70,7 +70,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise CommandError("--out DIR is required (or `out` under [sweep] in the config)")
     grid = grid_from_args(args)
     if args.config:
-        grid = Grid(file_grid.axes | grid.axes, opt("seeds"))
+        grid = Grid(file_grid.axes | grid.axes, file_grid.seeds if grid.seeds is None else grid.seeds)
     _check_size(grid, args.yes)
     horizon = Horizon(converge_rel=opt("converge_rel", 0.05),
                       horizon_factor=opt("horizon_factor", 100.0),
@@ -184,7 +184,10 @@ def add_parsers(subparsers) -> None:
     add_options(p, parse=axis_parser)
     g = p.add_argument_group("sweep")
     g.add_argument("--out", help="sweep directory (results.parquet, runs/, records/)")
-    g.add_argument("--seeds", type=int, help="K: seeds 0..K-1 set init, rotation and data seeds")
+    g.add_argument("--seeds", metavar="LIST",
+                   help="repeat each point per seed, e.g. 0..4 or 0,3,7 (as train's): seed s sets "
+                   "the init, rotation and data seeds to s (a bare K, the old count, is still 0..K-1 "
+                   "with a deprecation note)")
     g.add_argument("--executor", choices=("local", "ray"), help="local process pool (default) or ray")
     g.add_argument("--workers", type=int, help="processes (default: CPU count; 0: in this process)")
     g.add_argument("--address", help="ray: address of a running cluster (default: start a local one)")
@@ -192,9 +195,9 @@ def add_parsers(subparsers) -> None:
                    help="integrate up to this many compatible flow runs per C++ call (default 1); "
                    "train up to this many batched sampled runs per call (default 64)")
     g.add_argument("--converge-rel", type=float,
-                   help="flow without --time: stop at L <= (1 + this)·L* (default 0.05)")
+                   help="flow without --t-end: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
-                   help="flow without --time: t_end = this × theory time estimate (default 100)")
+                   help="flow without --t-end: t_end = this × theory time estimate (default 100)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")
     g.add_argument("--max-run-seconds", type=float,
                    help="wall-time budget per flow run (status max_seconds)")

@@ -1,7 +1,7 @@
 """Sweep grids: axes of option values, their cartesian product, and one resolved spec per run.
 
 An axis is a list of values of one option of the family cards (`fastattn.configs.all_options`,
-keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init``). A grid point holds
+keyed by the option's name without dashes, e.g. ``dim``, ``context``, ``init_scale``). A grid point holds
 only what was given; `resolve` turns it into its run's values the way `train` does
 (`fastattn.configs.resolve`: the cards' defaults, then the pair's preset, then the point). Every
 combination is one run. On the command line a comma separates axis values (``--dim 4,8``); an
@@ -11,8 +11,9 @@ option whose *single* value is a list (an explicit spectrum, a list of context l
 list is an axis and a nested list or a string is one value (``context = [[8, 16], 32]``,
 ``spectrum = ["0.4,0.3,0.2,0.1"]``).
 
-``heads`` and ``init`` may be expressions of the token dimension ``D`` (and context length ``N``):
-``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init = "1e-2*sqrt(D)"``; they are evaluated per run.
+``heads`` and ``init_scale`` may be expressions of the token dimension ``D`` (and context length
+``N``): ``heads = "D"``, ``"2*D"``, ``"D/2"``, ``init_scale = "1e-2*sqrt(D)"``; they are evaluated
+per run.
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ from fastattn.configs import (
 )
 from fastattn.configs import resolve as resolve_pair
 from fastattn.configs.common import TRAIN
-from fastattn.configs.options import METHOD_FIELDS, MODEL, TASK, one_value, split_values
+from fastattn.configs.options import (
+    METHOD_FIELDS,
+    MODEL,
+    RENAMED,
+    TASK,
+    one_value,
+    run_list,
+    split_values,
+)
 
 
 def option_table() -> dict[str, Option]:
@@ -48,8 +57,8 @@ def option_table() -> dict[str, Option]:
 
 
 #: options that may be expressions of D (and N)
-EXPRESSIONS = ("heads", "init")
-#: fields set by the seed axis (`seeds=K` → seed s = 0..K-1)
+EXPRESSIONS = ("heads", "init_scale")
+#: fields set by the seed axis (seed s sets each to s)
 SEED_FIELDS = ("init_seed", "rotation_seed", "data_seed")
 EVAL_SEED_OFFSET = 1_000_000
 #: trainer values of a sweep where neither the point nor the pair's preset sets them, for the
@@ -123,7 +132,7 @@ def evaluate(expr: str, names: Mapping[str, float]) -> float:
 
 def _parse_one(name: str, text: str) -> Any:
     """One value of option `name` from its text: a number or list by the option's parser, or (heads,
-    init) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
+    init_scale) an expression of D and N kept as text, checked now at D = N = 1 so that a typo or an
     arithmetic error fails at parse time. ValueError in one line naming the option."""
     opt = option_table()[name]
     if name not in EXPRESSIONS:
@@ -160,7 +169,7 @@ def axis_parser(opt: Option):
     def p(text: str) -> list[Any]:
         try:
             return parse_axis(name, text)
-        except ValueError as exc:      # argparse names the option: "argument --init: …"
+        except ValueError as exc:      # argparse names the option: "argument --init-scale: …"
             raise argparse.ArgumentTypeError(str(exc).removeprefix(opt.flag).lstrip(": ")) from None
 
     p.__name__ = f"{name} axis"     # argparse names the type in its error messages
@@ -180,7 +189,14 @@ def _from_toml(name: str, value: Any) -> Any:
 
 
 def normalize_name(key: str) -> str:
+    """The option name of a grid key ("--init-scale", "init_scale"); an old name (`RENAMED`,
+    "init") gives its new one with one deprecation line."""
     name = key.lstrip("-").replace("-", "_")
+    if name in RENAMED:
+        from fastattn._names import deprecated
+
+        deprecated(f"sweep option {key!r}", repr(RENAMED[name]))
+        name = RENAMED[name]
     options = option_table()
     if name not in options:
         raise ValueError(f"unknown sweep option {key!r}; options are {', '.join(sorted(options))}")
@@ -195,12 +211,16 @@ class Grid:
     Attributes:
         axes: option name → values. A name absent from `axes` takes the run's pair's value (its
             preset, else its card's default), as in `train`.
-        seeds: None, or K: every run is repeated for seed s = 0..K-1, which sets init_seed,
-            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s.
+        seeds: None, or the seeds: every run is repeated for each seed s, which sets init_seed,
+            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s. A list of integers
+            (Python), or text in the command line's list grammar as `train --seeds` reads it
+            ("0..4", "0,3,7"; `configs.options.LIST_GRAMMAR`); a Python int K is 0..K-1, and so,
+            with a deprecation line, is bare text "K" (the sweep's old count, which `train`
+            reads as the one seed K).
     """
 
     axes: dict[str, list[Any]] = field(default_factory=dict)
-    seeds: int | None = None
+    seeds: int | list[int] | str | None = None
 
     def __post_init__(self) -> None:
         self.axes = {normalize_name(k): (list(v) if isinstance(v, (list, tuple)) else [v])
@@ -208,8 +228,15 @@ class Grid:
         for name, values in self.axes.items():
             if not values:
                 raise ValueError(f"axis {name!r} has no values")
+        if isinstance(self.seeds, str):
+            self.seeds = _seeds_text(self.seeds)
+        if isinstance(self.seeds, (list, tuple, range)):
+            self.seeds = list(self.seeds)
+            if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                                     for s in self.seeds) or len(set(self.seeds)) < len(self.seeds):
+                raise ValueError(f"--seeds must list distinct integers >= 0; got {self.seeds}")
         if self.seeds is not None:
-            if int(self.seeds) < 1:
+            if isinstance(self.seeds, int) and self.seeds < 1:
                 raise ValueError(f"seeds must be >= 1; got {self.seeds}")
             clash = [f for f in SEED_FIELDS if f in self.axes]
             if clash:
@@ -220,8 +247,14 @@ class Grid:
     def shape(self) -> dict[str, int]:
         out = {k: len(v) for k, v in self.axes.items() if len(v) > 1}
         if self.seeds:
-            out["seed"] = int(self.seeds)
+            out["seed"] = len(self.seed_values())
         return out
+
+    def seed_values(self) -> list[int]:
+        """The seeds each point is repeated for ([] when seeds are not swept)."""
+        if self.seeds is None:
+            return []
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
     def __len__(self) -> int:
         return math.prod(self.shape.values())
@@ -229,7 +262,7 @@ class Grid:
     def points(self) -> list[dict[str, Any]]:
         """Every combination as {option name: value} (plus "seed" when seeds are swept)."""
         names = list(self.axes)
-        seeds = range(int(self.seeds)) if self.seeds else [None]
+        seeds = self.seed_values() or [None]
         out = []
         for combo in itertools.product(*(self.axes[n] for n in names)):
             for s in seeds:
@@ -241,6 +274,19 @@ class Grid:
 
     def to_dict(self) -> dict[str, Any]:
         return {"axes": self.axes, "seeds": self.seeds}
+
+
+def _seeds_text(text: str) -> int | list[int]:
+    """The seeds of `--seeds TEXT` (`Grid.seeds`): a list as `train` reads it; a bare K >= 1, the
+    old count, 0..K-1 with a deprecation line ("0", never a count, is seed 0)."""
+    if text.strip().isdigit() and int(text) >= 1:
+        from fastattn._names import deprecated
+
+        k = int(text)
+        deprecated(f"--seeds {k} (a count)", f"--seeds 0..{k - 1}",
+                   f"; a bare number will be one seed, as in train (--seeds {k}: seed {k})")
+        return k
+    return run_list(text, int, None, "--seeds")
 
 
 def grid_from_args(args: Any) -> Grid:
@@ -263,7 +309,8 @@ def load_config(path: str) -> tuple[Grid, dict[str, Any]]:
 
 
 def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
-    text = open(path, "rb").read()
+    with open(path, "rb") as fh:
+        text = fh.read()
     if str(path).endswith((".yaml", ".yml")):
         try:
             import yaml
@@ -289,15 +336,15 @@ def _parse_config(path: str) -> tuple[Grid, dict[str, Any]]:
         name = normalize_name(key)
         values = value if isinstance(value, list) else [value]
         axes[name] = [_from_toml(name, v) for v in values]
-    seeds = settings.pop("seeds", None)
-    return Grid(axes, seeds), settings
+    seeds = settings.pop("seeds", None)     # a number is the command line's text (`Grid`)
+    return Grid(axes, str(seeds) if isinstance(seeds, int) else seeds), settings
 
 
 # ------------------------------------------------------------------------------ resolution
 def given(point: Mapping[str, Any]) -> tuple[str, str, dict[str, dict[str, Any]]]:
     """(task kind, model kind, {"task", "model", "train": {field: value}}) of one grid point: what
     it gives of its pair's fields, seeds applied (`seed` s sets the pair's seed fields to s and
-    eval_seed to EVAL_SEED_OFFSET + s); heads/init expressions stay text. A point's value of an
+    eval_seed to EVAL_SEED_OFFSET + s); heads/init_scale expressions stay text. A point's value of an
     option its pair lacks (an axis of another family in a mixed grid) is not the pair's: dropped
     (`api.check_axes` refuses an axis that applies to none of the grid's pairs)."""
     options = option_table()
@@ -321,7 +368,7 @@ def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The resolved {"task", "model", "train"} spec (as `training.build.build_run` takes it) of one
     grid point: `fastattn.configs.resolve` of what the point gives (`given`), the card defaults
     then the pair's preset filling the rest, as for `train`; SWEEP_DEFAULTS where neither sets a
-    trainer value its method reads; heads/init expressions of D and N evaluated at the resolved
+    trainer value its method reads; heads/init_scale expressions of D and N evaluated at the resolved
     dim and context (ValueError where one does not give a valid value, or the pair is wrong)."""
     task, model, values = given(point)
     expressions = {f: values["model"].pop(f) for f in ("heads", "init_scale")
@@ -335,7 +382,7 @@ def resolve(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     r = resolve_pair(task, model, values)
     if expressions:
         if "dim" not in r.task:
-            raise ValueError(f"--heads/--init expressions of D need a task with a dim; --task {task} "
+            raise ValueError(f"--heads/--init-scale expressions of D need a task with a dim; --task {task} "
                              "has none: give numbers")
         ctx = r.task.get("context", 1)
         names = {"D": int(r.task["dim"]), "N": max(ctx) if isinstance(ctx, (list, tuple)) else int(ctx)}
@@ -386,6 +433,7 @@ def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] |
     `spec` that are no option (other than private "_" ones, such as a planning error) are hashed as
     "target.field"."""
     by_field = {(o.target, o.field): o for o in all_options()}
+    hashed = {new: old for old, new in RENAMED.items()}    # the names format 3 was defined with
     defaults = card_defaults(spec["task"]["kind"], spec["model"]["kind"])
     changed: dict[str, Any] = {}
     for target, fields in spec.items():
@@ -393,7 +441,7 @@ def run_key(spec: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any] |
             if fld.startswith("_"):
                 continue
             opt = by_field.get((target, fld))
-            name = opt.name if opt else f"{target}.{fld}"
+            name = hashed.get(opt.name, opt.name) if opt else f"{target}.{fld}"
             value = _canonical_value(opt, value)
             if fld == "kind" or (target, fld) not in defaults or \
                     value != _canonical_value(opt, defaults[(target, fld)]):

@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Horizon:
-    """How far a flow run goes when the sweep does not give --time (docs/sweeps.md).
+    """How far a flow run goes when the sweep does not give --t-end (docs/sweeps.md).
 
     The paper's hooks turn the first two into a run's horizon (`Hooks.flow_horizon`); for Zhang et
     al. 2025: stop at L ≤ (1 + converge_rel)·L* unless --target-loss, and t_end = horizon_factor ×
@@ -22,7 +22,7 @@ class Horizon:
         horizon_factor: t_end as a multiple of the theory's time estimate (a safety margin: the
             target normally stops the run well before).
         max_evals: a cap on gradient evaluations plus Hessian-vector products (status "max_evals").
-        n_records: loss records per flow run (None: the run's --records).
+        n_records: loss records per flow run (None: the run's --n-records).
         max_run_seconds: a wall-time budget per flow run (status "max_seconds"; machine-dependent,
             unlike max_evals).
     """

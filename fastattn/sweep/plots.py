@@ -11,6 +11,7 @@ from matplotlib.colors import LogNorm
 
 from fastattn import plots
 from fastattn.sweep.hooks import plot_kinds
+from fastattn.sweep.schema import upgrade_columns
 from fastattn.sweep.store import SWEEP, read_table
 
 #: the papers' plot kind -> "module:function", then the paper-independent heat map
@@ -23,7 +24,8 @@ def swept_axes(out: Path, df) -> list[str]:
     order: list[str] = []
     doc = Path(out) / SWEEP
     if doc.exists():
-        order = [k for k, v in json.loads(doc.read_text())["grid"]["axes"].items() if len(v) > 1]
+        axes = upgrade_columns(json.loads(doc.read_text())["grid"]["axes"])   # old names too
+        order = [k for k, v in axes.items() if len(v) > 1]
     cols = [c for c in order if c in df and df[c].nunique(dropna=False) > 1]
     return cols
 

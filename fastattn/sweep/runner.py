@@ -71,7 +71,7 @@ def plan_flow(spec: dict[str, dict[str, Any]], horizon: Horizon,
     if tr.get("t_end") is None:
         why = (f"no horizon from {hooks.paper}'s theory for it (a sampled model, or init scale 0)"
                if hooks else f"no theory for (task, model) = ({task.kind}, {model['kind']})")
-        raise ValueError(f"flow run without --time and {why}; give --time")
+        raise ValueError(f"flow run without --t-end and {why}; give --t-end")
     return spec, theory
 
 

@@ -37,11 +37,29 @@ NUMBER_PREFIXES = ("theory_", "first_", "level_", "final_", "excess_", "t_", "ta
 
 #: the columns every row may have, beside the options' and the measurements'
 RUN_COLUMNS: dict[str, Any] = {
-    "key": str, "seed": int, "heads_expr": str, "init_expr": str, "t_end": float,
+    "key": str, "seed": int, "heads_expr": str, "init_scale_expr": str, "t_end": float,
     "target_loss": float, "integrator_used": str, "status": str, "error": str, "traceback": str,
     "transient": bool, "n_evals": int, "wall_time": float, "record": str, "runs_in_batch": int,
     "batch_wall_time": float, "backend": str, "stream": str,
 }
+
+
+def legacy_columns() -> dict[str, str]:
+    """Column names of result rows and tables written before `configs.options.RENAMED` → their
+    names now: the renamed options' columns and their expressions' ("init_expr")."""
+    from fastattn.configs.options import RENAMED
+    from fastattn.sweep.grid import EXPRESSIONS
+
+    return RENAMED | {f"{old}_expr": f"{new}_expr" for old, new in RENAMED.items()
+                      if new in EXPRESSIONS}
+
+
+def upgrade_columns(row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` (column → value) under today's column names (`legacy_columns`); an old column whose
+    new name is there too is dropped (old rows held the option column `time` beside the run's
+    `t_end`, the same value)."""
+    legacy = legacy_columns()
+    return {legacy.get(k, k): v for k, v in row.items() if legacy.get(k, k) == k or legacy[k] not in row}
 
 
 #: an option column whose parser gives numbers or lists: int64 if every value is an integer
@@ -142,4 +160,9 @@ def dataset(folders: Iterable[str | Path]):
             raise ValueError(f"{path}: results schema version {version and version.decode()}, this "
                              f"fastattn reads {SCHEMA_VERSION}; rebuild it from its runs with "
                              "fastattn.sweep.write_table(folder)")
+        old = sorted(set(schema.names) & legacy_columns().keys())
+        if old:
+            raise ValueError(f"{path} has columns of the options' old names ({', '.join(old)}); "
+                             "rebuild it from its runs with fastattn.sweep.write_table(folder), "
+                             "which renames them")
     return ds.dataset(paths, format="parquet", schema=pa.unify_schemas(schemas))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fastattn.outputs import Output
-from fastattn.sweep.schema import TABLE
+from fastattn.sweep.schema import TABLE, legacy_columns, upgrade_columns
 from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
@@ -72,13 +72,14 @@ def check_key_format(out: Path, expected: int) -> None:
 
 
 def read_row(path: Path) -> dict[str, Any] | None:
-    """The result row in `path`, or None with a warning naming the file when it is unreadable
-    (truncated, not JSON, no key or status): such a run counts as not done and is run again."""
+    """The result row in `path` (under today's column names: `schema.upgrade_columns`), or None
+    with a warning naming the file when it is unreadable (truncated, not JSON, no key or status):
+    such a run counts as not done and is run again."""
     try:
         row = json.loads(Path(path).read_text())
         if not isinstance(row, dict) or row.get("key") != Path(path).stem or "status" not in row:
             raise ValueError("not a result row (no key or status)")
-        return row
+        return upgrade_columns(row)
     except (OSError, ValueError) as exc:
         warnings.warn(f"{path}: unreadable result row ({exc}); its run counts as not done and is "
                       "run again", stacklevel=2)
@@ -132,7 +133,8 @@ def column_units(out: str | Path) -> dict[str, str]:
 
 def read_table(out: str | Path):
     """The results table (pandas DataFrame) of a sweep directory: DIR/results.parquet, rebuilt from
-    DIR/runs/ when it is missing or older than the newest run file."""
+    DIR/runs/ when it is missing or older than the newest run file; under today's column names
+    (`schema.upgrade_columns`: a table written before the options' renaming reads as one after)."""
     import pandas as pd
 
     out = Path(out)
@@ -153,4 +155,6 @@ def read_table(out: str | Path):
             raise ValueError(f"{path} is unreadable and {out / RUNS} holds no run to rebuild it from")
         write_table(out)
         table = pd.read_parquet(path)
-    return table
+    legacy = legacy_columns()
+    stale = [c for c in table.columns if c in legacy and legacy[c] in table.columns]
+    return table.drop(columns=stale).rename(columns=legacy)

@@ -56,10 +56,10 @@ def test_every_pair_builds_its_preset(task, model):
 def test_every_task_runs_with_its_defaults(tmp_path, capsys):
     """Issue 28 item 1: `--task multitask_regression` with its defaults failed ("supports[1] must
     be distinct coordinates in 0..3"). Each task with its first model and the preset's values, but
-    a short horizon (--steps 2, or --time 1 for flows)."""
+    a short horizon (--steps 2, or --t-end 1 for flows)."""
     for task, models in pairs().items():
         r = resolve(task, models[0])
-        short = ["--time", "1"] if r.train["method"] == "flow" else ["--steps", "2"]
+        short = ["--t-end", "1"] if r.train["method"] == "flow" else ["--steps", "2"]
         if r.train["method"] == "task_sgd":
             short = ["--steps", "2", "--batch-size", "4"]
         assert main(["train", "--task", task, "--model", models[0], *short, "--quiet",

@@ -38,7 +38,7 @@ class ShrunkEstimator(ICLModel):
 
 CARD = ModelCard(
     "shrunk_estimator", "a test", "H scalars on the plug-in estimator",
-    (HEADS, INIT_SEED, Field("init_scale", float, "std of v", flag="--init"),
+    (HEADS, INIT_SEED, Field("init_scale", float, "std of v"),
      Field("shrink", float, "the estimator's factor", 1.0)),
     lambda c: (("v", (c.heads,)),),
     {"linear_regression": (Preset("toy", "a test's own setup", task={"dim": 3, "context": 9},

@@ -169,9 +169,10 @@ def test_given_options_override_the_preset():
 
 @pytest.mark.parametrize("given, message", [
     ({"train": {"snapshots": 3}},
-     "train.snapshots does not apply to --model merged; the option --snapshots sets train.n_snapshots"),
+     "train.snapshots does not apply to --model merged; the option --n-snapshots sets "
+     "train.n_snapshots"),
     ({"model": {"init": 0.1}},
-     "model.init does not apply to --model merged; the option --init sets model.init_scale"),
+     "model.init does not apply to --model merged; the option --init-scale sets model.init_scale"),
     ({"model": {"n_records": 3}},
      "model.n_records does not apply to --model merged; n_records is a train field: give it as "
      "train.n_records"),

@@ -213,7 +213,7 @@ def test_reproduce_refuses_a_sweep_folder_and_a_sweep_a_reproduce_folder(e8, tmp
     from fastattn.sweep import run_sweep
 
     sweep = tmp_path / "sweep"
-    run_sweep({"model": "separate", "dim": 2, "heads": 2, "time": 1.0}, sweep, workers=0,
+    run_sweep({"model": "separate", "dim": 2, "heads": 2, "t_end": 1.0}, sweep, workers=0,
               progress=False)
     before = _files(sweep)
     for args in (["--all", "--overwrite"], ["--paper", "he2025", "--overwrite"], [NAME]):
@@ -222,7 +222,7 @@ def test_reproduce_refuses_a_sweep_folder_and_a_sweep_a_reproduce_folder(e8, tmp
     assert _files(sweep) == before
     figures = tmp_path / "figures"
     registry.reproduce(NAME, figures, quick=True)
-    code = main(["sweep", "--model", "separate", "--dim", "2", "--heads", "2", "--time", "1",
+    code = main(["sweep", "--model", "separate", "--dim", "2", "--heads", "2", "--t-end", "1",
                  "--workers", "0", "--out", str(figures), "--quiet"])
     assert code == 2
     assert "is a `fastattn reproduce` folder" in _one_error_line(capsys.readouterr().err, "sweep")
@@ -294,7 +294,7 @@ def test_the_write_checks_touch_no_existing_file(tmp_path, e8):
     assert main(["train", "--method", "sgd", "--lr", "0.01", "--steps", "3", "--batch-size", "4",
                  "--out", str(tmp_path / "run"), "--quiet"]) == 0
     pytest.importorskip("pyarrow")
-    run_sweep({"model": "separate", "dim": 2, "heads": 2, "time": 1.0}, tmp_path / "sweep",
+    run_sweep({"model": "separate", "dim": 2, "heads": 2, "t_end": 1.0}, tmp_path / "sweep",
               workers=0, progress=False)
     for kind in ("figures", "run", "sweep"):
         assert all((tmp_path / kind / name).is_symlink() for name in names)

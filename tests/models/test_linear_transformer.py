@@ -100,7 +100,7 @@ def test_full_model_keeps_null_blocks_small_on_centred_tasks(tmp_path):
 
     assert main(["train", "--task", "wishart_tasks", "--model", "linear_transformer", "--dim", "4",
                  "--spectrum", "2,1,0.5,0.25", "--context", "32", "--tasks", "64", "--center-tasks",
-                 "true", "--init", "0.01", "--reduced", "false", "--method", "task_sgd", "--lr",
+                 "true", "--init-scale", "0.01", "--reduced", "false", "--method", "task_sgd", "--lr",
                  "0.01", "--batch-size", "64", "--steps", "800", "--out", str(tmp_path)]) == 0
     traj = Trajectory.load(tmp_path / "run.json")
     # the full model trained p1 and q2 (the reduced one, the C0 preset's, freezes them at exactly 0

@@ -16,7 +16,7 @@ from fastattn.cli import main
 from fastattn.sweep import run_sweep, store, worker
 from fastattn.sweep.horizon import Horizon
 
-POINT = {"model": "separate", "dim": 2, "heads": 2, "time": 1.0}
+POINT = {"model": "separate", "dim": 2, "heads": 2, "t_end": 1.0}
 
 
 def test_a_run_that_failed_with_an_os_error_runs_again_on_resume(tmp_path, monkeypatch):
@@ -57,7 +57,7 @@ def test_a_bad_horizon_is_refused_before_any_work(setting):
 
 def test_max_evals_below_one_is_one_line_and_no_row(tmp_path, capsys):
     out = tmp_path / "sweep"
-    code = main(["sweep", "--model", "separate", "--dim", "2", "--heads", "2", "--time", "1",
+    code = main(["sweep", "--model", "separate", "--dim", "2", "--heads", "2", "--t-end", "1",
                  "--workers", "0", "--max-evals=-5", "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "--max-evals must be" in err and len(err.strip().splitlines()) == 1

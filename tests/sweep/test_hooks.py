@@ -1,5 +1,5 @@
 """Per-paper sweep hooks (issue 27 item 1): a row of each paper's research grid runs with no
---time and its measurement columns agree with the paper's theory, computed independently of the
+--t-end and its measurement columns agree with the paper's theory, computed independently of the
 sweep's integration path. He et al.'s sampled runs train batched (item 3)."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from fastattn.theory import mainali2025, musat2025, sander2024  # noqa: E402
 
 
 def test_musat_emergence_times_are_the_flow_events(tmp_path):
-    """t_gamma, t_beta, t_alpha of a three-parameter run (no --time) against the paper's printed
+    """t_gamma, t_beta, t_alpha of a three-parameter run (no --t-end) against the paper's printed
     ODE (spec §7.3) integrated by scipy in paper time with its own event location."""
     integrate = pytest.importorskip("scipy.integrate")
     N = 8
     df = run_sweep({"task": "induction", "model": "three_param", "data": "orthonormal",
-                    "query": "last", "dim": 2 * N, "context": N, "init": 0.0}, tmp_path,
+                    "query": "last", "dim": 2 * N, "context": N, "init_scale": 0.0}, tmp_path,
                    workers=0, progress=False)
     row = df.iloc[0]
-    assert row["status"] == "target_loss" and row["t_end"] > 0         # a horizon without --time
+    assert row["status"] == "target_loss" and row["t_end"] > 0         # a horizon without --t-end
 
     def rhs(t, th):
         return np.array(musat2025.three_param_rhs(*th, N))
@@ -54,7 +54,7 @@ def test_musat_gram19_events_match_the_theory_modules_integration(tmp_path):
     """The 19-parameter flow's t_icl (γ₃, β₂, α₃ at their indices in the Gram basis) against
     `population.emergence.gram19_emergence_times` (terminal events, restarted integration)."""
     df = run_sweep({"task": "induction", "model": "gram19", "data": "orthonormal", "query": "last",
-                    "dim": 8, "context": 4, "init": 0.0}, tmp_path, workers=0, progress=False)
+                    "dim": 8, "context": 4, "init_scale": 0.0}, tmp_path, workers=0, progress=False)
     ref = emergence.gram19_emergence_times(4)
     for name in ("t_icl", "t_gamma", "t_beta", "t_alpha"):
         key = "t_icl" if name == "t_icl" else "T_" + name[2:]
@@ -67,8 +67,8 @@ def test_mainali_half_times_and_fixed_points(tmp_path):
     objective); the paper's closed form is the prediction beside them."""
     s, n, init = np.array([1.0, 0.5]), 8, 0.1
     df = run_sweep({"task": "wishart_tasks", "model": "linear_transformer", "dim": 2,
-                    "spectrum": "1,0.5", "context": n, "tasks": "fresh", "init": init,
-                    "snapshots": 200, "method": "flow", "reduced": False},   # C0's are task_sgd, reduced
+                    "spectrum": "1,0.5", "context": n, "tasks": "fresh", "init_scale": init,
+                    "n_snapshots": 200, "method": "flow", "reduced": False},   # C0's are task_sgd, reduced
                    tmp_path, workers=0, progress=False)
     row = df.iloc[0]
     a_star, l_star = mainali2025.exact_optimum(s, n)
@@ -87,14 +87,15 @@ def test_mainali_half_times_and_fixed_points(tmp_path):
 
 
 def test_sander_diag_loss_rank_and_prop6(tmp_path):
-    """DIAG on unitary contexts (no --time): with H = d the loss reaches Prop. 3's zero, C has full
+    """DIAG on unitary contexts (no --t-end): with H = d the loss reaches Prop. 3's zero, C has full
     rank and lies on the Prop. 6 family; with H < d, rank H. The final loss equals the closed form
     `population_loss(C, P)` (corrected Prop. 4) of the recorded final state."""
     from fastattn.training import Trajectory
 
     d, tmax = 2, 4
     df = run_sweep({"task": "autoregressive", "model": "diag", "dim": d, "context": tmax,
-                    "heads": [1, 2], "context_dist": "unitary", "init": 0.1, "method": "flow"}, tmp_path,
+                    "heads": [1, 2], "context_dist": "unitary", "init_scale": 0.1,
+                    "method": "flow"}, tmp_path,
                    workers=0, progress=False).set_index("heads")
     full, low = df.loc[2], df.loc[1]
     assert full["status"] == "target_loss" and full["theory_Lstar"] == 0
@@ -167,7 +168,7 @@ def test_musat_grid_plans_at_the_largest_N_without_building_its_data():
     from fastattn.sweep import Grid, plan
 
     (item,) = plan(Grid({"task": "induction", "model": "three_param", "data": "orthonormal",
-                         "query": "last", "dim": 131072, "context": 65536, "init": 0.0}))
+                         "query": "last", "dim": 131072, "context": 65536, "init_scale": 0.0}))
     assert item.theory["theory_t_icl"] == pytest.approx(1.71125 * 65536**2 + 0.682 * 65536)
     assert item.spec["train"]["target_loss"] == 0.25 and item.spec["train"]["t_end"] > 0
 

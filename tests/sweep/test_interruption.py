@@ -26,10 +26,10 @@ from fastattn.tasks import LinearRegression  # noqa: E402
 # flow runs that would take minutes (rk4, 1e8 steps; the sweep's cap of 5e6 evaluations and its
 # theory's target loss lifted: with them a run ended in seconds, at times before the signal)
 ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "2",
-           "--integrator", "rk4", "--dt", "1e-4", "--time", "1e4", "--max-evals", "1000000000",
+           "--integrator", "rk4", "--dt", "1e-4", "--t-end", "1e4", "--max-evals", "1000000000",
            "--target-loss", "0"]
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
-        "init": 1e-2, "spectrum": "linear", "records": 120}
+        "init_scale": 1e-2, "spectrum": "linear", "n_records": 120}
 
 
 def start_sweep(out: Path, workers: int) -> subprocess.Popen:
@@ -87,7 +87,7 @@ def test_workers_die_with_a_killed_main_process(tmp_path):
     wait_dead(pids)
     # the marker it left is stale: the next sweep in that directory removes it
     assert list((out / INFLIGHT).glob("*"))
-    run_sweep({"model": "separate", "dim": 2, "heads": 2, "time": 1.0}, out, workers=0,
+    run_sweep({"model": "separate", "dim": 2, "heads": 2, "t_end": 1.0}, out, workers=0,
               progress=False)
     assert not list((out / INFLIGHT).glob("*"))
 

@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fast
 from fastattn.sweep import run_sweep  # noqa: E402
 
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
-        "init": 1e-2, "spectrum": "linear", "records": 120}
+        "init_scale": 1e-2, "spectrum": "linear", "n_records": 120}
 DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals", "n_hvp",
                  "n_steps", "n_drops", "theory_Lstar", "t_end", "target_loss"]
 
@@ -96,8 +96,8 @@ def test_local_ray_cluster_listens_on_loopback_only_and_equals_local(tmp_path, m
 
 #: runs long enough (about 1-2 s each: a fixed-step RK4 flow) that a node is killed while it runs one
 SLOW = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
-        "init": 1e-2, "spectrum": "linear", "records": 60, "integrator": "rk4", "dt": 1e-3,
-        "time": 500.0}
+        "init_scale": 1e-2, "spectrum": "linear", "n_records": 60, "integrator": "rk4", "dt": 1e-3,
+        "t_end": 500.0}
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # flow runs that would take minutes (rk4, 1e8 steps; the sweep's cap of 5e6 evaluations and its
 # theory's target loss lifted: with them a run ended in seconds, at times before the signal)
 ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "2",
-           "--integrator", "rk4", "--dt", "1e-4", "--time", "1e4", "--max-evals", "1000000000",
+           "--integrator", "rk4", "--dt", "1e-4", "--t-end", "1e4", "--max-evals", "1000000000",
            "--target-loss", "0"]
 
 

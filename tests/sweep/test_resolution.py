@@ -1,6 +1,6 @@
 """A sweep resolves each grid point as `train` does (`fastattn.configs.resolve`: the cards'
 defaults, then the pair's preset, then what the point gives), for every pair; and the Musat sweep
-of issue 39 runs at the paper's zero init without --init."""
+of issue 39 runs at the paper's zero init without --init-scale."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_musat_sweep_runs_at_the_paper_s_zero_init(tmp_path):
     df = run_sweep({"task": "induction", "model": "three_param", "context": 18, "dim": 36},
                    tmp_path, workers=0, progress=False)
     (row,) = df.to_dict("records")
-    assert row["init"] == 0.0 and row["query"] == "last" and row["data"] == "orthonormal"
+    assert row["init_scale"] == 0.0 and row["query"] == "last" and row["data"] == "orthonormal"
     exact = emergence.emergence_times(18)["t_icl"]
     assert exact == pytest.approx(568.39, abs=0.01)
     assert row["t_icl"] == pytest.approx(exact, rel=1e-4)

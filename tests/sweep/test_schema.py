@@ -18,12 +18,12 @@ from fastattn.training import RecordError, Trajectory, train
 
 SWEEPS = {
     "zhang_flow": {"model": "separate", "dim": [2, 3], "context": 8, "heads": "D", "rank": 1,
-                   "init": 1e-2, "spectrum": "linear", "records": 60},
+                   "init_scale": 1e-2, "spectrum": "linear", "n_records": 60},
     "he_adam": {"model": "multihead_softmax", "dim": 3, "context": 9, "noise": 0.1, "w_var": 1 / 3,
                 "spectrum": "1,1,1", "method": "adam", "lr": 0.01, "batch_size": 32, "steps": 40,
                 "heads": [1, 2]},
     "musat_flow": {"task": "induction", "model": "three_param", "data": "orthonormal",
-                   "query": "last", "dim": 8, "context": 4, "init": 0.0},
+                   "query": "last", "dim": 8, "context": 4, "init_scale": 0.0},
 }
 
 

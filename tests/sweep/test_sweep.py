@@ -16,6 +16,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
+from fastattn.cli import main  # noqa: E402
 from fastattn.sweep import (  # noqa: E402
     Grid,
     Horizon,
@@ -32,7 +33,7 @@ from fastattn.sweep.grid import grid_from_args, parse_axis, resolve, run_key  # 
 
 # tiny, fast flow runs: D ∈ {2, 3}, stiff integrator (P ≤ 200), a few hundred records
 TINY = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
-        "init": 1e-2, "spectrum": "linear", "records": 120}
+        "init_scale": 1e-2, "spectrum": "linear", "n_records": 120}
 DETERMINISTIC = ["key", "dim", "context", "heads", "seed", "status", "final_loss", "n_evals", "n_hvp",
                  "n_steps", "n_drops", "theory_Lstar", "t_end", "target_loss"]
 
@@ -59,7 +60,7 @@ def test_grid_expansion_is_the_cartesian_product_with_seeds():
 
 
 def test_heads_and_init_may_be_expressions_of_D():
-    spec = resolve({"dim": 16, "heads": "2*D", "init": "1e-2*sqrt(D)"})
+    spec = resolve({"dim": 16, "heads": "2*D", "init_scale": "1e-2*sqrt(D)"})
     assert spec["model"]["heads"] == 32
     assert spec["model"]["init_scale"] == pytest.approx(0.04)
     assert resolve({"dim": 16, "heads": "D/4"})["model"]["heads"] == 4
@@ -72,12 +73,12 @@ def test_heads_and_init_may_be_expressions_of_D():
 def test_inner_commas_are_slashes_on_the_command_line():
     assert parse_axis("spectrum", "0.4/0.3/0.2/0.1,linear") == ["0.4,0.3,0.2,0.1", "linear"]
     assert parse_axis("context", "8/16,32,1..4") == [[8, 16], 32, [1, 2, 3, 4]]
-    assert parse_axis("init", "1e-2,1e-3") == [1e-2, 1e-3]
+    assert parse_axis("init_scale", "1e-2,1e-3") == [1e-2, 1e-3]
 
 
 def test_cli_parsing_builds_the_grid_and_defaults():
     args = _parser().parse_args(["sweep", "--model", "separate", "--dim", "4,8", "--context", "16,64",
-                                 "--heads", "D", "--rank", "1", "--init", "1e-2", "--seeds", "2",
+                                 "--heads", "D", "--rank", "1", "--init-scale", "1e-2", "--seeds", "0..1",
                                  "--out", "x"])
     g = grid_from_args(args)
     assert len(g) == 8 and g.axes["heads"] == ["D"] and g.axes["dim"] == [4, 8]
@@ -85,11 +86,37 @@ def test_cli_parsing_builds_the_grid_and_defaults():
         _parser().parse_args(["sweep", "--dim", "4,x", "--out", "x"])
 
 
+@pytest.mark.parametrize("text", ["0..4", "0,3,7", "7", "0"])
+def test_seeds_are_one_list_grammar_in_train_and_sweep(text, tmp_path, capsys):
+    """`--seeds` is the list `train` reads, in a sweep too (LIST_GRAMMAR), from the command line
+    and from a sweep file (as text or a TOML list, which `fastattn sweep FILE` honours: it once
+    dropped the file's seeds). The one exception, documented: a bare K >= 1 is still the sweep's
+    old count 0..K-1, with a deprecation line."""
+    from fastattn.configs.options import run_list
+
+    want = run_list(text)                       # train's
+    if text == "7":
+        with pytest.warns(FutureWarning, match=r"^--seeds 7 \(a count\) is deprecated; write "
+                          r"--seeds 0\.\.6; a bare number will be one seed, as in train"):
+            assert Grid({}, text).seed_values() == list(range(7)) != want
+        return
+    assert Grid({}, text).seed_values() == want
+    path = tmp_path / "s.toml"
+    for seeds in (repr(text).replace("'", '"'), str(want)):
+        path.write_text(f'[sweep]\nseeds = {seeds}\n[grid]\nmodel = "separate"\ndim = 2\n'
+                        'heads = 2\nt_end = 1.0\n')
+        assert load_config(str(path))[0].seed_values() == want
+        assert main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "o")]) == 0
+        out = capsys.readouterr().out
+        assert out.endswith(f"{len(want)} runs\n") and f"'seed': {want[-1]}}}" in out
+
+
 def test_config_file(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('[sweep]\nseeds = 2\nworkers = 1\n[grid]\nmodel = "separate"\ndim = [4, 8]\n'
                     'context = [[8, 16], 32]\nspectrum = ["0.4,0.3,0.2,0.1"]\nheads = "D"\n')
-    g, settings = load_config(str(path))
+    with pytest.warns(FutureWarning, match=r"^--seeds 2 \(a count\) is deprecated"):
+        g, settings = load_config(str(path))        # the old count, in a file too
     assert settings == {"workers": 1}
     assert g.axes["context"] == [[8, 16], 32] and g.axes["spectrum"] == ["0.4,0.3,0.2,0.1"]
     assert len(g) == 8
@@ -135,7 +162,7 @@ def test_resume_never_recomputes_finished_runs(tmp_path):
 
 
 def test_run_keys_hash_only_options_that_differ_from_their_defaults():
-    spec = resolve({"dim": 8, "init": 1e-2})
+    spec = resolve({"dim": 8, "init_scale": 1e-2})
     assert run_key(spec) == run_key(resolve({"dim": 8}))                   # init 1e-2 is the default
     assert run_key(resolve({"dim": 8, "noise": 1})) == run_key(resolve({"dim": 8, "noise": 1.0}))
     assert run_key(resolve({"dim": 8, "noise": 0.1})) != run_key(spec)
@@ -196,7 +223,7 @@ def test_the_runner_takes_the_theory_from_the_pairs_hooks(tmp_path, monkeypatch)
 
 def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch):
     """Without a theory's horizon a flow runs to the preset's time (as `train` does), or to
-    --time; a preset without a time needs --time."""
+    --t-end; a preset without a time needs --t-end."""
     import dataclasses
 
     from fastattn.configs import MODEL_CARDS
@@ -210,10 +237,10 @@ def test_a_pair_without_hooks_runs_with_time_and_no_theory(tmp_path, monkeypatch
     monkeypatch.setitem(MODEL_CARDS, "separate", dataclasses.replace(
         card, presets={"linear_regression": (untimed,)}))
     with pytest.raises(ValueError, match=r"no theory for \(task, model\) = \(linear_regression, "
-                                         r"separate\); give --time"):
+                                         r"separate\); give --t-end"):
         run_sweep(dict(TINY, dim=2, context=8), tmp_path / "a", workers=0, progress=False)
     assert not (tmp_path / "a").exists()
-    df = run_sweep(dict(TINY, dim=2, context=8, time=50.0), tmp_path / "b", workers=0, progress=False)
+    df = run_sweep(dict(TINY, dim=2, context=8, t_end=50.0), tmp_path / "b", workers=0, progress=False)
     assert df["status"].iloc[0] == "t_end" and df["n_plateaus"].iloc[0] >= 1
     assert not [c for c in df if c.startswith("theory_")]
 
@@ -249,7 +276,7 @@ def test_resume_after_a_killed_worker(tmp_path):
     """Worker processes killed mid-run (as by the OOM killer): those runs are retried once alone,
     then recorded as failed; the others finish; a resume with retry_failed reruns only those."""
     # the rk4 runs would take minutes (1e8 steps): they are running when they are killed
-    grid = dict(TINY, dim=[2, 3], context=8, integrator=["auto", "rk4"], dt=1e-4, time=1e4)
+    grid = dict(TINY, dim=[2, 3], context=8, integrator=["auto", "rk4"], dt=1e-4, t_end=1e4)
     victims = {it.key for it in plan(Grid(grid), Horizon()) if it.spec["train"]["integrator"] == "rk4"}
     df = _sweep_killing(victims, tmp_path, grid=grid, workers=2)
     assert len(df) == 4
@@ -308,7 +335,7 @@ def test_cli_sweep_and_plot(tmp_path, capsys, monkeypatch):
     p = _parser()
     out = str(tmp_path / "s")
     args = p.parse_args(["sweep", "--model", "separate", "--dim", "2,3", "--context", "8,32",
-                         "--heads", "D", "--init", "1e-2,3e-2", "--records", "120", "--workers", "0",
+                         "--heads", "D", "--init-scale", "1e-2,3e-2", "--n-records", "120", "--workers", "0",
                          "--out", out, "--quiet"])
     assert args.func(args) == 0
     assert "8 runs" in capsys.readouterr().out

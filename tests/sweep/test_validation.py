@@ -18,7 +18,7 @@ from fastattn.cli import main
 from fastattn.sweep import GridError, plan, run_sweep, store
 from fastattn.sweep.grid import Grid
 
-TINY = ["--model", "separate", "--dim", "2", "--context", "8", "--heads", "2", "--records", "60",
+TINY = ["--model", "separate", "--dim", "2", "--context", "8", "--heads", "2", "--n-records", "60",
         "--workers", "0", "--quiet"]
 
 
@@ -55,16 +55,16 @@ def test_relative_out_is_made_absolute_before_the_executors(tmp_path, monkeypatc
     monkeypatch.setattr(api, "run_local", fake_local)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError):          # nothing ran: no table
-        run_sweep({"dim": 2, "heads": 2, "context": 8, "time": 1.0}, "rel", workers=0,
+        run_sweep({"dim": 2, "heads": 2, "context": 8, "t_end": 1.0}, "rel", workers=0,
                   progress=False)
     assert os.path.isabs(seen["out"]) and seen["out"] == str(tmp_path / "rel")
 
 
 def test_another_grid_in_the_same_folder_reports_both_counts(tmp_path, capsys):
     out = str(tmp_path / "s")
-    assert main(["sweep", *TINY, "--time", "5", "--init", "1e-2,2e-2", "--out", out]) == 0
+    assert main(["sweep", *TINY, "--t-end", "5", "--init-scale", "1e-2,2e-2", "--out", out]) == 0
     capsys.readouterr()
-    assert main(["sweep", *TINY, "--time", "5", "--out", out]) == 0
+    assert main(["sweep", *TINY, "--t-end", "5", "--out", out]) == 0
     line, *legend = capsys.readouterr().out.strip().splitlines()
     assert "this grid: 1 of 1 runs finished" in line and "holds 2 runs" in line, line
     status = line.split("finished (")[1].split("=")[0]         # e.g. t_end: the stop word
@@ -73,7 +73,7 @@ def test_another_grid_in_the_same_folder_reports_both_counts(tmp_path, capsys):
 
 def test_plot_honours_out_without_kind_and_fails_on_nothing_to_plot(tmp_path, capsys):
     out = tmp_path / "s"
-    assert main(["sweep", *TINY, "--dim", "2,3", "--init", "1e-2,2e-2", "--time", "5",
+    assert main(["sweep", *TINY, "--dim", "2,3", "--init-scale", "1e-2,2e-2", "--t-end", "5",
                  "--out", str(out)]) == 0
     assert main(["plot", str(out), "--out", str(tmp_path / "fig.png")]) == 0
     assert (tmp_path / "fig_heatmap.png").stat().st_size > 5_000
@@ -100,7 +100,7 @@ def test_a_broken_sweep_file_is_named(tmp_path, capsys):
 def test_an_unwritable_folder_is_a_clear_error(tmp_path, capsys):
     blocker = tmp_path / "file"                  # a file where a folder should be (root or not)
     blocker.write_text("x")
-    assert main(["sweep", *TINY, "--time", "5", "--out", str(blocker / "s")]) == 2
+    assert main(["sweep", *TINY, "--t-end", "5", "--out", str(blocker / "s")]) == 2
     err = capsys.readouterr().err
     assert "cannot write to the sweep folder" in err and ".tmp" not in err
     assert "choose a writable --out" in err
@@ -117,7 +117,7 @@ def test_a_row_holds_only_its_familys_options():
     option; a merged row has no `rank` (it is separate's); trainer options are everyone's."""
     from fastattn.sweep.options import family_options
 
-    items = plan(Grid({"model": ["separate", "merged"], "dim": 2, "heads": 2, "time": 1.0}))
+    items = plan(Grid({"model": ["separate", "merged"], "dim": 2, "heads": 2, "t_end": 1.0}))
     cols = {it.spec["model"]["kind"]: set(it.columns) for it in items}
     assert {"rank", "dim", "context", "spectrum", "lr", "method"} <= cols["separate"]
     assert "rank" not in cols["merged"] and "heads" in cols["merged"]
@@ -153,10 +153,10 @@ def status(argv: list[str]) -> int:
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--heads", "D/0"], "argument --heads: expression 'D/0': division by zero"),   # failure 7
-    (["--init", "exp(1000)"], "argument --init: expression 'exp(1000)': overflow"),
-    (["--init", "int(1e400)"], "a value (inf) above the limit 1e+12"),
-    (["--init", "2**65"], "an exponent (65) above the limit 64"),
-    (["--init", "nan"], "argument --init: must be finite"),                        # failure 10
+    (["--init-scale", "exp(1000)"], "argument --init-scale: expression 'exp(1000)': overflow"),
+    (["--init-scale", "int(1e400)"], "a value (inf) above the limit 1e+12"),
+    (["--init-scale", "2**65"], "an exponent (65) above the limit 64"),
+    (["--init-scale", "nan"], "argument --init-scale: must be finite"),                        # failure 10
     (["--target-loss", "nan"], "argument --target-loss: must be finite"),
     (["--init-seed=-1"], "argument --init-seed: must be an integer >= 0 (a seed)"),
     (["--workers=-1"], "--workers must be an integer >= 0; got -1"),
@@ -164,11 +164,11 @@ def status(argv: list[str]) -> int:
     (["--batch", "0"], "--batch must be an integer >= 1; got 0"),
     (["--lr", "0.1"], "--lr does not apply to --method flow"),
     (["--context", "1..1000000"], "of at most 100000 lengths"),
-    (["--seeds", "1000000"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
+    (["--seeds", "0..999999"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
 ])
 def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, says):
     out = tmp_path / "sweep"
-    assert status(["sweep", *TINY, "--time", "5", *args, "--out", str(out)]) == 2
+    assert status(["sweep", *TINY, "--t-end", "5", *args, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("fastattn sweep: error: "), err
     assert says in err and "Traceback" not in err, err
@@ -190,14 +190,14 @@ def test_a_million_point_grid_is_refused_unless_yes_and_stated_before_planning(
 
     monkeypatch.setattr(sweep_cli, "plan", planned)
     monkeypatch.setattr(api, "plan", planned)
-    axes = ["--init", ",".join(f"{1e-3 * (k + 1):g}" for k in range(1000)),
+    axes = ["--init-scale", ",".join(f"{1e-3 * (k + 1):g}" for k in range(1000)),
             "--rtol", ",".join(f"{1e-6 * (k + 1):g}" for k in range(1000))]
     out = tmp_path / "s"
-    assert main(["sweep", *TINY, "--time", "5", *axes, "--out", str(out)]) == 2
+    assert main(["sweep", *TINY, "--t-end", "5", *axes, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "the grid has 1000000 runs (init 1000 × rtol 1000)" in err and "--yes" in err
+    assert "the grid has 1000000 runs (init_scale 1000 × rtol 1000)" in err and "--yes" in err
     with pytest.raises(Planned):
-        main(["sweep", *TINY, "--time", "5", *axes, "--yes", "--dry-run", "--out", str(out)])
+        main(["sweep", *TINY, "--t-end", "5", *axes, "--yes", "--dry-run", "--out", str(out)])
     assert "planning 1000000 runs" in capsys.readouterr().err
     assert not out.exists()
 
@@ -209,14 +209,14 @@ def test_settings_from_a_sweep_file_are_checked_too(tmp_path, capsys):
     assert "--workers must be an integer >= 0" in capsys.readouterr().err
     cfg.write_text('dim = 2\nheads = 2\ncontext = 8\ntime = 5.0\ninit = nan\n')
     assert status(["sweep", str(cfg), "--out", str(tmp_path / "s")]) == 2
-    assert "--init must be finite" in capsys.readouterr().err
+    assert "--init-scale must be finite" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
 
 def test_a_method_axis_keeps_each_methods_options():
     """--lr on a grid that sweeps flow and gd applies to gd: accepted; --integrator on a gd-only
     grid applies to none of its methods: refused."""
-    items = plan(Grid({"dim": 2, "heads": 2, "context": 8, "method": ["flow", "gd"], "time": 1.0,
+    items = plan(Grid({"dim": 2, "heads": 2, "context": 8, "method": ["flow", "gd"], "t_end": 1.0,
                        "lr": 0.01, "steps": 5}))
     assert {it.spec["train"]["method"] for it in items} == {"flow", "gd"}
     with pytest.raises(GridError, match="--integrator does not apply to --method gd"):
@@ -252,18 +252,18 @@ def test_the_expression_evaluator_still_computes():
 
 
 def test_a_huge_power_exits_2_at_once_in_a_subprocess(tmp_path):
-    """`--init '9**9**9'` hung (failure 7): the exit path, as a user's shell sees it."""
+    """`--init-scale '9**9**9'` hung (failure 7): the exit path, as a user's shell sees it."""
     import subprocess
     import sys
     from pathlib import Path
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "fastattn.cli", "sweep", *TINY, "--time", "5",
-                           "--init", "9**9**9", "--out", str(tmp_path / "s")], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "fastattn.cli", "sweep", *TINY, "--t-end", "5",
+                           "--init-scale", "9**9**9", "--out", str(tmp_path / "s")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "fastattn sweep: error: argument --init: expression '9**9**9': an exponent (3.8742e+08) "
+        "fastattn sweep: error: argument --init-scale: expression '9**9**9': an exponent (3.8742e+08) "
         "above the limit 64"]
     assert not (tmp_path / "s").exists()

@@ -129,11 +129,11 @@ def test_the_cli_logs_a_run_to_tensorboard(tmp_path):
 
     tb = tmp_path / "tb"
     assert main(["train", "--task", "linear_regression", "--model", "separate", "--dim", "3",
-                 "--time", "20", "--out", str(tmp_path / "run"), "--quiet",
+                 "--t-end", "20", "--out", str(tmp_path / "run"), "--quiet",
                  "--log", f"tensorboard:{tb}"]) == 0
     traj = Trajectory.load(tmp_path / "run" / "run.json")
     events = EventAccumulator(str(tb))
     events.Reload()
     np.testing.assert_allclose([e.value for e in events.Scalars("loss")], traj.loss, rtol=1e-6)
     assert main(["train", "--task", "linear_regression", "--model", "separate", "--dim", "3",
-                 "--time", "20", "--out", str(tmp_path / "bad"), "--log", "nope"]) == 2
+                 "--t-end", "20", "--out", str(tmp_path / "bad"), "--log", "nope"]) == 2

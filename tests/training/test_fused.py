@@ -126,7 +126,7 @@ def test_cli_seeds_train_batched_one_record_per_run(tmp_path):
 
 def test_cli_diverged_run_exits_with_its_code(tmp_path, capsys):
     args = ["train", "--task", "linear_regression", "--model", "separate", "--dim", "3",
-            "--heads", "2", "--rank", "1", "--context", "5", "--init", "0.5", "--method", "gd",
+            "--heads", "2", "--rank", "1", "--context", "5", "--init-scale", "0.5", "--method", "gd",
             "--lr", "1e3", "--steps", "50", "--out", str(tmp_path), "--quiet"]
     assert main(args) == DIVERGED
     assert "diverged at" in capsys.readouterr().err

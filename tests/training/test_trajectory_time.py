@@ -37,6 +37,6 @@ def test_a_run_record_says_which_time_it_holds(tmp_path):
     from fastattn.cli import main
 
     assert main(["train", "--task", "induction", "--model", "disentangled", "--data", "orthonormal",
-                 "--dim", "4", "--context", "2", "--time", "1", "--out", str(tmp_path), "--quiet"]) == 0
+                 "--dim", "4", "--context", "2", "--t-end", "1", "--out", str(tmp_path), "--quiet"]) == 0
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["time"].endswith("paper time t/(2D) = t/8")

@@ -28,8 +28,8 @@ class Hooks:
             same columns, NaN or None where a formula does not apply, so that all rows of a sweep
             have them; names start with "theory_" by convention.
         flow_horizon: `(predictions, horizon) -> (t_end, target_loss)`: how far a flow run without
-            --time goes and where one without --target-loss stops; None where the theory gives no
-            value (no target; without t_end the run fails with a message asking for --time).
+            --t-end goes and where one without --target-loss stops; None where the theory gives no
+            value (no target; without t_end the run fails with a message asking for --t-end).
         measurements: `(trajectory, predictions, measured) -> columns` measured from a finished run
             against the theory; `measured` holds the paper-independent columns (plateaus, drops,
             final loss: `fastattn.sweep.runner.measure`) and, under "_task", the run's task.

@@ -66,7 +66,7 @@ def predictions(task, model: Mapping[str, Any], params0, horizon: Horizon) -> Co
 
 
 def flow_horizon(theory: Columns, horizon: Horizon) -> tuple[float | None, float | None]:
-    """He et al.'s models train with sampled methods: no flow horizon (give --time for a flow)."""
+    """He et al.'s models train with sampled methods: no flow horizon (give --t-end for a flow)."""
     return None, None
 
 

@@ -5,7 +5,7 @@ a⁰ = init², the aligned init) and the exact optimum a*_α (spec §6.4, ω = 1
 norms ‖p1‖, ‖q2‖ at the end.
 
 Time: epochs at ηP = 1, t = τ/2 (τ the integrators' time; at another ηP divide by it). The
-measured half-times are interpolated between parameter snapshots (`--snapshots`, log-spaced:
+measured half-times are interpolated between parameter snapshots (`--n-snapshots`, log-spaced:
 use a few hundred for a percent-level t_half).
 """
 

@@ -4,7 +4,7 @@ T_β ≈ 0.95985 N² + 0.790 N and T_α ≈ 1.71125 N² + 0.682 N (spec §7.6; t
 
 Time: the paper's gradient-flow time (θ̇ = −∇L), half the integrators' time
 (`theory.musat2025.PAPER_TIME_PER_CORE_TIME`); every `t_*` and `theory_t_*` column is in it (the
-table's column metadata says "paper time"). The runs start from zero (`--init 0`, the paper's
+table's column metadata says "paper time"). The runs start from zero (`--init-scale 0`, the paper's
 initialisation) for the predictions to apply; a random start shifts the times a little.
 """
 

@@ -22,8 +22,8 @@ def plot_duration(df, fig):
     d = df[ok].assign(pred=pred[ok], meas=meas[ok])
     ax1, ax2 = fig.subplots(1, 2)
     colors = category_colors(d["dim"])
-    markers = dict(zip(sorted(d["init"].unique()), "osD^v<>px*", strict=False))
-    for (dim, init), g in d.groupby(["dim", "init"]):
+    markers = dict(zip(sorted(d["init_scale"].unique()), "osD^v<>px*", strict=False))
+    for (dim, init), g in d.groupby(["dim", "init_scale"]):
         ax1.scatter(g["pred"], g["meas"], color=colors[dim], marker=markers.get(init, "o"), s=18,
                     label=f"D={dim}, init={init:.3g}")
     lo, hi = min(d["pred"].min(), d["meas"].min()), max(d["pred"].max(), d["meas"].max())
@@ -31,7 +31,7 @@ def plot_duration(df, fig):
     ax1.set(xscale="log", yscale="log", xlabel="predicted plateau duration (Eq. 72 / Eq. 54)",
             ylabel="measured: time of the first drop")
     ax1.legend(fontsize=7, ncol=2)
-    for init, g in d.groupby("init"):
+    for init, g in d.groupby("init_scale"):
         m = g.groupby("dim").apply(lambda x: float(np.median(x["meas"] / x["pred"])),
                                    include_groups=False)
         ax2.plot(m.index, m.values, marker=markers.get(init, "o"), label=f"init={init:.3g}")
