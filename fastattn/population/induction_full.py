@@ -75,7 +75,7 @@ class DisentangledFullObjective(Objective):
         if off > self.tol * max(1.0, float(np.linalg.norm(w))):
             raise ValueError(f"the full disentangled model's exact population gradient is known on the "
                              f"19-dimensional subspace of Theorem 1 only; these weights are {off:.3g} off "
-                             "it: start from zero (--init 0) or structured weights, or train with a "
+                             "it: start from zero (--init-scale 0) or structured weights, or train with a "
                              "sampled method (sgd)")
         loss, g = self.gram.loss_grad(theta)
         return float(loss), self.E @ np.asarray(g) / self.D

@@ -57,9 +57,9 @@ def test_cli_runs_aug_exactly_to_prop_2(tmp_path):
     """The exact flow reaches ℓ*; exact GD's records are the objective at its parameters, falling."""
     base = ["train", "--task", "autoregressive", "--model", "aug", "--encoding", "augmented",
             "--context-dist", "unitary", "--representation", "complex", "--s1", "ones", "--dim", "3",
-            "--context", "7", "--init", "0.1", "--quiet"]
+            "--context", "7", "--init-scale", "0.1", "--quiet"]
     l_star = theory.augmented_optimum(3, 7, "zero")[1]
-    assert main([*base, "--method", "flow", "--time", "200", "--out", str(tmp_path / "flow")]) == 0
+    assert main([*base, "--method", "flow", "--t-end", "200", "--out", str(tmp_path / "flow")]) == 0
     assert np.load(tmp_path / "flow" / "run.npz")["loss"][-1] == pytest.approx(l_star, rel=1e-4)
     gd = ["--method", "gd", "--lr", "0.005", "--steps", "2000", "--out", str(tmp_path / "gd")]
     assert main([*base, *gd]) == 0

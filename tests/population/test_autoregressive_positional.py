@@ -78,7 +78,7 @@ def test_gradient_matches_finite_differences():
 
 def test_cli_trains_positional_diag_exactly_and_haar_has_no_closed_form(tmp_path, capsys):
     base = ["train", "--task", "autoregressive", "--model", "diag", "--dim", "2", "--heads", "2",
-            "--context", "5", "--init", "0.3", "--quiet"]
+            "--context", "5", "--init-scale", "0.3", "--quiet"]
     assert main([*base, "--context-dist", "positional", "--mu", "2", "--method", "gd", "--lr", "0.01",
                  "--steps", "50", "--out", str(tmp_path / "gd")]) == 0
     loss = np.load(tmp_path / "gd" / "run.npz")["loss"]
@@ -89,6 +89,6 @@ def test_cli_trains_positional_diag_exactly_and_haar_has_no_closed_form(tmp_path
     assert loss[-1] < loss[0]
     assert json.loads((tmp_path / "gd" / "run.json").read_text())["status"] == "steps"
     assert main([*base, "--context-dist", "haar", "--representation", "real", "--method", "flow",
-                 "--time", "1", "--out", str(tmp_path / "haar")]) == 2
+                 "--t-end", "1", "--out", str(tmp_path / "haar")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--context-dist haar has no closed form" in err[0] and "sgd" in err[0]

@@ -69,10 +69,10 @@ def test_off_subspace_weights_are_refused():
 
 @pytest.mark.parametrize("method", ["gd", "flow"])
 def test_cli_trains_the_full_model_exactly_in_paper_time(tmp_path, method):
-    extra = (["--lr", "0.5", "--steps", "40"] if method == "gd" else ["--time", "20"])
+    extra = (["--lr", "0.5", "--steps", "40"] if method == "gd" else ["--t-end", "20"])
     args = ["train", "--task", "induction", "--model", "disentangled", "--dim", str(D), "--context",
             str(N), "--data", "orthonormal", "--query", "last", "--reduction", "sum", "--mask", "strict",
-            "--init", "0", "--method", method, *extra,
+            "--init-scale", "0", "--method", method, *extra,
             "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
     rec = np.load(tmp_path / "run.npz")
