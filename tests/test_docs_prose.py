@@ -13,12 +13,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 MAX_PROSE = 25
 #: (page, heading) → its prose lines now: the sections not yet shortened, none may grow
 LONGER = {
-    ("musat2025.md", "## The claims ledger: what each row measures, where its number comes from"): 46,
-    ("mainali2025.md", "## 8. The claims ledger: what each row measures, where its number comes from"):
-        45,
     ("theory.md", "## 7. Adding an objective"): 45,
-    ("sander2024.md", "## The claims ledger (issue 35, round two)"): 32,
-    ("he2025.md", "## The claims ledger (issue 35, round two)"): 32,
     ("reproduce.md", "### Planted bugs (`fastattn report WORK --mutations`, "
                      "`fastattn/experiments/mutations.py`)"): 31,
     ("reproduce.md", "## Measured (2026-11-25, this 2-core machine, one engineer on it)"): 31,
