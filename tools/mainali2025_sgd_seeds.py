@@ -12,7 +12,7 @@ Three runs on C0's task set (task_seed 0), all against the exact aligned flow wi
 Half-times are taken against the exact flow's final a (the mean over the last 10 % of 250 epochs),
 for the flow and the runs alike, so the errors measure timing only. Prints the mean ± SE per mode.
 
-Run: OMP_NUM_THREADS=1 python tools/mainali2025_sgd_seeds.py --seeds 0-15 --epochs 12
+Run: OMP_NUM_THREADS=1 python tools/mainali2025_sgd_seeds.py --seeds 0..15 --epochs 12
 """
 
 from __future__ import annotations
@@ -22,15 +22,20 @@ import time
 
 import numpy as np
 
+from fastattn.configs import resolve
+from fastattn.configs.options import run_list
 from fastattn.experiments.mainali2025 import c0
 from fastattn.models import LinearTransformer
 from fastattn.population import WishartAlignedObjective, aligned_flow
 from fastattn.tasks import WishartTasks
 from fastattn.theory import mainali2025 as th
 from fastattn.training import TrainConfig, train
+from fastattn.training.build import build_task
 from fastattn.training.task_sgd import task_order
 
 FLOW_EPOCHS = 250
+#: C0's preset (the figures' task set and batch); each run replaces its data seed
+C0 = resolve(*c0.PAIR)
 
 
 def reference(task: WishartTasks) -> tuple[np.ndarray, np.ndarray]:
@@ -75,8 +80,12 @@ def exact_task_run(task: WishartTasks, lr: float, epochs: int) -> tuple[np.ndarr
 
 
 def seeds_of(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
+    """--seeds in `fastattn train`'s list grammar (`LIST_GRAMMAR`: 0..15, 0,3,7; the old 0-15 with
+    its deprecation line); a bad list is argparse's one-line error naming --seeds."""
+    try:
+        return run_list(text, int)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def summary(label: str, errors: list[np.ndarray]) -> None:
@@ -88,21 +97,25 @@ def summary(label: str, errors: list[np.ndarray]) -> None:
     print(f"{label}: t_half error (%) per mode, mean ± SE over {len(e)} runs: [{cells}]")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0-7", help="data seeds, e.g. 0-15")
+    parser.add_argument("--seeds", type=seeds_of, default="0..7",
+                        help="data seeds, a list as `fastattn train --seeds` takes: 0..15 or 0,3,7")
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--lr", type=float, default=c0.LR)
-    parser.add_argument("--batch", type=int, default=c0.BATCH)
+    parser.add_argument("--batch", type=int, default=C0.train["batch_size"])
     parser.add_argument("--no-sgd", action="store_true", help="only the noise-free exact-task run")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     base = c0.c0_task()
     final, t_ref = reference(base)
     print(f"exact flow (ω = diag Ω): final a {np.round(final, 4)}, t_half {np.round(t_ref, 3)} epochs")
     errors: dict[str, list[np.ndarray]] = {"exact-task": [], "sgd": []}
-    for seed in seeds_of(args.seeds):
-        task = WishartTasks(c0.D, spectrum=c0.SPECTRUM, context=c0.N, tasks=c0.P, task_seed=0,
-                            data_seed=seed)
+    for seed in args.seeds:
+        task = build_task({**C0.task, "data_seed": seed})
         labels = ["exact-task"] if args.no_sgd else ["exact-task", "sgd"]
         for label in labels:
             start = time.perf_counter()

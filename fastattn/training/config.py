@@ -19,6 +19,8 @@ from fastattn import population
 METHODS = ("flow", "gd", "sgd", "adam", "task_sgd")
 INTEGRATORS = ("auto", "stiff", "stiff_krylov", "stabilized", "rk45", "rk4")
 SAMPLERS = ("auto", "tokens", "stats", "fast")
+#: the example value a "needs lr / steps" error offers for each (a sampled run has no default)
+EXAMPLE = {"lr": 0.01, "steps": 1000}
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,10 @@ class TrainConfig:
             if self.integrator == "rk4":
                 check.positive_float("dt", self.dt if self.dt is not None else -1)
         else:
-            if self.lr is None or self.steps is None:
-                raise ValueError(f"method={self.method!r} needs lr and steps")
+            missing = [name for name in ("lr", "steps") if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"method={self.method!r} needs {' and '.join(missing)}: give "
+                                 + " and ".join(f"{name}={EXAMPLE[name]}" for name in missing))
             check.positive_float("lr", self.lr)
             check.positive_int("steps", self.steps)
         if check.nonnegative_float("weight_decay", self.weight_decay) and self.method != "adam":
