@@ -21,7 +21,7 @@ import numpy as np
 import fastattn
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import LinearAttentionObjective, Moments, integrate, linear_dims
+from fastattn.population import LinearAttentionObjective, Moments, integrate
 from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
@@ -31,7 +31,7 @@ METHODS = ("rk45", "stiff", "auto", "rk4", "euler")
 def fig3(init: float, seed: int = 0):
     task, model = fig3_setting(init, seed)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
+    return model.config, task.moments(), model.to_flat(), lstar
 
 
 def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
@@ -51,13 +51,13 @@ def _row(method, t_end, r, gap):
           f"{r.n_hvp:8d} {r.wall_time:9.4f} {gap:10.2e}")
 
 
-def table(dims, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
+def table(config, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
     print(f"{'method':>6} {'t_end':>8} {'status':>11} {'evals':>8} {'steps':>8} {'jac':>6} "
           f"{'hvp':>8} {'wall[s]':>9} {'L-L*':>10}")
     for method in methods:
         for t_end in t_ends:
             kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
-            r = integrate(LinearAttentionObjective("separate", dims, m), theta, method=method, t_end=t_end,
+            r = integrate(LinearAttentionObjective(config, m), theta, method=method, t_end=t_end,
                           rtol=rtol, atol=atol, record_times=np.geomspace(1, t_end, 60),
                           max_evals=max_evals, **kw)
             _row(method, t_end, r, r.loss[-1] - lstar)
@@ -88,7 +88,7 @@ def large(D: int, N: int, methods, rtol: float, atol: float, max_evals: int):
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
     theta = model.to_flat()
     for method in methods:
-        r = integrate(LinearAttentionObjective("separate", linear_dims(model.config), task.moments()), theta,
+        r = integrate(LinearAttentionObjective(model.config, task.moments()), theta,
                       method=method, t_end=1e10, target_loss=1.05 * lstar, rtol=rtol, atol=atol,
                       max_evals=max_evals)
         print(f"D={D:3d} N={N:5d} P={theta.size:6d} {method:>6} {r.status:>11} t={r.t_final:9.3e} "
@@ -107,15 +107,15 @@ def main() -> None:
     ap.add_argument("--atol", type=float, default=1e-9)
     a = ap.parse_args()
     if a.setting in ("fig3", "all"):
-        dims, m, theta, lstar = fig3(a.init or 1e-3, a.seed)
+        config, m, theta, lstar = fig3(a.init or 1e-3, a.seed)
         print(f"[fig3] L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol}")
-        table(dims, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
+        table(config, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
               2_000_000)
     if a.setting in ("rank", "all"):
-        dims, m, theta, lstar = rank_setting(a.init or 1e-2, a.seed)
+        config, m, theta, lstar = rank_setting(a.init or 1e-2, a.seed)
         print(f"\n[rank] D=8 H=9 R=4 (P={theta.size}); L* = {lstar:.12f}; rtol={a.rtol} "
               f"atol={a.atol}; stiff omitted (minutes: dense LU at every saddle step)")
-        table(dims, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
+        table(config, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
               a.atol, 20_000_000)
     if a.setting in ("white", "all"):
         print()

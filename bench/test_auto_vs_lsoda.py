@@ -141,7 +141,7 @@ def run_auto(D: int, repeats: int = 1) -> dict:
         walls.append(time.perf_counter() - start)
     model, task = setting(D)
     grid = np.union1d(log_grid(T_END, N_RECORDS), log_grid(T_END, N_SNAPSHOTS))
-    objective = population.LinearAttentionObjective("separate", linear_dims(model.config), task.moments())
+    objective = population.LinearAttentionObjective(model.config, task.moments())
     res = population.integrate(objective,
                                model.to_flat(), method="auto", t_end=T_END, rtol=RTOL, atol=ATOL,
                                record_times=grid, record_params=True)
@@ -162,7 +162,7 @@ def test_numpy_closed_form_matches_the_core(D):
     rng = np.random.default_rng(D)
     theta = model.to_flat() + 0.3 * rng.standard_normal(model.to_flat().size)
     L, g = flow.loss_grad(theta)
-    L_ref, g_ref = population.loss_and_grad("separate", theta, linear_dims(model.config), task.moments())
+    L_ref, g_ref = population.loss_and_grad(model.config, theta, task.moments())
     assert abs(L - L_ref) <= 1e-12 * abs(L_ref)
     assert np.max(np.abs(g - g_ref)) <= 1e-12 * np.max(np.abs(g_ref))
 

@@ -29,8 +29,8 @@ def diag_sizes(config) -> tuple[int, int, int]:
     """(d, H, T_max), the ints the compiled core takes, of a DIAG model config: the one place
     they are read off it."""
     if getattr(config, "kind", None) != "diag":
-        raise ValueError(f"model kind {getattr(config, 'kind', config)!r} is not DIAG; pass an "
-                         "ARDiagConfig(dim, heads, context)")
+        raise ValueError(f"config={config!r} is not DIAG's; pass an ARDiagConfig(dim, heads, "
+                         "context)")
     return config.dim, config.heads, config.context
 
 

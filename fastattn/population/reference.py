@@ -38,9 +38,12 @@ def sizes(config) -> LinearSizes:
     """The sizes of a linear attention model config (merged, cubic_mlp or separate): the one place
     they are read off it (the rank R is separate's; cubic_mlp reads as merged: w2 ≡ v, W1[h] ≡
     vec U_h, the same offsets and Γ)."""
-    if getattr(config, "kind", None) not in FAMILIES:
-        raise ValueError(f"model kind {getattr(config, 'kind', config)!r} has no linear attention "
-                         f"layout; pass the config of one of {sorted(FAMILIES)}")
+    if not hasattr(config, "kind"):
+        raise ValueError(f"config={config!r} is not a model config; pass the model's (e.g. "
+                         "model.config or SeparateConfig(dim=3, heads=2, rank=1))")
+    if config.kind not in FAMILIES:
+        raise ValueError(f"model kind {config.kind!r} has no linear attention layout; pass the "
+                         f"config of one of {sorted(FAMILIES)}")
     if config.kind == "separate":
         return LinearSizes("separate", config.dim, config.heads, config.rank)
     return LinearSizes("merged", config.dim, config.heads)
