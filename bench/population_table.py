@@ -8,7 +8,7 @@ spectrum, N ∈ {512, 2048}, init 1e-2·√D: evaluations, HVPs and wall time to
 e.g. rk45,auto,stabilized,stiff_krylov; not part of "all": rk45 needs minutes to hours, capped by
 --max-evals).
 
-Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init 1e-3] [--seed 0]
+Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init-scale 1e-3] [--seed 0]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 import fastattn
+from fastattn.cli_options import Renamed
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
 from fastattn.population import LinearAttentionObjective, Moments, integrate
@@ -101,18 +102,21 @@ def main() -> None:
     ap.add_argument("--setting", default="all", choices=("fig3", "rank", "white", "large", "all"))
     ap.add_argument("--max-evals", type=int, default=50_000_000, help="large: rk45 cap")
     ap.add_argument("--methods", default="auto,rk45", help="large: comma-separated methods")
-    ap.add_argument("--init", type=float, default=None)
+    ap.add_argument("--init-scale", type=float, default=None,
+                    help="the models' init scale (default: 1e-3 for fig3, 1e-2 for rank)")
+    ap.add_argument("--init", dest="init_scale", action=Renamed, new="--init-scale", type=float,
+                    default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-9)
     a = ap.parse_args()
     if a.setting in ("fig3", "all"):
-        config, m, theta, lstar = fig3(a.init or 1e-3, a.seed)
+        config, m, theta, lstar = fig3(a.init_scale or 1e-3, a.seed)
         print(f"[fig3] L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol}")
         table(config, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
               2_000_000)
     if a.setting in ("rank", "all"):
-        config, m, theta, lstar = rank_setting(a.init or 1e-2, a.seed)
+        config, m, theta, lstar = rank_setting(a.init_scale or 1e-2, a.seed)
         print(f"\n[rank] D=8 H=9 R=4 (P={theta.size}); L* = {lstar:.12f}; rtol={a.rtol} "
               f"atol={a.atol}; stiff omitted (minutes: dense LU at every saddle step)")
         table(config, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
