@@ -22,6 +22,7 @@ import fastattn
 from fastattn.cli_options import Renamed
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 from fastattn.population import LinearAttentionObjective, Moments, integrate
 from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
@@ -44,7 +45,7 @@ def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
     theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
                             rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
     lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
-    return (D, H, R), m, theta, lstar
+    return SeparateConfig(D, H, rank=R), m, theta, lstar
 
 
 def _row(method, t_end, r, gap):
@@ -75,7 +76,7 @@ def white(rtol: float, atol: float):
     exact = white_merged_loss(t, s0=float(np.sum(v**2)), dim=D, inv_n=1 / 31)
     print(f"white merged, rtol={rtol} atol={atol}: max |L - closed form| on 201 points in [0, 20]")
     for method in ("rk45", "stiff", "auto"):
-        r = integrate(LinearAttentionObjective("merged", (D, H, 1), m), th, method=method, t_end=20.0,
+        r = integrate(LinearAttentionObjective(MergedConfig(D, H), m), th, method=method, t_end=20.0,
                       rtol=rtol, atol=atol, record_times=t)
         print(f"{method:>6} err={np.abs(r.loss - exact).max():.2e} evals={r.n_evals} "
               f"jac={r.n_jac} wall={r.wall_time:.4f}s")

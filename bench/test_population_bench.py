@@ -13,6 +13,7 @@ import torch
 from groups import label
 
 from fastattn.experiments.zhang2025 import fig3_setting
+from fastattn.models.linear_attention import SeparateConfig
 from fastattn.population import (
     LinearAttentionObjective,
     Moments,
@@ -70,7 +71,7 @@ def test_rank4_flow_to_target(benchmark, method):
                          rng.normal(0, 1e-2 / np.sqrt(H * R * D), 2 * H * R * D)])
     lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
     rec = np.geomspace(1, 3e6, 800)
-    obj = LinearAttentionObjective("separate", (D, H, R), m)
+    obj = LinearAttentionObjective(SeparateConfig(D, H, rank=R), m)
     r = benchmark(lambda: integrate(obj, th, method=method, t_end=3e6,
                                     record_times=rec, target_loss=lstar * (1 + 1e-6)))
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_jac=r.n_jac,

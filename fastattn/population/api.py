@@ -2,8 +2,8 @@
 
 `integrate(objective, params0, options) -> FlowResult` follows dθ/dt = −½ ∂L/∂θ (one GD step with
 learning rate η advances t by 2η) for any `Objective`: a `LinearAttentionObjective`, one from
-`objective_for(task, model)`, or a Python subclass of `Objective`. The family-name functions
-(`loss_and_grad(family, ...)`, `hessian`, …) live beside `LinearAttentionObjective` in
+`objective_for(task, model)`, or a Python subclass of `Objective`. The linear attention functions
+(`loss_and_grad(config, ...)`, `hessian`, …) live beside `LinearAttentionObjective` in
 `fastattn.population.objectives`.
 """
 

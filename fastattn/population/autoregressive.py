@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastattn._core_loader import core
-from fastattn.population.legacy import config_of
+from fastattn.population.legacy import DIAG_SLOTS, config_of
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
@@ -46,7 +46,7 @@ class AutoRegressiveObjective(core.AutoRegressive):
     def __init__(self, context: str, config, factored: bool = True):
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
-        config = config_of("diag", config, "AutoRegressiveObjective(context, config)")
+        config = config_of("diag", config, DIAG_SLOTS, "AutoRegressiveObjective(context, config)")
         d, H, tmax = diag_sizes(config)
         super().__init__(context=core.Context.__members__[context], d=d, H=H, tmax=tmax,
                          factored=bool(factored))

@@ -33,8 +33,7 @@ import math
 import numpy as np
 
 from fastattn import configs as layout
-from fastattn.population.autoregressive import diag_sizes
-from fastattn.population.legacy import config_of
+from fastattn.population.legacy import DIAG_SLOTS, config_of
 from fastattn.population.objectives import Objective
 
 
@@ -91,11 +90,13 @@ class PositionalDiagObjective(Objective):
 
     def __init__(self, config, mu: float):
         super().__init__()
-        self.config = config_of("diag", config, "PositionalDiagObjective(config, mu)")
+        self.config = config_of("diag", config, DIAG_SLOTS, "PositionalDiagObjective(config, mu)")
+        if self.config.kind != "diag":
+            raise ValueError(f"config={config!r} is not DIAG's; pass an ARDiagConfig")
         if not mu >= 1:
             raise ValueError(f"mu must be at least 1 (𝒲(μ) has phases in [0, 2π/μ)); got {mu}")
         self.mu = float(mu)
-        _, _, tmax = diag_sizes(self.config)
+        tmax = dict(layout.param_shapes(self.config))["P"][0]       # the card's P [T_max, T_max]
         self._forms = [row_forms(T, self.mu) for T in range(2, tmax + 1)]
 
     def __repr__(self) -> str:

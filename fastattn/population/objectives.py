@@ -32,9 +32,9 @@ import numpy as np
 from fastattn import configs as layout
 from fastattn._core_loader import core
 from fastattn.population import reference
-from fastattn.population.legacy import config_of, family_first
+from fastattn.population.legacy import LINEAR_SLOTS, config_of, family_first
 from fastattn.population.moments import Moments
-from fastattn.population.reference import check_family, sizes
+from fastattn.population.reference import sizes
 from fastattn.population.registry import register_objective
 
 FAMILIES = reference.FAMILIES
@@ -89,8 +89,8 @@ class LinearAttentionObjective(core.LinearAttention):
 
     def __init__(self, config, moments: Moments, *old_moments: Moments):
         if isinstance(config, str):                         # (family, dims, moments)
-            check_family(config)
-            config = config_of(config, moments, "LinearAttentionObjective(config, moments)")
+            config = config_of(config, moments, LINEAR_SLOTS,
+                               "LinearAttentionObjective(config, moments)")
             (moments,) = old_moments
         layout, D, H, R = sizes(config)
         cov, ws, noise, inv_n = moment_arrays(moments, D, 1)

@@ -28,12 +28,6 @@ class LinearSizes(NamedTuple):
     rank: int = 1
 
 
-def check_family(family: str) -> None:
-    """A ValueError naming the linear attention families unless `family` is one."""
-    if family not in FAMILIES:
-        raise ValueError(f"family={family!r} is unknown; use one of {sorted(FAMILIES)}")
-
-
 def sizes(config) -> LinearSizes:
     """The sizes of a linear attention model config (merged, cubic_mlp or separate): the one place
     they are read off it (the rank R is separate's; cubic_mlp reads as merged: w2 ≡ v, W1[h] ≡
