@@ -107,8 +107,8 @@ def _big(D: int, seed: int = 0):
     rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
     lam = np.linspace(1.0, 0.1, D)
     m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
-    th = 0.1 * rng.standard_normal(D * (1 + 2 * D))  # separate, H = D, R = 1
-    return (D, D, 1), m, th
+    th = 0.1 * rng.standard_normal(D * (1 + 2 * D))
+    return SeparateConfig(D, D, rank=1), m, th
 
 
 @pytest.mark.parametrize("D", [4, 256])
