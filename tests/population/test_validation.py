@@ -128,7 +128,7 @@ def test_flow_options_and_objective_forms(setup):
 def test_linear_dims_reads_the_config_and_refuses_other_families():
     """The core's (D, H, R) from a config's fields: the rank of separate, 1 for merged and the MLP
     (whose flat vector has no rank), and one line naming the families for any other model."""
-    assert linear_dims(SeparateConfig(3, 2, rank=2)) == (3, 2, 2)
+    assert linear_dims(SeparateConfig(5, 3, rank=2)) == (5, 3, 2)     # three distinct sizes
     assert linear_dims(MergedConfig(3, 2)) == linear_dims(CubicMLPConfig(3, 2)) == (3, 2, 1)
     with pytest.raises(ValueError, match="model kind 'diag' has no linear attention layout"):
         linear_dims(ARDiagConfig(3, 2, context=4))
