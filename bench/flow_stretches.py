@@ -27,7 +27,7 @@ def main(dim: int, context: int, seed: int, methods: list[str], stretches: int, 
                     "rotation_seed": seed, "data_seed": seed})
     spec, theory = plan_flow(spec, Horizon())
     task, model, cfg = build_run(spec)[:3]
-    fam, dims, moments = model.kind, population.linear_dims(model.config), task.moments()
+    config, moments = model.config, task.moments()
     levels = np.asarray(theory["theory_levels"])
     p, t = model.to_flat(), 0.0
     print(f"D={dim} N={context} seed={seed}: target L <= {cfg.target_loss:.6g}, horizon {cfg.t_end:.3g}")
@@ -35,14 +35,14 @@ def main(dim: int, context: int, seed: int, methods: list[str], stretches: int, 
         cells, first = [], None
         for method in methods:
             start = time.perf_counter()
-            r = population.integrate(population.LinearAttentionObjective(fam, dims, moments), p,
+            r = population.integrate(population.LinearAttentionObjective(config, moments), p,
                                      method=method, t_end=t_stop - t, rtol=1e-5, atol=1e-9,
                                      target_loss=cfg.target_loss)
             cells.append(f"{method}: {r.n_steps} steps / {r.n_rejected} rejected / {r.n_evals} evals / "
                          f"{r.n_hvp} HVPs / {time.perf_counter() - start:.1f} s")
             first = first or r
         p, t = first.final_params, t + first.t_final
-        loss = population.loss_and_grad(fam, p, dims, moments)[0]
+        loss = population.loss_and_grad(config, p, moments)[0]
         learned = int(np.sum(levels > loss * (1 + 1e-9))) - 1   # Eq. 19 levels above the loss
         head = f"t={t:.3g} L/L*={loss / theory['theory_Lstar']:.4f} directions~{learned}"
         print(" | ".join([head, *cells]), flush=True)

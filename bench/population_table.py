@@ -8,7 +8,7 @@ spectrum, N ∈ {512, 2048}, init 1e-2·√D: evaluations, HVPs and wall time to
 e.g. rk45,auto,stabilized,stiff_krylov; not part of "all": rk45 needs minutes to hours, capped by
 --max-evals).
 
-Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init 1e-3] [--seed 0]
+Run: python bench/population_table.py [--setting fig3|rank|white|large|all] [--init-scale 1e-3] [--seed 0]
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ import math
 import numpy as np
 
 import fastattn
+from fastattn.cli_options import Renamed
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import LinearAttentionObjective, Moments, integrate, linear_dims
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
+from fastattn.population import LinearAttentionObjective, Moments, integrate
 from fastattn.tasks import LinearRegression
 from fastattn.theory.zhang2025 import minimum_loss, white_merged_loss
 
@@ -31,7 +33,7 @@ METHODS = ("rk45", "stiff", "auto", "rk4", "euler")
 def fig3(init: float, seed: int = 0):
     task, model = fig3_setting(init, seed)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
+    return model.config, task.moments(), model.to_flat(), lstar
 
 
 def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
@@ -43,7 +45,7 @@ def rank_setting(init: float = 1e-2, seed: int = 0, R: int = 4):
     theta = np.concatenate([rng.normal(0, init / np.sqrt(H), H),
                             rng.normal(0, init / np.sqrt(H * R * D), 2 * H * R * D)])
     lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
-    return (D, H, R), m, theta, lstar
+    return SeparateConfig(D, H, rank=R), m, theta, lstar
 
 
 def _row(method, t_end, r, gap):
@@ -51,13 +53,13 @@ def _row(method, t_end, r, gap):
           f"{r.n_hvp:8d} {r.wall_time:9.4f} {gap:10.2e}")
 
 
-def table(dims, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
+def table(config, m, theta, lstar, t_ends, methods, rtol, atol, max_evals):
     print(f"{'method':>6} {'t_end':>8} {'status':>11} {'evals':>8} {'steps':>8} {'jac':>6} "
           f"{'hvp':>8} {'wall[s]':>9} {'L-L*':>10}")
     for method in methods:
         for t_end in t_ends:
             kw = {"lr": 0.02} if method == "euler" else {"dt": 0.5} if method == "rk4" else {}
-            r = integrate(LinearAttentionObjective("separate", dims, m), theta, method=method, t_end=t_end,
+            r = integrate(LinearAttentionObjective(config, m), theta, method=method, t_end=t_end,
                           rtol=rtol, atol=atol, record_times=np.geomspace(1, t_end, 60),
                           max_evals=max_evals, **kw)
             _row(method, t_end, r, r.loss[-1] - lstar)
@@ -74,7 +76,7 @@ def white(rtol: float, atol: float):
     exact = white_merged_loss(t, s0=float(np.sum(v**2)), dim=D, inv_n=1 / 31)
     print(f"white merged, rtol={rtol} atol={atol}: max |L - closed form| on 201 points in [0, 20]")
     for method in ("rk45", "stiff", "auto"):
-        r = integrate(LinearAttentionObjective("merged", (D, H, 1), m), th, method=method, t_end=20.0,
+        r = integrate(LinearAttentionObjective(MergedConfig(D, H), m), th, method=method, t_end=20.0,
                       rtol=rtol, atol=atol, record_times=t)
         print(f"{method:>6} err={np.abs(r.loss - exact).max():.2e} evals={r.n_evals} "
               f"jac={r.n_jac} wall={r.wall_time:.4f}s")
@@ -88,7 +90,7 @@ def large(D: int, N: int, methods, rtol: float, atol: float, max_evals: int):
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
     theta = model.to_flat()
     for method in methods:
-        r = integrate(LinearAttentionObjective("separate", linear_dims(model.config), task.moments()), theta,
+        r = integrate(LinearAttentionObjective(model.config, task.moments()), theta,
                       method=method, t_end=1e10, target_loss=1.05 * lstar, rtol=rtol, atol=atol,
                       max_evals=max_evals)
         print(f"D={D:3d} N={N:5d} P={theta.size:6d} {method:>6} {r.status:>11} t={r.t_final:9.3e} "
@@ -101,21 +103,24 @@ def main() -> None:
     ap.add_argument("--setting", default="all", choices=("fig3", "rank", "white", "large", "all"))
     ap.add_argument("--max-evals", type=int, default=50_000_000, help="large: rk45 cap")
     ap.add_argument("--methods", default="auto,rk45", help="large: comma-separated methods")
-    ap.add_argument("--init", type=float, default=None)
+    ap.add_argument("--init-scale", type=float, default=None,
+                    help="the models' init scale (default: 1e-3 for fig3, 1e-2 for rank)")
+    ap.add_argument("--init", dest="init_scale", action=Renamed, new="--init-scale", type=float,
+                    default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-9)
     a = ap.parse_args()
     if a.setting in ("fig3", "all"):
-        dims, m, theta, lstar = fig3(a.init or 1e-3, a.seed)
+        config, m, theta, lstar = fig3(a.init_scale or 1e-3, a.seed)
         print(f"[fig3] L* = {lstar:.12f}; rtol={a.rtol} atol={a.atol}")
-        table(dims, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
+        table(config, m, theta, lstar, (1e2, 1e3, 1e4, 1e5, 1e6, 1e8), METHODS, a.rtol, a.atol,
               2_000_000)
     if a.setting in ("rank", "all"):
-        dims, m, theta, lstar = rank_setting(a.init or 1e-2, a.seed)
+        config, m, theta, lstar = rank_setting(a.init_scale or 1e-2, a.seed)
         print(f"\n[rank] D=8 H=9 R=4 (P={theta.size}); L* = {lstar:.12f}; rtol={a.rtol} "
               f"atol={a.atol}; stiff omitted (minutes: dense LU at every saddle step)")
-        table(dims, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
+        table(config, m, theta, lstar, (1e3, 1e4, 1e5, 1e6, 1e7), ("rk45", "auto"), a.rtol,
               a.atol, 20_000_000)
     if a.setting in ("white", "all"):
         print()

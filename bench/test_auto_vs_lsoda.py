@@ -69,12 +69,13 @@ class SeparateFlow:
     c0: float
 
     @classmethod
-    def from_moments(cls, m: Moments, dims: tuple[int, int, int]) -> SeparateFlow:
+    def from_moments(cls, m: Moments, config) -> SeparateFlow:
+        """The flow of the separate model `config` on a task with moments `m`."""
         lam, S = np.asarray(m.cov, float), np.asarray(m.w_second, float)
         c, s2 = float(m.inv_n), float(m.noise)
         A = lam @ S @ lam
         B = A + c * (A + np.trace(S @ lam) * lam) + s2 * c * lam
-        return cls(*dims, lam=lam, A=A, B=B, c0=float(np.trace(lam @ S) + s2))
+        return cls(*linear_dims(config), lam=lam, A=A, B=B, c0=float(np.trace(lam @ S) + s2))
 
     def loss_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Loss and gradient `[P]` at θ `[P]`."""
@@ -108,7 +109,7 @@ class _OutOfTime(Exception):
 def run_scipy(D: int, method: str, budget: float) -> dict:
     """solve_ivp on the numpy closed form; stops (status "budget") after `budget` seconds."""
     model, task = setting(D)
-    flow = SeparateFlow.from_moments(task.moments(), linear_dims(model.config))
+    flow = SeparateFlow.from_moments(task.moments(), model.config)
     y0 = model.to_flat().astype(np.float64)
     state = {"t": 0.0, "nfev": 0}
     start = time.perf_counter()
@@ -141,7 +142,7 @@ def run_auto(D: int, repeats: int = 1) -> dict:
         walls.append(time.perf_counter() - start)
     model, task = setting(D)
     grid = np.union1d(log_grid(T_END, N_RECORDS), log_grid(T_END, N_SNAPSHOTS))
-    objective = population.LinearAttentionObjective("separate", linear_dims(model.config), task.moments())
+    objective = population.LinearAttentionObjective(model.config, task.moments())
     res = population.integrate(objective,
                                model.to_flat(), method="auto", t_end=T_END, rtol=RTOL, atol=ATOL,
                                record_times=grid, record_params=True)
@@ -158,11 +159,11 @@ def run_auto(D: int, repeats: int = 1) -> dict:
 @pytest.mark.parametrize("D", [4, 8])
 def test_numpy_closed_form_matches_the_core(D):
     model, task = setting(D)
-    flow = SeparateFlow.from_moments(task.moments(), linear_dims(model.config))
+    flow = SeparateFlow.from_moments(task.moments(), model.config)
     rng = np.random.default_rng(D)
     theta = model.to_flat() + 0.3 * rng.standard_normal(model.to_flat().size)
     L, g = flow.loss_grad(theta)
-    L_ref, g_ref = population.loss_and_grad("separate", theta, linear_dims(model.config), task.moments())
+    L_ref, g_ref = population.loss_and_grad(model.config, theta, task.moments())
     assert abs(L - L_ref) <= 1e-12 * abs(L_ref)
     assert np.max(np.abs(g - g_ref)) <= 1e-12 * np.max(np.abs(g_ref))
 

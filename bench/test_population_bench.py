@@ -13,11 +13,11 @@ import torch
 from groups import label
 
 from fastattn.experiments.zhang2025 import fig3_setting
+from fastattn.models.linear_attention import SeparateConfig
 from fastattn.population import (
     LinearAttentionObjective,
     Moments,
     integrate,
-    linear_dims,
     make_evaluator,
     reference,
 )
@@ -27,13 +27,13 @@ from fastattn.theory.zhang2025 import minimum_loss
 def fig3(init: float, seed: int = 0):
     task, model = fig3_setting(init, seed)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
+    return model.config, task.moments(), model.to_flat(), lstar
 
 
 def test_fig3_euler_1e4_steps(benchmark):
-    dims, m, th, _ = fig3(1e-2)
+    config, m, th, _ = fig3(1e-2)
     lr = 0.02
-    obj = LinearAttentionObjective("separate", dims, m)
+    obj = LinearAttentionObjective(config, m)
     r = benchmark(lambda: integrate(obj, th, method="euler", t_end=2 * lr * 1e4, lr=lr,
                                     record_times=np.arange(0, 2 * lr * 1e4 + 1e-9, 2 * lr * 100)))
     assert r.n_steps == 10_000 and r.status == "t_end"
@@ -42,9 +42,9 @@ def test_fig3_euler_1e4_steps(benchmark):
 
 @pytest.mark.parametrize("method", ["stiff", "auto", "rk45"])
 def test_fig3_flow_to_1e8(benchmark, method):
-    dims, m, th, lstar = fig3(1e-3)
+    config, m, th, lstar = fig3(1e-3)
     rec = np.geomspace(1, 1e8, 100)
-    obj = LinearAttentionObjective("separate", dims, m)
+    obj = LinearAttentionObjective(config, m)
     r = benchmark(lambda: integrate(obj, th, method=method, t_end=1e8, record_times=rec,
                                     max_evals=200_000))
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_steps=r.n_steps,
@@ -71,7 +71,7 @@ def test_rank4_flow_to_target(benchmark, method):
                          rng.normal(0, 1e-2 / np.sqrt(H * R * D), 2 * H * R * D)])
     lstar = lam.sum() - np.sum(lam / (1 + (1 + lam.sum() / lam) / 31))
     rec = np.geomspace(1, 3e6, 800)
-    obj = LinearAttentionObjective("separate", (D, H, R), m)
+    obj = LinearAttentionObjective(SeparateConfig(D, H, rank=R), m)
     r = benchmark(lambda: integrate(obj, th, method=method, t_end=3e6,
                                     record_times=rec, target_loss=lstar * (1 + 1e-6)))
     benchmark.extra_info.update(status=r.status, n_evals=r.n_evals, n_jac=r.n_jac,
@@ -93,7 +93,7 @@ def test_large_flow_to_target(benchmark, method):
                             rotate=False)
     model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    obj = LinearAttentionObjective("separate", linear_dims(model.config), task.moments())
+    obj = LinearAttentionObjective(model.config, task.moments())
     r = benchmark.pedantic(lambda: integrate(obj, model.to_flat(), method=method, t_end=1e10,
                                              target_loss=1.05 * lstar, rtol=1e-5, atol=1e-9),
                            rounds=1, iterations=1)
@@ -107,17 +107,17 @@ def _big(D: int, seed: int = 0):
     rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
     lam = np.linspace(1.0, 0.1, D)
     m = Moments(cov=rot @ np.diag(lam) @ rot.T, w_second=np.eye(D), noise=0.0, inv_n=1 / 31)
-    th = 0.1 * rng.standard_normal(D * (1 + 2 * D))  # separate, H = D, R = 1
-    return (D, D, 1), m, th
+    th = 0.1 * rng.standard_normal(D * (1 + 2 * D))
+    return SeparateConfig(D, D, rank=1), m, th
 
 
 @pytest.mark.parametrize("D", [4, 256])
 @pytest.mark.parametrize("impl", ["cpp_dense", "cpp_eigenbasis", "torch_reference", "numpy_floor"])
 def test_per_step_evaluator(benchmark, D, impl):
-    dims, m, th = _big(D)
+    config, m, th = _big(D)
     label(benchmark, "separate_loss_grad", {"D": D, "H": D, "R": 1}, "loss+grad", impl)
     if impl == "torch_reference":
-        benchmark(lambda: reference.loss_and_grad("separate", th, dims, m))
+        benchmark(lambda: reference.loss_and_grad(config, th, m))
         return
     if impl == "numpy_floor":
         # the same dense products as the C++ dense path: Γ = Kᵀ diag(v) Q, W = BΓΛ, KM, QMᵀ
@@ -136,7 +136,7 @@ def test_per_step_evaluator(benchmark, D, impl):
 
         benchmark(step)
         return
-    ev = make_evaluator("separate", dims, m)
+    ev = make_evaluator(config, m)
     if impl == "cpp_dense":
         benchmark(lambda: ev.loss_grad(th))
     else:
@@ -146,8 +146,8 @@ def test_per_step_evaluator(benchmark, D, impl):
 
 @pytest.mark.parametrize("D", [4, 16, 64, 256, 1024])
 def test_per_step_vs_D(benchmark, D):
-    dims, m, th = _big(D)
-    ev = make_evaluator("separate", dims, m)
+    config, m, th = _big(D)
+    ev = make_evaluator(config, m)
     te = ev.to_eigen(th)
     benchmark.group = "per-step vs D (separate, H=D, R=1, eigenbasis)"
     benchmark(lambda: ev.loss_grad(te, eigen=True))
@@ -155,11 +155,11 @@ def test_per_step_vs_D(benchmark, D):
 
 @pytest.mark.parametrize("K", [1, 16, 128, 1024])
 def test_per_step_vs_K(benchmark, K):
-    dims, m, th, _ = fig3(1e-2)
+    config, m, th, _ = fig3(1e-2)
     rng = np.random.default_rng(1)
     thk = th + 1e-3 * rng.standard_normal((K, th.size))
-    ev = make_evaluator("separate", dims, m)
-    benchmark.group = "per-step vs K (Fig. 3 dims, one call for K models)"
+    ev = make_evaluator(config, m)
+    benchmark.group = "per-step vs K (Fig. 3 config, one call for K models)"
     benchmark(lambda: ev.loss_grad(thk))
 
 

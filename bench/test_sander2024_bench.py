@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from fastattn.models import ARDiag
+from fastattn.models.autoregressive import ARDiagConfig
 from fastattn.population import AutoRegressiveObjective, FlowOptions, integrate
 
 D, H, TMAX, LR, STEPS = 10, 8, 20, 1e-3, 100_000
@@ -53,7 +54,7 @@ def torch_loss(theta: torch.Tensor) -> torch.Tensor:
 
 def test_torch_closed_form_equals_the_core():
     th = _theta0()
-    core = AutoRegressiveObjective("orthogonal", (D, H, TMAX))
+    core = AutoRegressiveObjective("orthogonal", ARDiagConfig(D, H, TMAX))
     t = torch.tensor(th, requires_grad=True)
     loss = torch_loss(t)
     loss.backward()
@@ -63,7 +64,7 @@ def test_torch_closed_form_equals_the_core():
 
 
 def test_fig3_orthogonal_gd_core(benchmark):
-    obj = AutoRegressiveObjective("orthogonal", (D, H, TMAX))
+    obj = AutoRegressiveObjective("orthogonal", ARDiagConfig(D, H, TMAX))
     opts = FlowOptions(method="euler", lr=LR, t_end=2 * LR * STEPS, record_times=(0.0, 2 * LR * STEPS))
     r = benchmark.pedantic(lambda: integrate(obj, _theta0(), opts), rounds=3, iterations=1)
     assert r.n_steps == STEPS
@@ -94,7 +95,7 @@ def test_fig3_orthogonal_gd_torch_compile(benchmark):
 @pytest.mark.parametrize("method", ["rk45", "auto"])
 def test_fig3_orthogonal_flow_to_the_gd_loss(benchmark, method):
     """Exact flow, t_end = 2·lr·10⁵ (the GD run's time), stopped at the loss GD reaches."""
-    obj = AutoRegressiveObjective("orthogonal", (D, H, TMAX))
+    obj = AutoRegressiveObjective("orthogonal", ARDiagConfig(D, H, TMAX))
     gd = integrate(obj, _theta0(), FlowOptions(method="euler", lr=LR, t_end=2 * LR * STEPS,
                                                record_times=(0.0, 2 * LR * STEPS)))
     opts = FlowOptions(method=method, t_end=2 * LR * STEPS * 10, target_loss=float(gd.loss[-1]),

@@ -18,8 +18,9 @@ def closest(word: str, known: Iterable[str]) -> str | None:
     return match[0] if match else None
 
 
-def deprecated(old: str, new: str, why: str = "") -> None:
+def deprecated(old: str, new: str, why: str = "", stacklevel: int = 3) -> None:
     """Say once per use, in one line, that `old` still works but `new` is its name now (a
-    FutureWarning: shown by default; `fastattn` prints it as `fastattn <cmd>: warning: …`)."""
+    FutureWarning: shown by default; `fastattn` prints it as `fastattn <cmd>: warning: …`).
+    `stacklevel`: the frame the line names (3: the caller of the function that calls this)."""
     warnings.warn(f"{old} is deprecated; write {new}{why} (the old form still works for now)",
-                  FutureWarning, stacklevel=3)
+                  FutureWarning, stacklevel=stacklevel)

@@ -71,9 +71,9 @@ def add_options(parser: argparse.ArgumentParser, parse: Callable[[Option], Calla
     add_renamed(parser, parse)
 
 
-class _Renamed(argparse.Action):
+class Renamed(argparse.Action):
     """An option's old flag (`RENAMED`): stores its value as the new flag does, after one
-    deprecation line naming the new."""
+    deprecation line naming the new (also for scripts' own parsers: bench/population_table.py)."""
 
     def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, **kwargs)
@@ -93,7 +93,7 @@ def add_renamed(parser: argparse.ArgumentParser,
     options = {o.name: o for o in all_options()}
     for old, name in RENAMED.items():
         opt = options[name]
-        parser.add_argument("--" + old, dest=name, action=_Renamed, new=opt.flag,
+        parser.add_argument("--" + old, dest=name, action=Renamed, new=opt.flag,
                             type=parse(opt) if parse else None, default=argparse.SUPPRESS,
                             help=argparse.SUPPRESS)
 

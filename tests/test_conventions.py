@@ -160,7 +160,7 @@ def _exact_loss_reads_the_models_blocks(kind: str, D: int, H: int, R: int) -> bo
     lam, S, B = np.asarray(m.cov), np.asarray(m.w_second), m.beta_second_moment()
     G = model.gamma().detach().numpy()
     own = np.trace(lam @ S) + m.noise - 2 * np.trace(G @ lam @ S @ lam) + np.trace(G.T @ B @ G @ lam)
-    exact, _ = population.loss_and_grad(kind, model.to_flat(), population.linear_dims(model.config), m)
+    exact, _ = population.loss_and_grad(model.config, model.to_flat(), m)
     return bool(np.isclose(exact, own, rtol=1e-10, atol=1e-13))
 
 

@@ -84,7 +84,7 @@ FILES = {
             "toy_shrunk", "toy2026", "H scalars on the plug-in estimator",
             (HEADS, INIT_SEED, Field("init_scale", float, "std of v"),
              Field("shrink", float, "the estimator's factor s", 1.0)),
-            lambda dims: (("v", (dims[1],)),), {"toy_regression": (PRESET,)}))
+            lambda c: (("v", (c.heads,)),), {"toy_regression": (PRESET,)}))
     ''',
     "family.py": '''
         from dataclasses import dataclass

@@ -2,8 +2,8 @@
 
 `integrate(objective, params0, options) -> FlowResult` follows dθ/dt = −½ ∂L/∂θ (one GD step with
 learning rate η advances t by 2η) for any `Objective`: a `LinearAttentionObjective`, one from
-`objective_for(task, model)`, or a Python subclass of `Objective`. The family-name functions
-(`loss_and_grad(family, ...)`, `hessian`, …) live beside `LinearAttentionObjective` in
+`objective_for(task, model)`, or a Python subclass of `Objective`. The linear attention functions
+(`loss_and_grad(config, ...)`, `hessian`, …) live beside `LinearAttentionObjective` in
 `fastattn.population.objectives`.
 """
 
@@ -87,7 +87,7 @@ def integrate(objective, params0, options: FlowOptions | None = None, **override
 
     Args:
         objective: an `Objective` shared by the K models, or a sequence of K (one each): e.g.
-            `LinearAttentionObjective(family, dims, moments)` or `objective_for(task, model)`.
+            `LinearAttentionObjective(model.config, moments)` or `objective_for(task, model)`.
         params0: `[P]` or `[K, P]` (K independent models, each with its own adaptive step), in the
             caller's basis.
         options: a FlowOptions; keyword overrides replace its fields (or build one: t_end is required).

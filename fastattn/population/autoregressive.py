@@ -1,6 +1,7 @@
 """Exact population objectives of in-context autoregressive learning (Sander et al. 2024).
 
-- `AutoRegressiveObjective(context, (d, H, T_max), factored=True)`: the C++ closed form of the DIAG
+- `AutoRegressiveObjective(context, config, factored=True)` (config: the DIAG model's, an
+  `ARDiagConfig(dim=d, heads=H, context=T_max)`): the C++ closed form of the DIAG
   model (Eq. 6, Lemma 2) on commuting unitary ("unitary"; "unitary_paper" is Prop. 4 as printed) or
   orthogonal ("orthogonal") contexts, as a function of (A, B, P) or, factored=False, of (C, P).
   Registered for (autoregressive, diag).
@@ -17,10 +18,20 @@ from __future__ import annotations
 import numpy as np
 
 from fastattn._core_loader import core
+from fastattn.population.legacy import DIAG_SLOTS, config_of
 from fastattn.population.objectives import Objective
 from fastattn.population.registry import register_objective
 
 CONTEXTS = ("unitary", "orthogonal", "unitary_paper")
+
+
+def diag_sizes(config) -> tuple[int, int, int]:
+    """(d, H, T_max), the ints the compiled core takes, of a DIAG model config: the one place
+    they are read off it."""
+    if getattr(config, "kind", None) != "diag":
+        raise ValueError(f"config={config!r} is not DIAG's; pass an ARDiagConfig(dim, heads, "
+                         "context)")
+    return config.dim, config.heads, config.context
 
 
 class AutoRegressiveObjective(core.AutoRegressive):
@@ -28,19 +39,21 @@ class AutoRegressiveObjective(core.AutoRegressive):
     l_U as printed ("unitary_paper") or l_O (spec §5.6–5.7).
 
     Flat parameters (row-major): A `[H, d]`, B `[H, d]`, P `[T_max, T_max]` (factored), or C `[d, d]`,
-    P. Methods: loss_grad(params [P] | [K, P]) -> (loss, grad). Attributes: context, dims, factored.
+    P. Methods: loss_grad(params [P] | [K, P]) -> (loss, grad). Attributes: context, config,
+    factored. `config`: the DIAG model's config (a positional (d, H, T_max) is deprecated).
     """
 
-    def __init__(self, context: str, dims: tuple[int, int, int], factored: bool = True):
+    def __init__(self, context: str, config, factored: bool = True):
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
-        d, H, tmax = (int(x) for x in dims)
+        config = config_of("diag", config, DIAG_SLOTS, "AutoRegressiveObjective(context, config)")
+        d, H, tmax = diag_sizes(config)
         super().__init__(context=core.Context.__members__[context], d=d, H=H, tmax=tmax,
                          factored=bool(factored))
-        self.context, self.dims, self.factored = context, (d, H, tmax), bool(factored)
+        self.context, self.config, self.factored = context, config, bool(factored)
 
     def __repr__(self) -> str:
-        return f"AutoRegressiveObjective({self.context!r}, dims={self.dims}, factored={self.factored})"
+        return f"AutoRegressiveObjective({self.context!r}, {self.config!r}, factored={self.factored})"
 
 
 class PEOnlyObjective(Objective):
@@ -141,19 +154,14 @@ def _check_context(task, model) -> None:
                          f"task's context={task.context}")
 
 
-def _sizes(config) -> tuple[int, int, int]:
-    """(d, H, T_max), the ints the compiled core takes, of a DIAG model config."""
-    return config.dim, config.heads, config.context
-
-
 @register_objective("autoregressive", "diag", exact_for=diag_exact_for)
 def _diag(task, model) -> AutoRegressiveObjective:
     _check_context(task, model)
     if task.context_dist == "positional":
         from fastattn.population.autoregressive_positional import PositionalDiagObjective
 
-        return PositionalDiagObjective(_sizes(model.config), task.mu)
-    return AutoRegressiveObjective(task.context_dist, _sizes(model.config))
+        return PositionalDiagObjective(model.config, task.mu)
+    return AutoRegressiveObjective(task.context_dist, model.config)
 
 
 @register_objective("autoregressive", "pe_only", exact_for=pe_only_exact_for)

@@ -58,7 +58,7 @@ def monomial_forms(T: int, d: int, s0: str) -> tuple[np.ndarray, np.ndarray, np.
 
 class AugmentedUnitaryObjective(Objective):
     """ℓ(a, b) of AUG-1 on 𝒞_U (module docstring). Flat parameters: a1..a4, b1, b2 (the model's
-    order). dims = (d, T_max); s0 the task's convention for the first token's s_0."""
+    order); d and T_max are the task's dim and context; s0 its convention for the first token's s_0."""
 
     def __init__(self, d: int, tmax: int, s0: str = "zero"):
         super().__init__()

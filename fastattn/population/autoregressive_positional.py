@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from fastattn import configs as layout
+from fastattn.population.legacy import DIAG_SLOTS, config_of
 from fastattn.population.objectives import Objective
 
 
@@ -82,28 +84,29 @@ def loss_grad_cp(C: np.ndarray, P: np.ndarray, mu: float, forms: list | None = N
 
 
 class PositionalDiagObjective(Objective):
-    """ℓ(A, B, P) of the DIAG model on 𝒲(μ) (module docstring). Flat parameters (row-major, the
-    model's order): A `[H, d]`, B `[H, d]`, P `[T_max, T_max]`; C = BᵀA."""
+    """ℓ(A, B, P) of the DIAG model `config` (an `ARDiagConfig`; a positional (d, H, T_max) is
+    deprecated) on 𝒲(μ) (module docstring). Flat parameters: the card's layout, A `[H, d]`,
+    B `[H, d]`, P `[T_max, T_max]`; C = BᵀA."""
 
-    def __init__(self, dims: tuple[int, int, int], mu: float):
+    def __init__(self, config, mu: float):
         super().__init__()
-        self.dims = tuple(int(x) for x in dims)
+        self.config = config_of("diag", config, DIAG_SLOTS, "PositionalDiagObjective(config, mu)")
+        if self.config.kind != "diag":
+            raise ValueError(f"config={config!r} is not DIAG's; pass an ARDiagConfig")
         if not mu >= 1:
             raise ValueError(f"mu must be at least 1 (𝒲(μ) has phases in [0, 2π/μ)); got {mu}")
         self.mu = float(mu)
-        self._forms = [row_forms(T, self.mu) for T in range(2, self.dims[2] + 1)]
+        tmax = dict(layout.param_shapes(self.config))["P"][0]       # the card's P [T_max, T_max]
+        self._forms = [row_forms(T, self.mu) for T in range(2, tmax + 1)]
 
     def __repr__(self) -> str:
-        return f"PositionalDiagObjective(dims={self.dims}, mu={self.mu})"
+        return f"PositionalDiagObjective({self.config!r}, mu={self.mu})"
 
     def size(self) -> int:
-        d, H, tmax = self.dims
-        return 2 * H * d + tmax * tmax
+        return layout.n_params(self.config)
 
     def loss_grad(self, params: np.ndarray) -> tuple[float, np.ndarray]:
-        d, H, tmax = self.dims
-        x = np.asarray(params, dtype=np.float64)
-        A, B = x[:H * d].reshape(H, d), x[H * d:2 * H * d].reshape(H, d)
-        P = x[2 * H * d:].reshape(tmax, tmax)
+        b = layout.unflatten(self.config, params)
+        A, B, P = b["A"], b["B"], b["P"]
         loss, gC, gP = loss_grad_cp(B.T @ A, P, self.mu, self._forms)
         return loss, np.concatenate([(B @ gC).ravel(), (A @ gC.T).ravel(), gP.ravel()])

@@ -8,11 +8,14 @@ a stage preconditioner, a cost hint, a working basis) that the C++ integrators f
   models on a task with Gaussian moments (docs/theory.md §1–3); registered for
   (linear_regression, merged | cubic_mlp | separate).
 
-The linear attention models by family name (conveniences over `LinearAttentionObjective`):
+The linear attention models by config (conveniences over `LinearAttentionObjective`):
 `loss_and_grad`, `hessian`, `hvp`, `make_evaluator`, `gamma`, `n_params`, `conserved_quantities`;
-they take the core's ints dims = (D, H, R), which `linear_dims(model.config)` reads off a config.
+they take the model's config (`model.config`, e.g. `SeparateConfig(dim=4, heads=5, rank=1)`), whose
+card lays out the flat vector; `linear_dims(config)` is the core's ints (D, H, R) read off it. The
+old form with the family's name and a positional dims tuple (D, H, R) still works, with one
+deprecation line (`fastattn.population.legacy`).
 
-Families and flat float64 layouts (docs/conventions.md), dims = (D, H, R) (R is ignored by merged):
+Families and flat float64 layouts (docs/conventions.md; the cards' `shapes`):
 
 - ``"merged"`` (ATTN_M): ``v [H]``, ``U [H, D, D]``, Γ = Σ_i v_i U_i, P = H(1 + D²).
 - ``"cubic_mlp"``: ``w2 [H]``, ``W1 [H, D·D]``; same layout and Γ as merged.
@@ -29,50 +32,21 @@ import numpy as np
 from fastattn import configs as layout
 from fastattn._core_loader import core
 from fastattn.population import reference
+from fastattn.population.legacy import LINEAR_SLOTS, config_of, family_first
 from fastattn.population.moments import Moments
-from fastattn.population.reference import LinearSizes
+from fastattn.population.reference import sizes
 from fastattn.population.registry import register_objective
 
-FAMILIES = ("merged", "cubic_mlp", "separate")
-# merged and cubic_mlp share the flat layout and the closed form (w2 ≡ v, W1[h] ≡ vec U_h)
-_MERGED_LIKE = ("merged", "cubic_mlp")
+FAMILIES = reference.FAMILIES
 
 Objective = core.Objective
-
-
-def family_dims(family: str, dims) -> tuple[int, int, int]:
-    """(D, H, R) of a linear attention family (R = 1 for merged / cubic_mlp; dims may be (D, H) then)."""
-    if family not in FAMILIES:
-        raise ValueError(f"family={family!r} is unknown; use one of {sorted(FAMILIES)}")
-    try:
-        t = tuple(int(x) for x in dims)
-    except TypeError as exc:
-        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints") from exc
-    if len(t) == 2 and family in _MERGED_LIKE:
-        t = (*t, 1)
-    if len(t) != 3 or min(t) < 1:
-        raise ValueError(f"dims={dims!r} must be a tuple (D, H, R) of positive ints")
-    D, H, R = t
-    return (D, H, 1) if family in _MERGED_LIKE else (D, H, R)
 
 
 def linear_dims(config) -> tuple[int, int, int]:
     """(D, H, R), the ints the compiled core takes, of a linear attention model config (merged,
     cubic_mlp or separate): R its key/query rank, 1 for the families without one."""
-    if config.kind not in FAMILIES:
-        raise ValueError(f"model kind {config.kind!r} has no linear attention layout; use one of "
-                         f"{sorted(FAMILIES)}")
-    return config.dim, config.heads, config.rank if config.kind == "separate" else 1
-
-
-def layout_family(family: str) -> str:
-    """The flat layout's name in the model cards (cubic_mlp reads as merged: w2 ≡ v, W1 ≡ U)."""
-    return "merged" if family in _MERGED_LIKE else "separate"
-
-
-def sizes(family: str, dims) -> LinearSizes:
-    """The sizes the card of `family`'s layout reads (cubic_mlp's as merged's: the same offsets)."""
-    return LinearSizes(layout_family(family), *family_dims(family, dims))
+    _, D, H, R = sizes(config)
+    return D, H, R
 
 
 def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
@@ -86,7 +60,7 @@ def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
     ws = np.stack([np.asarray(m.w_second, dtype=np.float64) for m in ms])
     if cov.shape[1:] != (D, D) or ws.shape[1:] != (D, D):
         raise ValueError(
-            f"moments: cov/w_second have shape {cov.shape[1:]}/{ws.shape[1:]}, but dims give D={D}; "
+            f"moments: cov/w_second have shape {cov.shape[1:]}/{ws.shape[1:]}, but the model has D={D}; "
             "build the Moments for the same token dimension"
         )
     noise = np.array([float(m.noise) for m in ms])
@@ -98,8 +72,9 @@ def moment_arrays(moments: Moments | Sequence[Moments], D: int, K: int):
 
 
 class LinearAttentionObjective(core.LinearAttention):
-    """The exact population loss of a zero-block linear attention model (`family` at `dims`) on a
-    task with `moments`, in C++ (float64). The integrators work in Λ's eigenbasis.
+    """The exact population loss of a zero-block linear attention model (its `config`: merged,
+    cubic_mlp or separate) on a task with `moments`, in C++ (float64). The integrators work in
+    Λ's eigenbasis.
 
     Methods (parameters in the caller's basis, `[P]`, or `[K, P]` where noted):
         loss_grad(params [P] | [K, P], eigen=False) -> (loss, grad): batch over K models;
@@ -108,22 +83,27 @@ class LinearAttentionObjective(core.LinearAttention):
         stage_preconditioner(params, c, r) -> [P]: (I + c·Hb)⁻¹ r, Hb the Hessian's Gauss–Newton
             blocks of each head (the Hessian-free Rodas4's preconditioner; docs/theory.md).
         to_eigen(params) / from_eigen(params) (= to_working / from_working), eigvecs() -> [D, D].
-    Attributes: family, dims (D, H, R), moments, P.
+    Attributes: config, family (its kind), moments, P.
+    The old form `LinearAttentionObjective(family, dims, moments)` is deprecated.
     """
 
-    def __init__(self, family: str, dims, moments: Moments):
-        D, H, R = family_dims(family, dims)
+    def __init__(self, config, moments: Moments, *old_moments: Moments):
+        if isinstance(config, str):                         # (family, dims, moments)
+            config = config_of(config, moments, LINEAR_SLOTS,
+                               "LinearAttentionObjective(config, moments)")
+            (moments,) = old_moments
+        layout, D, H, R = sizes(config)
         cov, ws, noise, inv_n = moment_arrays(moments, D, 1)
-        super().__init__(family=core.Family.__members__[layout_family(family)], D=D, H=H, R=R,
+        super().__init__(family=core.Family.__members__[layout], D=D, H=H, R=R,
                          cov=cov[0], w_second=ws[0], noise=float(noise[0]), inv_n=float(inv_n[0]))
-        self.family, self.dims, self.moments = family, (D, H, R), moments
+        self.config, self.family, self.moments = config, config.kind, moments
 
     def __repr__(self) -> str:
-        return f"LinearAttentionObjective({self.family!r}, dims={self.dims})"
+        return f"LinearAttentionObjective({self.config!r})"
 
 
 def _linear_attention(task, model) -> LinearAttentionObjective:
-    return LinearAttentionObjective(model.kind, linear_dims(model.config), task.moments())
+    return LinearAttentionObjective(model.config, task.moments())
 
 
 def _every_linear_regression(task, config) -> str | None:
@@ -152,8 +132,8 @@ def check_params(name: str, params, P: int, what: str) -> np.ndarray:
     return p
 
 
-def _family_params(name: str, params, family: str, dims) -> np.ndarray:
-    return check_params(name, params, n_params(family, dims), f"family={family!r} with dims={tuple(dims)}")
+def _family_params(name: str, params, config) -> np.ndarray:
+    return check_params(name, params, n_params(config), f"the {config.kind} model {linear_dims(config)}")
 
 
 def _backend(backend: str) -> str:
@@ -168,21 +148,24 @@ def _moment_list(moments, K: int) -> list[Moments]:
     return ms * K if len(ms) == 1 else ms
 
 
-def n_params(family: str, dims) -> int:
-    """Flat parameter count P of a family at dims (D, H, R)."""
-    return layout.n_params(sizes(family, dims))
+@family_first(dims_at=1)
+def n_params(config) -> int:
+    """Flat parameter count P of a linear attention model config."""
+    return layout.n_params(sizes(config))
 
 
-def gamma(family: str, params, dims) -> np.ndarray:
+@family_first(dims_at=2)
+def gamma(config, params) -> np.ndarray:
     """Effective matrix Γ `[D, D]` (or `[K, D, D]` for params `[K, P]`), numpy."""
-    b = layout.unflatten(sizes(family, dims), _family_params("params", params, family, dims))
+    b = layout.unflatten(sizes(config), _family_params("params", params, config))
     if "U" in b:
         return np.einsum("...i,...iab->...ab", b["v"], b["U"])
     return np.einsum("...i,...ira,...irb->...ab", b["v"], b["K"], b["Q"])
 
 
-def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
-    """Population loss and gradient ∂L/∂θ.
+@family_first(dims_at=2)
+def loss_and_grad(config, params, moments, backend: str = "auto"):
+    """Population loss and gradient ∂L/∂θ of the linear attention model `config`.
 
     Args:
         params: `[P]` or `[K, P]` flat float64 parameters.
@@ -190,54 +173,56 @@ def loss_and_grad(family: str, params, dims, moments, backend: str = "auto"):
     Returns:
         (loss, grad): a float and `[P]` for params `[P]`; `[K]` and `[K, P]` for `[K, P]`.
     """
-    D, H, R = family_dims(family, dims)
-    p = _family_params("params", params, family, dims)
+    p = _family_params("params", params, config)
     K = 1 if p.ndim == 1 else p.shape[0]
-    moment_arrays(moments, D, K)
+    moment_arrays(moments, sizes(config).dim, K)
     ms = _moment_list(moments, K)
     pk = p.reshape(K, -1)
     if _backend(backend) == "cpp":
         if isinstance(moments, Moments):
-            loss, grad = LinearAttentionObjective(family, dims, moments).loss_grad(pk)
+            loss, grad = LinearAttentionObjective(config, moments).loss_grad(pk)
         else:
-            out = [LinearAttentionObjective(family, dims, ms[k]).loss_grad(pk[k]) for k in range(K)]
+            out = [LinearAttentionObjective(config, ms[k]).loss_grad(pk[k]) for k in range(K)]
             loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
     else:
-        out = [reference.loss_and_grad(family, pk[k], (D, H, R), ms[k]) for k in range(K)]
+        out = [reference.loss_and_grad(config, pk[k], ms[k]) for k in range(K)]
         loss, grad = np.array([o[0] for o in out]), np.stack([o[1] for o in out])
     if p.ndim == 1:
         return float(loss[0]), grad[0]
     return loss, grad
 
 
-def hessian(family: str, params, dims, moments: Moments, backend: str = "auto") -> np.ndarray:
+@family_first(dims_at=2)
+def hessian(config, params, moments: Moments, backend: str = "auto") -> np.ndarray:
     """Dense Hessian ∂²L/∂θ² `[P, P]` of one model (params `[P]`)."""
-    D, H, R = family_dims(family, dims)
-    p = _family_params("params", params, family, dims)
+    p = _family_params("params", params, config)
     if p.ndim != 1:
         raise ValueError("params must be one model [P] for hessian")
-    moment_arrays(moments, D, 1)
+    moment_arrays(moments, sizes(config).dim, 1)
     if _backend(backend) == "cpp":
-        return make_evaluator(family, dims, moments).hessian(p)
-    return reference.hessian(family, p, (D, H, R), moments)
+        return make_evaluator(config, moments).hessian(p)
+    return reference.hessian(config, p, moments)
 
 
-def hvp(family: str, params, u, dims, moments: Moments) -> np.ndarray:
+@family_first(dims_at=3)
+def hvp(config, params, u, moments: Moments) -> np.ndarray:
     """Hessian-vector product `[P]` (C++ core)."""
-    p = _family_params("params", params, family, dims)
+    p = _family_params("params", params, config)
     uu = np.ascontiguousarray(np.asarray(u, dtype=np.float64))
     if p.ndim != 1 or uu.shape != p.shape:
         raise ValueError(f"u must have the shape of params {p.shape}, got {uu.shape}")
-    return make_evaluator(family, dims, moments).hvp(p, uu)
+    return make_evaluator(config, moments).hvp(p, uu)
 
 
-def make_evaluator(family: str, dims, moments: Moments) -> LinearAttentionObjective:
-    """The C++ objective of a linear attention family with fixed moments (for repeated calls); see
-    LinearAttentionObjective for its methods."""
-    return LinearAttentionObjective(family, dims, moments)
+@family_first(dims_at=1)
+def make_evaluator(config, moments: Moments) -> LinearAttentionObjective:
+    """The C++ objective of a linear attention model config with fixed moments (for repeated
+    calls); see LinearAttentionObjective for its methods."""
+    return LinearAttentionObjective(config, moments)
 
 
-def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.ndarray]:
+@family_first(dims_at=2)
+def conserved_quantities(config, params_over_time) -> dict[str, np.ndarray]:
     """Quantities conserved by the gradient flow (any loss), for diagnostics.
 
     Args:
@@ -247,7 +232,7 @@ def conserved_quantities(family: str, params_over_time, dims) -> dict[str, np.nd
         separate: {"k_minus_q": `[..., H, R]` = ‖k_ir‖² − ‖q_ir‖²,
                    "k_minus_v": `[..., H]` = Σ_r ‖k_ir‖² − v_i²} (Eq. 89).
     """
-    b = layout.unflatten(sizes(family, dims), params_over_time)
+    b = layout.unflatten(sizes(config), params_over_time)
     if "U" in b:
         v, W1 = b["v"], b["U"].reshape(*b["U"].shape[:-2], -1)      # W1 [..., H, D²]
         return {"w2w2T_minus_W1W1T": v[..., :, None] * v[..., None, :]

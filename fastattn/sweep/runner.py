@@ -106,7 +106,7 @@ def batched_sampled(spec: dict[str, dict[str, Any]]) -> bool:
 
 
 def batch_key(item: RunItem) -> str | None:
-    """The key of the runs `item` may share one call with: compatible flow runs (same family, dims,
+    """The key of the runs `item` may share one call with: compatible flow runs (same family, sizes,
     integrator, horizon) or sampled runs of a batched trainer that differ only in per-run values
     (seeds, learning rate); None: it runs alone."""
     spec = item.spec

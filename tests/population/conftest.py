@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastattn.experiments import zhang2025
-from fastattn.population import Moments, linear_dims, n_params
+from fastattn.models.cubic_mlp import CubicMLPConfig
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
+from fastattn.population import Moments, n_params
 from fastattn.theory.zhang2025 import minimum_loss
 
 
@@ -31,15 +33,17 @@ def random_moments(rng, D: int, *, s_identity: bool = False, inv_n: float | None
     return m, mu, sig
 
 
-def random_params(rng, family: str, dims, scale: float = 0.5) -> np.ndarray:
-    return scale * rng.standard_normal(n_params(family, dims))
+def random_params(rng, config, scale: float = 0.5) -> np.ndarray:
+    """Flat parameters `[P]` of the linear attention model `config`, N(0, scale²) per entry."""
+    return scale * rng.standard_normal(n_params(config))
 
 
-FAMILY_DIMS = [
-    ("merged", (1, 2, 1)), ("merged", (3, 4, 1)), ("merged", (5, 3, 1)),
-    ("cubic_mlp", (3, 2, 1)), ("cubic_mlp", (5, 4, 1)),
-    ("separate", (1, 3, 1)), ("separate", (3, 4, 2)), ("separate", (5, 3, 3)),
-    ("separate", (5, 5, 1)),
+#: small configs of each linear attention family
+LINEAR_CONFIGS = [
+    MergedConfig(1, 2), MergedConfig(3, 4), MergedConfig(5, 3),
+    CubicMLPConfig(3, 2), CubicMLPConfig(5, 4),
+    SeparateConfig(1, 3, rank=1), SeparateConfig(3, 4, rank=2), SeparateConfig(5, 3, rank=3),
+    SeparateConfig(5, 5, rank=1),
 ]
 
 
@@ -47,4 +51,4 @@ def fig3_setting(rng, init: float):
     """Zhang Fig. 3: separate, D=4, H=5, R=1, λ=(.4,.3,.2,.1) rotated, N=31, S=I, σ²=0."""
     task, model = zhang2025.fig3_setting(init, seed=int(rng.integers(2**31)))
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    return linear_dims(model.config), task.moments(), model.to_flat(), lstar
+    return model.config, task.moments(), model.to_flat(), lstar

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastattn.models.autoregressive import ARDiagConfig
 from fastattn.population import AutoRegressiveObjective
 from fastattn.theory import sander2024 as th
 
@@ -21,14 +22,14 @@ def _optima(d: int, tmax: int, rng: np.random.Generator):
         P = np.zeros((tmax, tmax))
         for T in range(2, tmax + 1):
             P[T - 2, T - 1] = 1 / c
-        yield "unitary", AutoRegressiveObjective("unitary", (d, 1, tmax), factored=False), \
+        yield "unitary", AutoRegressiveObjective("unitary", ARDiagConfig(d, 1, tmax), factored=False), \
             np.concatenate([(c * np.eye(d)).ravel(), P.ravel()])
     for p_last, p_before in rng.uniform(0.2, 2.0, (10, 2)):   # Prop. 6 family (orthogonal)
         C, P = th.prop6_parameters(d, tmax, p_last, p_before)
-        yield "orthogonal", AutoRegressiveObjective("orthogonal", (d, 1, tmax), factored=False), \
+        yield "orthogonal", AutoRegressiveObjective("orthogonal", ARDiagConfig(d, 1, tmax), factored=False), \
             np.concatenate([C.ravel(), P.ravel()])
     A, B, P = th.lemma3_parameters(d, tmax)
-    yield "orthogonal", AutoRegressiveObjective("orthogonal", (d, d // 2, tmax)), \
+    yield "orthogonal", AutoRegressiveObjective("orthogonal", ARDiagConfig(d, d // 2, tmax)), \
         np.concatenate([A.ravel(), B.ravel(), P.ravel()])
 
 
@@ -53,6 +54,6 @@ def test_loss_near_an_optimum_equals_its_quadratic_model(rng):
 def test_loss_away_from_optima_equals_the_papers_expanded_form(context, rng):
     d, tmax = 4, 6
     C, P = rng.standard_normal((d, d)), rng.standard_normal((tmax, tmax))
-    got = AutoRegressiveObjective(context, (d, 1, tmax), factored=False).loss_grad(
+    got = AutoRegressiveObjective(context, ARDiagConfig(d, 1, tmax), factored=False).loss_grad(
         np.concatenate([C.ravel(), P.ravel()]))[0]
     assert got == pytest.approx(th.population_loss(C, P, context), rel=1e-13)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastattn.models import ARDiag, ARPEOnly
+from fastattn.models import ARDiag, ARDiagConfig, ARPEOnly
 from fastattn.models.autoregressive import diag_forward
 from fastattn.population import AutoRegressiveObjective, PEOnlyObjective, objective_for
 from fastattn.tasks import AutoRegressive
@@ -41,7 +41,7 @@ def grid_row_loss(C: np.ndarray, p: np.ndarray, context: str) -> float:
 
 
 def _C_objective(context: str, d: int, tmax: int) -> AutoRegressiveObjective:
-    return AutoRegressiveObjective(context, (d, 1, tmax), factored=False)
+    return AutoRegressiveObjective(context, ARDiagConfig(d, 1, tmax), factored=False)
 
 
 def _CP(C: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -93,8 +93,8 @@ def test_factored_and_merged_parametrizations_agree(rng):
     d, H, tmax = 4, 3, 5
     A, B, P = rng.standard_normal((H, d)), rng.standard_normal((H, d)), rng.standard_normal((tmax, tmax))
     for context in ("unitary", "orthogonal", "unitary_paper"):
-        f = AutoRegressiveObjective(context, (d, H, tmax))
-        m = AutoRegressiveObjective(context, (d, H, tmax), factored=False)
+        f = AutoRegressiveObjective(context, ARDiagConfig(d, H, tmax))
+        m = AutoRegressiveObjective(context, ARDiagConfig(d, H, tmax), factored=False)
         Lf, gf = f.loss_grad(np.concatenate([A.ravel(), B.ravel(), P.ravel()]))
         Lm, gm = m.loss_grad(_CP(B.T @ A, P))
         assert Lf == pytest.approx(Lm, rel=1e-13)
@@ -113,12 +113,13 @@ def test_zero_loss_solutions(T):
     A, B, P = th.prop3_parameters(d, T, p_last=1.3)
     flat = np.concatenate([A.ravel(), B.ravel(), P.ravel()])
     for context in ("unitary", "orthogonal"):
-        assert AutoRegressiveObjective(context, (d, d, T)).loss_grad(flat)[0] == pytest.approx(0, abs=1e-12)
+        objective = AutoRegressiveObjective(context, ARDiagConfig(d, d, T))
+        assert objective.loss_grad(flat)[0] == pytest.approx(0, abs=1e-12)
     A, B, P = th.lemma3_parameters(d, T)
     flat = np.concatenate([A.ravel(), B.ravel(), P.ravel()])
-    obj = AutoRegressiveObjective("orthogonal", (d, d // 2, T))
+    obj = AutoRegressiveObjective("orthogonal", ARDiagConfig(d, d // 2, T))
     assert obj.loss_grad(flat)[0] == pytest.approx(0, abs=1e-12)
-    assert AutoRegressiveObjective("unitary", (d, d // 2, T)).loss_grad(flat)[0] > 1
+    assert AutoRegressiveObjective("unitary", ARDiagConfig(d, d // 2, T)).loss_grad(flat)[0] > 1
     model = ARDiag(d, d // 2, T).load_flat(flat)
     batch = AutoRegressive(dim=d, context=T, context_dist="orthogonal").sample(64, 0)
     with torch.no_grad():
@@ -166,4 +167,4 @@ def test_objective_errors_name_the_setting():
     with pytest.raises(ValueError, match="context \\(T_max=6\\)"):
         objective_for(AutoRegressive(dim=4, context=5), ARDiag(4, 2, 6))
     with pytest.raises(ValueError, match="context must be one of"):
-        AutoRegressiveObjective("haar", (2, 1, 3))
+        AutoRegressiveObjective("haar", ARDiagConfig(2, 1, 3))

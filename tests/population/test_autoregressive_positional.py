@@ -27,10 +27,10 @@ def _params(seed: int, scale: float = 0.5) -> np.ndarray:
 
 def test_mu_one_is_the_unitary_loss():
     x = _params(0)
-    assert PositionalDiagObjective((D, H, TMAX), 1.0).loss_grad(x)[0] == pytest.approx(
-        AutoRegressiveObjective("unitary", (D, H, TMAX)).loss_grad(x)[0], rel=1e-12)
-    np.testing.assert_allclose(PositionalDiagObjective((D, H, TMAX), 1.0).loss_grad(x)[1],
-                               AutoRegressiveObjective("unitary", (D, H, TMAX)).loss_grad(x)[1],
+    assert PositionalDiagObjective(ARDiagConfig(D, H, TMAX), 1.0).loss_grad(x)[0] == pytest.approx(
+        AutoRegressiveObjective("unitary", ARDiagConfig(D, H, TMAX)).loss_grad(x)[0], rel=1e-12)
+    np.testing.assert_allclose(PositionalDiagObjective(ARDiagConfig(D, H, TMAX), 1.0).loss_grad(x)[1],
+                               AutoRegressiveObjective("unitary", ARDiagConfig(D, H, TMAX)).loss_grad(x)[1],
                                rtol=1e-10, atol=1e-12)
 
 
@@ -68,7 +68,7 @@ def test_monte_carlo_of_the_model_on_the_tasks_samples(mu):
 
 
 def test_gradient_matches_finite_differences():
-    objective, x = PositionalDiagObjective((D, H, TMAX), 2.5), _params(3)
+    objective, x = PositionalDiagObjective(ARDiagConfig(D, H, TMAX), 2.5), _params(3)
     g = objective.loss_grad(x)[1]
     eps = 1e-6
     fd = np.array([(objective.loss_grad(x + eps * e)[0] - objective.loss_grad(x - eps * e)[0]) / (2 * eps)

@@ -14,7 +14,6 @@ from fastattn.population import (
     FlowOptions,
     LossEvent,
     integrate,
-    linear_dims,
     loss_and_grad,
     make_evaluator,
 )
@@ -89,8 +88,8 @@ def test_loss_crossing_a_plateau_level_on_a_zhang_flow():
     records that bracket the crossing, and its state's loss is the level; a coordinate event in the
     caller's basis (the integrators work in Λ's eigenbasis) lands on its level too."""
     task, model = fig3_setting(1e-2, seed=0)
-    dims, m, th = linear_dims(model.config), task.moments(), model.to_flat()
-    obj = make_evaluator("separate", dims, m)
+    config, m, th = model.config, task.moments(), model.to_flat()
+    obj = make_evaluator(config, m)
     rec = np.linspace(0, 8000, 4001)
     dense = core.integrate(obj, th, core.Options(method=core.Method.auto, t_end=8000.0, record_times=rec,
                                                   record_params=True, rtol=1e-8, atol=1e-12))
@@ -110,7 +109,7 @@ def test_loss_crossing_a_plateau_level_on_a_zhang_flow():
         assert [e for e, _, _ in hits] == [1, 0]
         # the cubic Hermite interpolant is O(h⁴) a step: a little less accurate than Dormand-Prince's
         # own steps (1.2e-6 here at rtol 1e-8; Rodas4: 2e-9)
-        assert loss_and_grad("separate", hits[1][2], dims, m)[0] == pytest.approx(level, rel=1e-5)
+        assert loss_and_grad(config, hits[1][2], m)[0] == pytest.approx(level, rel=1e-5)
         assert hits[0][2][coord] == pytest.approx(c_level, rel=1e-5)
 
 

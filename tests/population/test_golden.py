@@ -32,7 +32,7 @@ import pytest
 
 from fastattn.experiments.zhang2025 import fig3_setting
 from fastattn.models import SeparateKQ
-from fastattn.population import LinearAttentionObjective, integrate, linear_dims
+from fastattn.population import LinearAttentionObjective, integrate
 from fastattn.tasks import LinearRegression
 
 # (n_evals, n_steps, n_hvp, n_rejected, n_jac, final loss); every run ends with status "t_end"
@@ -67,7 +67,7 @@ ESTIMATED = {"stabilized": 0.10, "auto": 0.10}
 
 
 def _flow(name: str):
-    """(dims, moments, params0, t_end) of one golden flow."""
+    """(config, moments, params0, t_end) of one golden flow."""
     if name == "fig3":
         task, model = fig3_setting(1e-2, seed=0)
         t_end = 2e4
@@ -80,7 +80,7 @@ def _flow(name: str):
         task = LinearRegression(32, context=64, spectrum=tuple(np.linspace(1, 0.3, 32)), rotate=False)
         model = SeparateKQ(32, 32, 1, init_scale=1e-2, init_seed=3)
         t_end = 3e3
-    return linear_dims(model.config), task.moments(), model.to_flat(), t_end
+    return model.config, task.moments(), model.to_flat(), t_end
 
 
 # the two longest cases (about a minute each on a loaded 2-core machine) run in CI, not under -m "not slow"
@@ -91,11 +91,11 @@ _SLOW_GOLDEN = ("rank4/stiff", "d32/stiff_krylov")
                                   for c in sorted(GOLDEN)])
 def test_golden_counts(case):
     name, method = case.split("/")
-    dims, moments, p0, t_end = _flow(name)
+    config, moments, p0, t_end = _flow(name)
     if name == "d32" and method in OPTIONS:
         t_end = 200.0
     options = (OPTIONS_RANK4 if name == "rank4" else OPTIONS).get(method, {})
-    r = integrate(LinearAttentionObjective("separate", dims, moments), p0, method=method, t_end=t_end,
+    r = integrate(LinearAttentionObjective(config, moments), p0, method=method, t_end=t_end,
                   rtol=1e-6, atol=1e-9, **options)
     got = (r.n_evals, r.n_steps, r.n_hvp, r.n_rejected, r.n_jac)
     want = GOLDEN[case][:5]

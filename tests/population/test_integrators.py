@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from fastattn.models.cubic_mlp import CubicMLPConfig
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 from fastattn.population import (
     LinearAttentionObjective,
     Moments,
@@ -28,19 +30,19 @@ from fastattn.theory.zhang2025 import white_merged_loss
 from .conftest import fig3_setting, random_moments, random_params
 
 
-@pytest.mark.parametrize(("family", "dims"), [("merged", (3, 3, 1)), ("separate", (3, 3, 2)),
-                                              ("cubic_mlp", (2, 2, 1))])
-def test_euler_is_gradient_descent_on_torch_reference(rng, family, dims):
-    m, _, _ = random_moments(rng, dims[0])
-    th = random_params(rng, family, dims, scale=0.4)
+@pytest.mark.parametrize("config", [MergedConfig(3, 3), SeparateConfig(3, 3, rank=2),
+                                              CubicMLPConfig(2, 2)])
+def test_euler_is_gradient_descent_on_torch_reference(rng, config):
+    m, _, _ = random_moments(rng, config.dim)
+    th = random_params(rng, config, scale=0.4)
     lr, n = 0.01, 300
     rec = 2 * lr * np.arange(0, n + 1, 10)
-    r = integrate(LinearAttentionObjective(family, dims, m), th, method="euler", t_end=2 * lr * n, lr=lr,
+    r = integrate(LinearAttentionObjective(config, m), th, method="euler", t_end=2 * lr * n, lr=lr,
                   record_times=rec, record_params=True)
     assert r.status == "t_end" and r.n_steps == n
     p, losses = th.copy(), []
     for k in range(n + 1):
-        L, g = reference.loss_and_grad(family, p, dims, m)
+        L, g = reference.loss_and_grad(config, p, m)
         if k % 10 == 0:
             losses.append(L)
         if k < n:
@@ -51,25 +53,25 @@ def test_euler_is_gradient_descent_on_torch_reference(rng, family, dims):
     np.testing.assert_allclose(r.params[-1], p, rtol=0, atol=1e-12 * np.abs(p).max())
 
 
-@pytest.mark.parametrize(("family", "dims", "s_identity"),
-                         [("separate", (4, 3, 1), True), ("separate", (3, 2, 2), False),
-                          ("merged", (3, 2, 1), False)])
-def test_adaptive_and_stiff_converge_to_tight_rk4(rng, family, dims, s_identity):
-    m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
-    th = random_params(rng, family, dims, scale=0.1)
+@pytest.mark.parametrize(("config", "s_identity"),
+                         [(SeparateConfig(4, 3, rank=1), True), (SeparateConfig(3, 2, rank=2), False),
+                          (MergedConfig(3, 2), False)])
+def test_adaptive_and_stiff_converge_to_tight_rk4(rng, config, s_identity):
+    m, _, _ = random_moments(rng, config.dim, s_identity=s_identity)
+    th = random_params(rng, config, scale=0.1)
     t_end = 60.0
     rec = np.linspace(0, t_end, 13)
-    ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk4", t_end=t_end, dt=0.01,
+    ref = integrate(LinearAttentionObjective(config, m), th, method="rk4", t_end=t_end, dt=0.01,
                     record_times=rec)
-    a = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=t_end, rtol=1e-10,
+    a = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=t_end, rtol=1e-10,
                   atol=1e-13, record_times=rec)
-    s = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff", t_end=t_end, rtol=1e-8,
+    s = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=t_end, rtol=1e-8,
                   atol=1e-12, record_times=rec)
-    u = integrate(LinearAttentionObjective(family, dims, m), th, method="auto", t_end=t_end, rtol=1e-8,
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=t_end, rtol=1e-8,
                   atol=1e-12, record_times=rec)
-    k = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff_krylov", t_end=t_end,
+    k = integrate(LinearAttentionObjective(config, m), th, method="stiff_krylov", t_end=t_end,
                   rtol=1e-8, atol=1e-12, record_times=rec)
-    b = integrate(LinearAttentionObjective(family, dims, m), th, method="stabilized", t_end=t_end,
+    b = integrate(LinearAttentionObjective(config, m), th, method="stabilized", t_end=t_end,
                   rtol=1e-8, atol=1e-12, record_times=rec)
     assert ref.status == a.status == s.status == u.status == k.status == b.status == "t_end"
     assert k.n_jac == 0 and k.n_hvp > 0
@@ -91,16 +93,16 @@ def _white_merged():
     m = Moments(np.eye(D), np.eye(D), 0.0, 1 / 31)
     v = np.full(H, 1e-3 / np.sqrt(H))
     th = np.concatenate([v, np.concatenate([vi * np.eye(D).ravel() / np.sqrt(D) for vi in v])])
-    return (D, H, 1), m, th, float(np.sum(v**2))
+    return MergedConfig(D, H), m, th, float(np.sum(v**2))
 
 
 @pytest.mark.parametrize("method", ["rk45", "stiff", "auto"])
 def test_global_error_vs_white_merged_closed_form(method):
-    dims, m, th, s0 = _white_merged()
+    config, m, th, s0 = _white_merged()
     t = np.linspace(0, 20, 201)
     exact = white_merged_loss(t, s0=s0, dim=4, inv_n=1 / 31)
     assert exact[0] - exact[-1] > 1.0  # the escape happens inside the window
-    r = integrate(LinearAttentionObjective("merged", dims, m), th, method=method, t_end=20.0, rtol=1e-8,
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=20.0, rtol=1e-8,
                   atol=1e-12, record_times=t)
     assert r.status == "t_end"
     # auto records inside its steps by Dormand-Prince's dense output (order 4), not by landing
@@ -114,16 +116,16 @@ def test_order_of_convergence(rng, method, order):
     not binding). The step-size controller makes one problem's slope noisy (stiff: mean -4.20, SD
     0.24 over 700 random problems; -5.44 to -3.43 over 2500, 1 in 70 outside the bounds below), so
     the slope is the mean over 3 random problems (SD 0.13; outside the bounds with chance ~1e-5)."""
-    family, dims = "separate", (3, 2, 2)
+    config = SeparateConfig(3, 2, rank=2)
     slopes = []
     for _ in range(3):
         m, _, _ = random_moments(rng, 3)
-        th = random_params(rng, family, dims, scale=0.5)
-        ref = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=10.0,
+        th = random_params(rng, config, scale=0.5)
+        ref = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=10.0,
                         rtol=1e-13, atol=1e-16)
         ns, es = [], []
         for rt in np.geomspace(1e-4, 1e-9, 6):
-            r = integrate(LinearAttentionObjective(family, dims, m), th, method=method, t_end=10.0,
+            r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=10.0,
                           rtol=rt, atol=rt * 1e-2)
             assert r.status == "t_end" and (r.n_jac >= r.n_steps or method == "stabilized")
             ns.append(r.n_steps)
@@ -132,22 +134,22 @@ def test_order_of_convergence(rng, method, order):
     assert -order - 0.8 < np.mean(slopes) < -order + 0.5, slopes
 
 
-@pytest.mark.parametrize(("family", "dims", "s_identity"),
-                         [("separate", (4, 5, 1), True), ("separate", (3, 2, 2), False),
-                          ("merged", (3, 2, 1), False)])
-def test_hessian_diag_matches_dense(rng, family, dims, s_identity):
+@pytest.mark.parametrize(("config", "s_identity"),
+                         [(SeparateConfig(4, 5, rank=1), True), (SeparateConfig(3, 2, rank=2), False),
+                          (MergedConfig(3, 2), False)])
+def test_hessian_diag_matches_dense(rng, config, s_identity):
     """The Hessian diagonal (the preconditioner where B, Λ are not diagonal) is exact and >= 0."""
-    m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
-    th = random_params(rng, family, dims, scale=0.5)
-    d = make_evaluator(family, dims, m).hessian_diag(th)
-    np.testing.assert_allclose(d, np.diag(hessian(family, th, dims, m)), rtol=1e-12, atol=1e-14)
+    m, _, _ = random_moments(rng, config.dim, s_identity=s_identity)
+    th = random_params(rng, config, scale=0.5)
+    d = make_evaluator(config, m).hessian_diag(th)
+    np.testing.assert_allclose(d, np.diag(hessian(config, th, m)), rtol=1e-12, atol=1e-14)
     assert np.all(d >= 0)
 
 
-def _head_block_gauss_newton(family, th, dims, m):
+def _head_block_gauss_newton(config, th, m):
     """Σ over heads (separate: over each key/query pair with its head's v) of 2 Jᵀ (B ⊗ Λ) J, J the
     torch Jacobian of that part of Γ: the block Gauss-Newton matrix the stage preconditioner inverts."""
-    D, H, R = dims
+    D, H, R = linear_dims(config)
     lam, S, c, s2 = m.cov, m.w_second, m.inv_n, m.noise
     A = lam @ S @ lam
     B = A + c * (A + np.trace(S @ lam) * lam) + s2 * c * lam
@@ -156,8 +158,8 @@ def _head_block_gauss_newton(family, th, dims, m):
     t = torch.tensor(th)
     out = np.zeros((P, P))
     for i in range(H):
-        for r in range(R if family == "separate" else 1):
-            if family == "separate":
+        for r in range(R if config.kind == "separate" else 1):
+            if config.kind == "separate":
                 kq = H + (i * R + r) * D + np.arange(D)
                 idx = np.concatenate([[i], kq, kq + H * R * D])
                 def part(x):
@@ -171,20 +173,20 @@ def _head_block_gauss_newton(family, th, dims, m):
     return out
 
 
-@pytest.mark.parametrize(("family", "dims"), [("separate", (4, 5, 1)), ("separate", (3, 4, 3)),
-                                              ("separate", (1, 2, 1)), ("merged", (3, 2, 1)),
-                                              ("cubic_mlp", (2, 3, 1))])
+@pytest.mark.parametrize("config", [SeparateConfig(4, 5, rank=1), SeparateConfig(3, 4, rank=3),
+                                              SeparateConfig(1, 2, rank=1), MergedConfig(3, 2),
+                                              CubicMLPConfig(2, 3)])
 @pytest.mark.parametrize("c", [0.3, 1e4])
-def test_stage_preconditioner_inverts_head_gauss_newton_blocks(rng, family, dims, c):
+def test_stage_preconditioner_inverts_head_gauss_newton_blocks(rng, config, c):
     """The Hessian-free Rodas4's preconditioner is exactly (I + c Hb)⁻¹ with Hb the per-head
     Gauss-Newton blocks (diagonal Λ: the eigenbasis the integrators work in); SPD."""
-    D = dims[0]
+    D = config.dim
     m = Moments(cov=np.diag(rng.uniform(0.1, 1.0, D)), w_second=np.eye(D),
                 noise=float(rng.uniform(0, 0.5)), inv_n=float(1 / rng.integers(2, 40)))
-    th = random_params(rng, family, dims, scale=0.7)
+    th = random_params(rng, config, scale=0.7)
     r = rng.standard_normal(th.size)
-    ev = make_evaluator(family, dims, m)
-    Hb = _head_block_gauss_newton(family, th, dims, m)
+    ev = make_evaluator(config, m)
+    Hb = _head_block_gauss_newton(config, th, m)
     A = np.eye(th.size) + c * Hb
     z = ev.stage_preconditioner(th, c, r)
     np.testing.assert_allclose(A @ z, r, rtol=0, atol=1e-9 * np.abs(r).max())
@@ -195,23 +197,23 @@ def test_stage_preconditioner_inverts_head_gauss_newton_blocks(rng, family, dims
 
 def test_stage_preconditioner_is_jacobi_for_a_rotated_basis(rng):
     """Where B and Λ are not diagonal the preconditioner is Jacobi: (1 + c diag H)⁻¹."""
-    dims = (3, 2, 2)
-    m, _, _ = random_moments(rng, dims[0])
-    th = random_params(rng, "separate", dims, scale=0.5)
+    config = SeparateConfig(3, 2, rank=2)
+    m, _, _ = random_moments(rng, config.dim)
+    th = random_params(rng, config, scale=0.5)
     r = rng.standard_normal(th.size)
-    z = make_evaluator("separate", dims, m).stage_preconditioner(th, 5.0, r)
-    np.testing.assert_allclose(z, r / (1 + 5.0 * np.diag(hessian("separate", th, dims, m))), rtol=1e-11)
+    z = make_evaluator(config, m).stage_preconditioner(th, 5.0, r)
+    np.testing.assert_allclose(z, r / (1 + 5.0 * np.diag(hessian(config, th, m))), rtol=1e-11)
 
 
 def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     """Hessian-free Rodas4 (MINRES on HVPs) follows dense Rodas4 through the saddles to the minimum
     with the same steps (the Krylov error is well below the tolerance), and reaches the same target
     at the default tolerances."""
-    dims, m, th, lstar = fig3_setting(rng, 1e-3)
+    config, m, th, lstar = fig3_setting(rng, 1e-3)
     rec = np.geomspace(1, 1e8, 80)
     kw = {"t_end": 1e8, "record_times": rec, "rtol": 1e-8, "atol": 1e-12}
-    s = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", **kw)
-    k = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff_krylov", **kw)
+    s = integrate(LinearAttentionObjective(config, m), th, method="stiff", **kw)
+    k = integrate(LinearAttentionObjective(config, m), th, method="stiff_krylov", **kw)
     assert s.status == k.status == "t_end"
     assert k.n_jac == 0 and k.n_hvp > 0 and s.n_hvp == 0
     assert abs(k.n_steps - s.n_steps) <= 0.02 * s.n_steps
@@ -220,13 +222,13 @@ def test_stiff_krylov_equals_dense_rodas4_fig3(rng):
     assert abs(k.loss[-1] - lstar) < 1e-8
     L0 = s.loss[0]
     target = lstar + 1e-3 * (L0 - lstar)
-    st = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e8,
+    st = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=1e8,
                    target_loss=target)
-    kt = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff_krylov", t_end=1e8,
+    kt = integrate(LinearAttentionObjective(config, m), th, method="stiff_krylov", t_end=1e8,
                    target_loss=target)
     assert st.status == kt.status == "target_loss"
     assert kt.t_final == pytest.approx(st.t_final, rel=0.05)
-    assert loss_and_grad("separate", kt.final_params, dims, m)[0] <= target
+    assert loss_and_grad(config, kt.final_params, m)[0] <= target
 
 
 @pytest.mark.slow
@@ -242,14 +244,14 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     D = 32
     task = LinearRegression(D, context=512, spectrum=tuple(fastattn.tasks.spectrum("linear", D)))
     model = SeparateKQ(D, D, 1, init_scale=1e-2 * np.sqrt(D), init_seed=0)
-    th, dims, m = model.to_flat(), linear_dims(model.config), task.moments()
+    th, config, m = model.to_flat(), model.config, task.moments()
     assert th.size > 2000
     rec = np.geomspace(1e3, 3e6, 13)
-    a = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=3e6,
+    a = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=3e6,
                   record_times=rec)
-    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=3e6,
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=3e6,
                   record_times=rec)
-    b = integrate(LinearAttentionObjective("separate", dims, m), th, method="stabilized", t_end=3e6,
+    b = integrate(LinearAttentionObjective(config, m), th, method="stabilized", t_end=3e6,
                   record_times=rec)
     assert a.status == u.status == b.status == "t_end"
     assert u.n_jac == 0 and b.n_hvp == 0
@@ -258,19 +260,19 @@ def test_auto_large_p_is_stabilized_then_hessian_free_rodas4():
     assert u.n_evals + 3 * u.n_hvp < a.n_evals / 3     # an HVP costs 2-3 evaluations
     assert b.n_evals < a.n_evals / 3
     lstar = minimum_loss(task.eigvals, task.inv_context_mean())
-    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e9)
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=1e9)
     assert u.status == "t_end" and u.n_hvp > 0 and u.n_jac == 0
     assert abs(u.loss[-1] - lstar) < 1e-12
     cost = u.n_evals + 3 * u.n_hvp
-    b = integrate(LinearAttentionObjective("separate", dims, m), th, method="stabilized", t_end=1e9,
+    b = integrate(LinearAttentionObjective(config, m), th, method="stabilized", t_end=1e9,
                   max_evals=4 * cost)
     assert b.status == "max_evals"      # explicit steps stay capped at h ≤ ℓ_60 / (1.2 ρ(J))
 
 
 @pytest.mark.parametrize("method", ["stiff", "auto"])
 def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
-    dims, m, th, lstar = fig3_setting(rng, 1e-3)
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e8,
+    config, m, th, lstar = fig3_setting(rng, 1e-3)
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e8,
                   record_times=np.geomspace(1, 1e8, 80), record_params=True)
     assert r.status == "t_end"
     assert abs(r.loss[-1] - lstar) < 1e-8
@@ -285,8 +287,8 @@ def test_stiff_and_auto_reach_global_minimum_fig3(rng, method):
         # itself never rises; a fixed 1e-9 failed (seed 1965411792: +1.1e-8 at t = 1.2e5, a record
         # 7.7e-5 off the trajectory beside the minimum, ½ λ_max |δ|² with λ_max = 1.26).
         delta = 1e-3 * np.abs(r.params).max() * np.sqrt(th.size)
-        lam = np.linalg.eigvalsh(hessian("separate", r.final_params, dims, m)).max()
-        grad = np.array([np.linalg.norm(loss_and_grad("separate", p, dims, m)[1]) for p in r.params])
+        lam = np.linalg.eigvalsh(hessian(config, r.final_params, m)).max()
+        grad = np.array([np.linalg.norm(loss_and_grad(config, p, m)[1]) for p in r.params])
         off = grad * delta + 0.5 * lam * delta**2
         assert np.all(np.diff(r.loss) <= off[1:] + off[:-1])
         # explicit RK45 needs ~2e5 evaluations for only t ~ 2e5 here (stiff at the minimum);
@@ -299,14 +301,14 @@ def test_auto_interpolates_records_inside_its_steps(rng):
     step's dense output (Dormand-Prince's order 4; cubic Hermite in stabilized steps with h·ρ ≤ 10;
     below, the stiff phases), its loss evaluated there. 300 records cost ~300 evaluations but few extra steps,
     and the recorded states stay on the trajectory (tight Rodas4, landing on every record)."""
-    dims, m, th, _ = fig3_setting(rng, 1e-2)
+    config, m, th, _ = fig3_setting(rng, 1e-2)
     rec = np.geomspace(1.0, 2e4, 300)
-    few = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=2e4)
-    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=2e4,
+    few = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=2e4)
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=2e4,
                   record_times=rec, record_params=True)
-    ref = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=2e4,
+    ref = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=2e4,
                     rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
-    land = integrate(LinearAttentionObjective("separate", dims, m), th, method="rk45", t_end=2e4,
+    land = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=2e4,
                      record_times=rec, record_params=True)
     assert u.status == ref.status == "t_end"
     assert u.n_steps < few.n_steps + 150 < land.n_steps
@@ -320,7 +322,7 @@ def test_auto_interpolates_records_inside_its_steps(rng):
     assert np.all(err_u <= 1e-4 + 8 * err_land)
     loss_u, loss_land = np.abs(u.loss / ref.loss - 1), np.abs(land.loss / ref.loss - 1)
     assert np.all(loss_u <= 2e-4 + 8 * loss_land)
-    own = [loss_and_grad("separate", p, dims, m)[0] for p in u.params]
+    own = [loss_and_grad(config, p, m)[0] for p in u.params]
     np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 
 
@@ -329,12 +331,12 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
     last three accepted states and the step's end (Runner::history_fits): 300 records over a run
     that is stiff for most of its length cost one loss evaluation each and no extra step, and stay
     on the trajectory (tight Rodas4 landing on every record)."""
-    dims, m, th, _ = fig3_setting(rng, 1e-2)
+    config, m, th, _ = fig3_setting(rng, 1e-2)
     rec = np.geomspace(1.0, 1e8, 300)
-    few = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e8)
-    u = integrate(LinearAttentionObjective("separate", dims, m), th, method="auto", t_end=1e8,
+    few = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=1e8)
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=1e8,
                   record_times=rec, record_params=True)
-    ref = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e8,
+    ref = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=1e8,
                     rtol=1e-10, atol=1e-13, record_times=rec, record_params=True)
     assert u.status == ref.status == "t_end"
     assert u.n_steps <= few.n_steps + 10
@@ -358,15 +360,15 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
     loss_move = np.abs(np.diff(ref.loss, prepend=ref.loss[0], append=ref.loss[-1]))
     loss_move = np.maximum(loss_move[:-1], loss_move[1:]) / ref.loss
     assert np.all(loss_err <= 1e-4 + 1e-2 * loss_move)
-    own = [loss_and_grad("separate", p, dims, m)[0] for p in u.params]
+    own = [loss_and_grad(config, p, m)[0] for p in u.params]
     np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 
 
 def test_auto_without_stiffness_is_rk45():
     """On a non-stiff run auto never leaves Dormand-Prince: identical to rk45, no Hessians."""
-    dims, m, th, _ = _white_merged()
-    a = integrate(LinearAttentionObjective("merged", dims, m), th, method="rk45", t_end=20.0, rtol=1e-8)
-    u = integrate(LinearAttentionObjective("merged", dims, m), th, method="auto", t_end=20.0, rtol=1e-8)
+    config, m, th, _ = _white_merged()
+    a = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=20.0, rtol=1e-8)
+    u = integrate(LinearAttentionObjective(config, m), th, method="auto", t_end=20.0, rtol=1e-8)
     assert u.n_jac == 0 and u.n_evals == a.n_evals
     np.testing.assert_array_equal(u.final_params, a.final_params)
 
@@ -374,68 +376,68 @@ def test_auto_without_stiffness_is_rk45():
 @pytest.mark.parametrize("method", ["euler", "rk4", "rk45", "stiff", "stiff_krylov", "auto",
                                     "stabilized"])
 def test_early_stops(rng, method):
-    dims, m, th, lstar = fig3_setting(rng, 0.3)
+    config, m, th, lstar = fig3_setting(rng, 0.3)
     kw = {"lr": 0.05} if method == "euler" else {"dt": 0.1} if method == "rk4" else {}
-    L0, _ = loss_and_grad("separate", th, dims, m)
+    L0, _ = loss_and_grad(config, th, m)
     target = 0.5 * (L0 + lstar)
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e4,
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e4,
                   target_loss=target, **kw)
     assert r.status == "target_loss"
-    assert loss_and_grad("separate", r.final_params, dims, m)[0] <= target
+    assert loss_and_grad(config, r.final_params, m)[0] <= target
     assert r.t_final < 1e4
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5,
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e5,
                   grad_tol=1e-5, **kw)
     assert r.status == "converged"
-    assert np.linalg.norm(loss_and_grad("separate", r.final_params, dims, m)[1]) < 1e-5
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=3.0, **kw)
+    assert np.linalg.norm(loss_and_grad(config, r.final_params, m)[1]) < 1e-5
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=3.0, **kw)
     assert r.status == "t_end" and r.t_final == pytest.approx(3.0)
     if method in ("euler", "rk4"):
         assert r.n_rejected == 0
     else:       # a first step far beyond the explicit stability limit / the accuracy allowed
-        assert integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5,
+        assert integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e5,
                          h0=1e4).n_rejected >= 1
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e5, max_evals=50,
+    r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e5, max_evals=50,
                   **kw)
     assert r.status == "max_evals" and r.n_evals <= 50 + 7
     assert r.n_evals + r.n_hvp >= 50
     if method in ("euler", "rk4", "rk45"):     # stability-limited steps: t = 1e12 is out of reach
-        r = integrate(LinearAttentionObjective("separate", dims, m), th, method=method, t_end=1e12,
+        r = integrate(LinearAttentionObjective(config, m), th, method=method, t_end=1e12,
                       max_seconds=0.2, **kw)
         assert r.status == "max_seconds" and r.t_final < 1e12 and r.wall_time >= 0.2
 
 
 def test_divergence_returns_last_finite_state(rng):
-    dims, m, th, _ = fig3_setting(rng, 1.0)
-    r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method="euler", t_end=1e3, lr=1.0,
+    config, m, th, _ = fig3_setting(rng, 1.0)
+    r = integrate(LinearAttentionObjective(config, m), 30 * th, method="euler", t_end=1e3, lr=1.0,
                   record_times=np.arange(0, 1e3, 2.0))
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params)) and np.all(np.isfinite(r.loss))
-    L, g = loss_and_grad("separate", r.final_params, dims, m)
+    L, g = loss_and_grad(config, r.final_params, m)
     assert np.isfinite(L) and np.all(np.isfinite(g))
     assert r.n_steps < 500
     # the sampled trainers' rule: a loss above 1e8 × the initial one is divergence already
     assert L <= 1e8 * r.loss[0]
     # an explicit fixed step far beyond its stability limit diverges the same way
-    r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method="rk4", t_end=1e3, dt=2.0)
+    r = integrate(LinearAttentionObjective(config, m), 30 * th, method="rk4", t_end=1e3, dt=2.0)
     assert r.status == "diverged"
     assert np.all(np.isfinite(r.final_params))
     # the flow itself decreases L, so from the same huge init the stiff integrators survive
     for method in ("stiff", "stiff_krylov", "auto"):
-        r = integrate(LinearAttentionObjective("separate", dims, m), 30 * th, method=method, t_end=1e3)
+        r = integrate(LinearAttentionObjective(config, m), 30 * th, method=method, t_end=1e3)
         assert r.status == "t_end"
 
 
 def test_batch_is_independent_runs(rng):
-    family, dims = "separate", (3, 2, 2)
+    config = SeparateConfig(3, 2, rank=2)
     ms = [random_moments(rng, 3)[0] for _ in range(3)]
-    th = np.stack([random_params(rng, family, dims, scale=0.2) for _ in range(3)])
+    th = np.stack([random_params(rng, config, scale=0.2) for _ in range(3)])
     rec = np.geomspace(0.1, 50, 9)
     for method in ("rk45", "stiff", "stiff_krylov", "auto"):
-        b = integrate([LinearAttentionObjective(family, dims, mk) for mk in ms], th, method=method,
+        b = integrate([LinearAttentionObjective(config, mk) for mk in ms], th, method=method,
                       t_end=50.0, record_times=rec, record_params=True)
         assert b.loss.shape == (3, 9) and b.params.shape == (3, 9, th.shape[1])
         for k in range(3):
-            s = integrate(LinearAttentionObjective(family, dims, ms[k]), th[k], method=method, t_end=50.0,
+            s = integrate(LinearAttentionObjective(config, ms[k]), th[k], method=method, t_end=50.0,
                           record_times=rec)
             np.testing.assert_array_equal(b.loss[k], s.loss)
             np.testing.assert_array_equal(b.final_params[k], s.final_params)
@@ -443,21 +445,21 @@ def test_batch_is_independent_runs(rng):
             assert b.n_hvp[k] == s.n_hvp
 
 
-@pytest.mark.parametrize(("family", "dims"), [("separate", (4, 3, 2)), ("merged", (3, 3, 1))])
-def test_conserved_quantities_along_flow(rng, family, dims):
-    m, _, _ = random_moments(rng, dims[0])
-    th = random_params(rng, family, dims, scale=0.3)
-    r = integrate(LinearAttentionObjective(family, dims, m), th, method="rk45", t_end=100.0, rtol=1e-10,
+@pytest.mark.parametrize("config", [SeparateConfig(4, 3, rank=2), MergedConfig(3, 3)])
+def test_conserved_quantities_along_flow(rng, config):
+    m, _, _ = random_moments(rng, config.dim)
+    th = random_params(rng, config, scale=0.3)
+    r = integrate(LinearAttentionObjective(config, m), th, method="rk45", t_end=100.0, rtol=1e-10,
                   atol=1e-13, record_times=np.linspace(0, 100, 21), record_params=True)
     L0 = r.loss[0]
     assert r.loss[-1] < 0.9 * L0  # it moved
-    cq = conserved_quantities(family, r.params, dims)
+    cq = conserved_quantities(config, r.params)
     for q in cq.values():
         assert np.max(np.abs(q - q[0])) < 1e-7
     # and they are not trivially constant: GD with a large step breaks them
-    e = integrate(LinearAttentionObjective(family, dims, m), th, method="euler", t_end=100.0, lr=0.1,
+    e = integrate(LinearAttentionObjective(config, m), th, method="euler", t_end=100.0, lr=0.1,
                   record_times=np.linspace(0, 100, 21), record_params=True)
-    ce = conserved_quantities(family, e.params, dims)
+    ce = conserved_quantities(config, e.params)
     assert max(np.max(np.abs(q - q[0])) for q in ce.values()) > 1e-6
 
 
@@ -465,12 +467,12 @@ def test_keyboard_interrupt_returns_partial_result(rng):
     """Ctrl-C (SIGINT reaching Python's default handler) ends a C++ flow as "interrupted". The
     handler is installed for the test: a process started in the background by a non-interactive
     shell (`nohup … &`) inherits SIGINT ignored, and Python then keeps it ignored."""
-    dims, m, th, _ = fig3_setting(rng, 1e-3)
+    config, m, th, _ = fig3_setting(rng, 1e-3)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        r = integrate(LinearAttentionObjective("separate", dims, m), th, method="euler", t_end=1e9, lr=0.01,
+        r = integrate(LinearAttentionObjective(config, m), th, method="euler", t_end=1e9, lr=0.01,
                       record_times=np.linspace(0, 1e9, 11))
     finally:
         timer.cancel()
@@ -484,10 +486,10 @@ def test_rk45_at_its_stability_limit_rarely_rejects(rng):
     """Near the minimum the solution barely moves and Dormand-Prince steps at its stability limit:
     the I controller there alternates growth and rejection (~20% of steps rejected); Hairer's PI
     control keeps the step just below the limit."""
-    dims, m, th, _ = fig3_setting(rng, 0.3)
-    r = integrate(LinearAttentionObjective("separate", dims, m), th, method="stiff", t_end=1e7,
+    config, m, th, _ = fig3_setting(rng, 0.3)
+    r = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=1e7,
                   grad_tol=1e-6)
     assert r.status == "converged"
-    r = integrate(LinearAttentionObjective("separate", dims, m), r.final_params, method="rk45", t_end=2e5)
+    r = integrate(LinearAttentionObjective(config, m), r.final_params, method="rk45", t_end=2e5)
     assert r.status == "t_end" and r.n_steps > 1000
     assert r.n_rejected < 0.02 * r.n_steps

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 from fastattn.population import Moments, loss_and_grad, reference
 
 from .conftest import random_moments, random_params
@@ -32,18 +33,18 @@ def _sample(rng, m: Moments, mu, sig, n_lengths: np.ndarray, n_seq: int):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("family", "dims"), [("merged", (3, 2, 1)), ("separate", (3, 2, 2))])
+@pytest.mark.parametrize("config", [MergedConfig(3, 2), SeparateConfig(3, 2, rank=2)])
 @pytest.mark.parametrize("random_n", [False, True])
-def test_closed_form_equals_monte_carlo(rng, family, dims, random_n):
-    D = dims[0]
+def test_closed_form_equals_monte_carlo(rng, config, random_n):
+    D = config.dim
     lengths = np.arange(2, 9) if random_n else np.array([int(rng.integers(3, 10))])
     c = float(np.mean(1.0 / lengths))
     m, mu, sig = random_moments(rng, D, inv_n=c)
-    th = random_params(rng, family, dims, scale=0.6)
+    th = random_params(rng, config, scale=0.6)
     beta, xq, yq = (torch.as_tensor(a) for a in _sample(rng, m, mu, sig, lengths, N_SEQ))
 
     tht = torch.tensor(th, requires_grad=True)
-    G = reference.gamma_torch(family, tht, *dims)
+    G = reference.gamma_torch(config, tht)
     per = (yq - torch.einsum("sa,ab,sb->s", beta, G, xq)) ** 2
     mc_loss = per.mean()
     mc_loss_value = float(mc_loss.detach())
@@ -51,12 +52,12 @@ def test_closed_form_equals_monte_carlo(rng, family, dims, random_n):
     # per-sample gradients: d(per_s)/dΓ = -2 r_s β_s x_sᵀ, then the Jacobian of Γ(θ)
     with torch.no_grad():
         r = yq - torch.einsum("sa,ab,sb->s", beta, G, xq)
-    J = torch.autograd.functional.jacobian(lambda t: reference.gamma_torch(family, t, *dims),
+    J = torch.autograd.functional.jacobian(lambda t: reference.gamma_torch(config, t),
                                            torch.tensor(th))
     g_s = torch.einsum("s,sa,sb,abp->sp", -2 * r, beta, xq, J)
     assert torch.allclose(g_s.mean(0), mc_grad, rtol=1e-8, atol=1e-10)
 
-    L, g = loss_and_grad(family, th, dims, m)
+    L, g = loss_and_grad(config, th, m)
     se_L = float(per.detach().std() / np.sqrt(N_SEQ))
     se_g = (g_s.std(0) / np.sqrt(N_SEQ)).numpy()
     assert abs(L - mc_loss_value) < 4 * se_L, (L, mc_loss_value, se_L)

@@ -14,18 +14,20 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from fastattn.models.linear_attention import SeparateConfig
 from fastattn.population import (
     FlowOptions,
     LinearAttentionObjective,
     Moments,
     integrate,
+    linear_dims,
     objective_for,
     reference,
     registered_objectives,
 )
 
 from .analytic import QuadraticWithHessian, StiffDiagonal
-from .conftest import FAMILY_DIMS, random_moments, random_params
+from .conftest import LINEAR_CONFIGS, random_moments, random_params
 from .states import draw_states
 
 
@@ -131,24 +133,24 @@ def test_a_short_flow_decreases_the_loss(case, rng):
 
 
 # ---------------------------------------------------------------- the linear attention objectives
-@pytest.mark.parametrize(("family", "dims"), FAMILY_DIMS, ids=[f"{f}-{'x'.join(map(str, d))}"
-                                                              for f, d in FAMILY_DIMS])
+@pytest.mark.parametrize("config", LINEAR_CONFIGS,
+                         ids=lambda c: c.kind + "-" + "x".join(map(str, linear_dims(c))))
 @pytest.mark.parametrize("s_identity", [False, True])
-def test_linear_attention_matches_torch_autograd(family, dims, s_identity, rng):
-    m, _, _ = random_moments(rng, dims[0], s_identity=s_identity)
-    obj = LinearAttentionObjective(family, dims, m)
-    th = random_params(rng, family, dims)
+def test_linear_attention_matches_torch_autograd(config, s_identity, rng):
+    m, _, _ = random_moments(rng, config.dim, s_identity=s_identity)
+    obj = LinearAttentionObjective(config, m)
+    th = random_params(rng, config)
     L, g = obj.loss_grad(th)
-    Lr, gr = reference.loss_and_grad(family, th, dims, m)
+    Lr, gr = reference.loss_and_grad(config, th, m)
     assert L == pytest.approx(Lr, rel=1e-10)
     np.testing.assert_allclose(g, gr, rtol=0, atol=1e-10 * _scale(gr))
-    Hr = reference.hessian(family, th, dims, m)
+    Hr = reference.hessian(config, th, m)
     np.testing.assert_allclose(obj.hessian(th), Hr, rtol=0, atol=1e-10 * _scale(Hr))
     # the same loss in Λ's eigenbasis, where the integrators work
     Le, ge = obj.loss_grad(obj.to_eigen(th), eigen=True)
     assert Le == pytest.approx(Lr, rel=1e-10)
     np.testing.assert_allclose(obj.from_eigen(ge), gr, rtol=0, atol=1e-10 * _scale(gr))
-    assert obj.eig_diagonal == (s_identity or dims[0] == 1)
+    assert obj.eig_diagonal == (s_identity or config.dim == 1)
     # a batch of K models is K single evaluations
     batch = np.stack([th, 0.5 * th])
     Lb, gb = obj.loss_grad(batch)
@@ -171,8 +173,8 @@ def test_generic_evaluations_in_the_callers_basis(rng):
     from fastattn._core import Objective
 
     m, _, _ = random_moments(rng, 3)
-    obj = LinearAttentionObjective("separate", (3, 2, 2), m)
-    th = random_params(rng, "separate", (3, 2, 2))
+    obj = LinearAttentionObjective(SeparateConfig(3, 2, rank=2), m)
+    th = random_params(rng, obj.config)
     u = rng.standard_normal(th.size)
     batch = np.stack([th, -th])
     for got, want in ((Objective.loss_grad(obj, th), obj.loss_grad(th)),

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fastattn.models.cubic_mlp import CubicMLPConfig
+from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 from fastattn.population import LinearAttentionObjective, hessian, integrate, loss_and_grad, stabilized
 from fastattn.population.stabilized import shipped
 
@@ -102,27 +104,27 @@ def test_generator_stages_reproduce_a_shipped_table():
     np.testing.assert_allclose(stabilized.elementary_weights(A, w), 1 / stabilized.GAMMA, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize(("family", "dims"), [("separate", (4, 5, 1)), ("separate", (3, 2, 3)),
-                                              ("merged", (3, 2, 1)), ("cubic_mlp", (3, 2, 1))])
+@pytest.mark.parametrize("config", [SeparateConfig(4, 5, rank=1), SeparateConfig(3, 2, rank=3),
+                                              MergedConfig(3, 2), CubicMLPConfig(3, 2)])
 @pytest.mark.parametrize("s", [5, 8, 13])
-def test_cpp_step_equals_numpy_reference_step(rng, family, dims, s):
+def test_cpp_step_equals_numpy_reference_step(rng, config, s):
     """One step of size h near a minimum (where long stabilized steps are taken): the C++ integrator
     equals the numpy reference step with the stage count its power iteration for ρ(J) picks. h puts
     1.2·h·ρ(J) at 0.99·ℓ_s (s = 5: 0.5·ℓ_5): an estimate a little below ρ picks s; one that
     stopped far below (clustered top eigenvalues) picks fewer stages (seen: s = 10 for 13, the step
     then unstable), so every stage count up to s is a candidate."""
-    m, _, _ = random_moments(rng, dims[0])
-    th = random_params(rng, family, dims, scale=0.6)
-    th = integrate(LinearAttentionObjective(family, dims, m), th, method="stiff", t_end=1e4).final_params
+    m, _, _ = random_moments(rng, config.dim)
+    th = random_params(rng, config, scale=0.6)
+    th = integrate(LinearAttentionObjective(config, m), th, method="stiff", t_end=1e4).final_params
     th = th + 1e-3 * rng.standard_normal(th.size)
-    rho = 0.5 * np.abs(np.linalg.eigvalsh(hessian(family, th, dims, m))).max()
+    rho = 0.5 * np.abs(np.linalg.eigvalsh(hessian(config, th, m))).max()
     h = (0.5 if s == 5 else 0.99) * shipped(s).ell / (1.2 * rho)
-    r = integrate(LinearAttentionObjective(family, dims, m), th, method="stabilized", t_end=h, h0=h,
+    r = integrate(LinearAttentionObjective(config, m), th, method="stabilized", t_end=h, h0=h,
                   rtol=1e6, atol=1e6)
     assert r.status == "t_end" and r.n_steps == 1
 
     def f(p):
-        return -0.5 * loss_and_grad(family, p, dims, m)[1]
+        return -0.5 * loss_and_grad(config, p, m)[1]
 
     # rounding (the C++ works in Λ's eigenbasis) is ≲ 1e-11; a different s differs by ≳ 1e-6
     diffs = {c: np.abs(r.final_params - stabilized.step(f, th, h, shipped(c))[0]).max()

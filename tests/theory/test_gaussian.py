@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from fastattn import population
+from fastattn.models.linear_attention import MergedConfig
 from fastattn.population import Moments
 from fastattn.theory import gaussian
 from helpers import mc_mean_and_se, random_spd
@@ -62,7 +63,7 @@ def test_cpp_core_uses_the_same_beta_second_moment(rng):
     cov, ws = random_spd(rng, D), random_spd(rng, D)
     m = Moments(cov=cov, w_second=ws, noise=0.3, inv_n=0.2)
     g = rng.standard_normal((D, D))
-    loss, grad = population.loss_and_grad("merged", np.concatenate([[1.0], g.ravel()]), (D, 1, 1),
+    loss, grad = population.loss_and_grad(MergedConfig(D, 1), np.concatenate([[1.0], g.ravel()]),
                                           m, backend="cpp")
     b, a = gaussian.beta_second_moment(cov, ws, 0.3, 0.2), cov @ ws @ cov
     want = np.trace(cov @ ws) + 0.3 - 2 * np.trace(g @ a) + np.trace(g.T @ b @ g @ cov)

@@ -20,7 +20,7 @@ def test_gd_is_population_gradient_descent_with_time_two_eta_k():
     traj = train(m, TASK, method="gd", lr=lr, steps=steps, n_records=steps)
     losses = []
     for _ in range(steps + 1):
-        loss, grad = reference.loss_and_grad("separate", theta, population.linear_dims(m.config), moments)
+        loss, grad = reference.loss_and_grad(m.config, theta, moments)
         losses.append(loss)
         theta = theta - lr * grad
     losses = np.asarray(losses)
@@ -47,7 +47,7 @@ def test_flow_reaches_the_global_minimum(make):
 def test_flow_conserves_the_balance_quantities():
     m = SeparateKQ(4, 5, 2, init_scale=0.1, init_seed=3)
     traj = train(m, TASK, method="flow", t_end=3e4, rtol=1e-10, atol=1e-14)
-    q = population.conserved_quantities("separate", traj.params, population.linear_dims(m.config))
+    q = population.conserved_quantities(m.config, traj.params)
     for values in q.values():
         values = np.asarray(values)
         assert np.abs(values - values[0]).max() < 1e-7
@@ -64,8 +64,7 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
         b = task.sample(200_000, 0)
         per_seq = (b.y_q - model(b.x, b.y, b.x_q, lengths=b.lengths)) ** 2
         mean, se = mc_mean_and_se(per_seq.detach().numpy())
-        loss, grad = population.loss_and_grad(model.kind, model.to_flat(),
-                                               population.linear_dims(model.config), task.moments())
+        loss, grad = population.loss_and_grad(model.config, model.to_flat(), task.moments())
         assert abs(mean - loss) < 4 * se
         # gradient: per-sequence autograd gradients via the mean over 32 independent chunks
         chunks = []
@@ -95,8 +94,7 @@ def test_a_stop_between_records_ends_the_trajectory_at_the_final_state():
     assert traj.status == "target_loss" and traj.final_loss <= 0.5 < traj.loss[-2]
     np.testing.assert_array_equal(traj.final_params, m.to_flat())
     assert traj.time[-1] == traj.snapshot_time[-1] < 1e6
-    loss, _ = population.loss_and_grad("separate", m.to_flat(), population.linear_dims(m.config),
-                                       TASK.moments())
+    loss, _ = population.loss_and_grad(m.config, m.to_flat(), TASK.moments())
     assert traj.final_loss == loss
 
 

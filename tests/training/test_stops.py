@@ -7,6 +7,7 @@ import pytest
 
 from fastattn import population
 from fastattn.models import SeparateKQ
+from fastattn.models.linear_attention import SeparateConfig
 from fastattn.tasks import LinearRegression
 from fastattn.training import TrainConfig, Trajectory, train
 from fastattn.training import flow as flow_module
@@ -15,7 +16,7 @@ TASK = LinearRegression(3, context=7, spectrum=[0.5, 0.3, 0.2], rotate=True, dat
 
 
 def exact_loss(params):
-    return population.loss_and_grad("separate", params, (3, 2, 1), TASK.moments())[0]
+    return population.loss_and_grad(SeparateConfig(3, 2), params, TASK.moments())[0]
 
 
 def assert_ends_at_final_state(traj: Trajectory, model, tmp_path, exact: bool) -> None:

@@ -39,11 +39,9 @@ def conservation_drift(run: Run) -> float:
     """The largest change over the run's snapshots of the quantities gradient flow conserves
     (Eq. 55 for ATTN_M: w₂w₂ᵀ − W₁W₁ᵀ; Eq. 89 for ATTN_S: ‖k_i‖² − ‖q_i‖² and ‖k_i‖² − v_i²),
     relative to the largest squared weight of the run: 0 for an exact flow."""
-    family = "separate" if run.model.kind == "separate" else "merged"
     params = run.traj.params                                           # [S, P]
     drift = max(float(np.max(np.abs(c - c[:1])))
-                for c in population.conserved_quantities(
-                    family, params, population.linear_dims(run.model.config)).values())
+                for c in population.conserved_quantities(run.model.config, params).values())
     return drift / float(np.max(params ** 2))
 
 
@@ -53,8 +51,7 @@ def by_label(runs: list[Run]) -> dict[str, Run]:
 
 def gamma_of(run: Run, params: np.ndarray) -> np.ndarray:
     """Γ `[D, D]` (the effective in-context weight) of a merged or separate run at `params`."""
-    family = "separate" if run.model.kind == "separate" else "merged"
-    return population.gamma(family, params, population.linear_dims(run.model.config))
+    return population.gamma(run.model.config, params)
 
 
 def nearest_m(level: float, levels: np.ndarray) -> int:

@@ -33,7 +33,7 @@ def learned_order(run: Run) -> list[int]:
     e = task.eigvecs
     diag = []
     for p in run.traj.params:
-        g = population.gamma("separate", p, (cfg.dim, cfg.heads, cfg.rank))
+        g = population.gamma(cfg, p)
         diag.append(np.diag(e.T @ g @ e))
     diag = np.asarray(diag)                                          # [S, D]
     target = task.eigvals / theory.b_eigenvalues(task.eigvals, task.inv_context_mean())
