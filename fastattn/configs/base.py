@@ -183,6 +183,8 @@ class ModelCard:
     `shapes` None: a token model whose flat order is its own (no exact objective reads it).
     `time`: how the family's paper measures training time (records and plots label it;
     tests/configs/test_paper_time.py checks it against each paper's printed flow).
+    `task_needs`: task field → the one value the family reads (Sander's augmented families read
+    encoding "augmented" tokens, the other autoregressive ones "plain"); `resolve` refuses another.
     `inputs`: what the model reads, one of `INPUTS`: "vectors" (real tokens `[B, N+1, D+1]` or
     their statistics) or "tokens" (integer ids embedded from a vocabulary: a token transformer,
     which figure recipes list as trainer kind "tokens").
@@ -200,6 +202,7 @@ class ModelCard:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_task: Mapping[str, str] = field(default_factory=dict)
     time: PaperTime | None = None
+    task_needs: Mapping[str, Any] = field(default_factory=dict)
     seconds_per_step: Mapping[str, float] = field(default_factory=dict)
     inputs: str = "vectors"
 

@@ -271,6 +271,13 @@ def resolve(task: str, model: str, given: Mapping[str, Mapping[str, Any]] | None
                 raise ValueError(_not_a_field(target, name, task, model))
     task_values = {f.name: f.default for f in tcard.fields} | dict(preset.task) | given["task"]
     task_values = _evaluate(task_values, task_values)
+    for name, needed in mcard.task_needs.items():
+        if task_values.get(name) != needed:
+            opt = {(o.target, o.field): o for o in all_options()}.get(("task", name))
+            flag = opt.flag if opt else f"task.{name}"
+            raise ValueError(f"--model {model} reads {flag} {needed} tokens; the task has {flag} "
+                             f"{task_values.get(name)}: give {flag} {needed} (or leave it to the "
+                             f"pair's preset)")
     model_values = {f.name: f.default for f in mcard.fields} | dict(preset.model) | given["model"]
     train_values = {f.name: f.default for f in TRAIN} | preset.train_for(given["train"].get("method"))
     train_values |= given["train"]

@@ -131,23 +131,32 @@ def _non_aug(c):
 TIME = PaperTime(2, "gradient flow θ̇ = −∇ℓ (Prop. 5) on ℓ of Eq. 3 (Σ_T E‖·‖², no ½)")
 
 
+#: the token encoding each family reads (tasks/autoregressive.py): e_t = s_t, or (0, s_t, s_{t−1})
+#: and the representation of those that read real tokens only (no complex eigenbasis)
+PLAIN, AUGMENTED = {"encoding": "plain"}, {"encoding": "augmented"}
+REAL = {"representation": "real"}
+#: the families whose tokens are d wide read the task's states once (no duplication, §6)
+ONCE = {"duplicate": 1}
+
 for _card in (
     ModelCard("diag", "sander2024", "DIAG: H heads with diagonal A, B and positions P (Eq. 6)", BASE,
               _diag, {"autoregressive": (FIG3_UNITARY, FIG3_ORTHOGONAL)}, from_task=T_MAX,
-              time=TIME,
+              time=TIME, task_needs=PLAIN | ONCE,
               seconds_per_step={"autoregressive": 3.68e-05}),
     ModelCard("pe_only", "sander2024", "PE-only attention: only P is trained (Eq. 7)",
               (*BASE[1:],), _pe_only, {"autoregressive": (FIG6,)}, from_task=T_MAX, time=TIME,
+              task_needs=PLAIN | ONCE,
               seconds_per_step={"autoregressive": 0.000109}),
     ModelCard("aug", "sander2024", "AUG-1: six scalars a1..a4, b1, b2 (Eq. 4)", (*BASE[1:],), _aug,
-              {"autoregressive": (FIG5,)}, time=TIME,
+              {"autoregressive": (FIG5,)}, time=TIME, task_needs=AUGMENTED,
               seconds_per_step={"autoregressive": 0.0414}),
     ModelCard("aug_layers", "sander2024", "AUG-L: L layers on augmented tokens (spec §3.3)",
               (*TORCH_INIT, LAYERS, SOFTMAX), _aug_layers, {"autoregressive": (FIG5,)}, time=TIME,
+              task_needs=AUGMENTED | REAL,
               seconds_per_step={"autoregressive": 0.07}),
     ModelCard("aug_transformer", "sander2024", "AUG-L with softmax and an MLP of width --heads "
               "(App. B)", (HEADS, *TORCH_INIT, LAYERS, SOFTMAX), _aug_transformer,
-              {"autoregressive": (FIG10,)}, time=TIME,
+              {"autoregressive": (FIG10,)}, time=TIME, task_needs=AUGMENTED | REAL,
               seconds_per_step={"autoregressive": 0.0947}),
     ModelCard("non_aug", "sander2024", "the non-augmented transformer of §6 (Figs. 7-8)",
               (HEADS, *TORCH_INIT,
@@ -156,12 +165,13 @@ for _card in (
                Field("init_same", boolean, "every head starts as head 0 plus 0.05·N(0, 1) (Fig. 8)",
                      False)),
               _non_aug, {"autoregressive": (FIG7,)}, from_task={"duplicate": "duplicate"}, time=TIME,
+              task_needs=PLAIN | REAL,
               seconds_per_step={"autoregressive": 5.87}),
     ModelCard("eq6", "sander2024", "model (6) with full A, B and P, linear or softmax scores, "
               "optionally a residual MLP (App. B, Fig. 9)",
               (HEADS, INIT, INIT_SEED, DTYPE, SOFTMAX,
                Field("mlp_width", int, "eq6: hidden width of the residual ReLU MLP (0: none)", 0)),
               None, {"autoregressive": (FIG9,)}, from_task=T_MAX, time=TIME,
-              seconds_per_step={"autoregressive": 0.00216}),
+              task_needs=PLAIN | REAL | ONCE, seconds_per_step={"autoregressive": 0.00216}),
 ):
     register_model_card(_card)

@@ -82,6 +82,13 @@ def tokens(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor) -> tuple[torch.T
 
 
 # ------------------------------------------------------------------------------- full models
+def _check_init(init_mode: str, heads: int) -> None:
+    if init_mode not in INITS:
+        raise ValueError(f"init_mode must be one of {INITS}; got {init_mode!r}")
+    if init_mode == "oppo_small_id" and heads % 2:     # the heads come in pairs of opposite sign
+        raise ValueError(f"init_mode='oppo_small_id' needs an even number of heads; got {heads}")
+
+
 @dataclass(frozen=True)
 class MultiHeadSoftmaxConfig(BaseModelConfig):
     """One-layer H-head softmax attention (spec §1.2–1.4); `dim` is the covariate dimension d.
@@ -102,13 +109,10 @@ class MultiHeadSoftmaxConfig(BaseModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.init_mode not in INITS:
-            raise ValueError(f"init_mode must be one of {INITS}; got {self.init_mode!r}")
+        _check_init(self.init_mode, self.heads)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}; got {self.activation!r}")
         check.positive_float("activation_c", self.activation_c)
-        if self.init_mode == "oppo_small_id" and self.heads % 2:
-            raise ValueError(f"init_mode='oppo_small_id' needs an even number of heads; got {self.heads}")
 
 
 class _FactorisedHeads(ICLModel):
@@ -189,8 +193,7 @@ class MultiHeadLinearConfig(BaseModelConfig):
         super().__post_init__()
         if self.norm_context is not None:
             check.positive_int("norm_context", self.norm_context)
-        if self.init_mode not in INITS:
-            raise ValueError(f"init_mode must be one of {INITS}; got {self.init_mode!r}")
+        _check_init(self.init_mode, self.heads)
 
 
 @register_model

@@ -62,8 +62,14 @@ class ModularAddition:
 
     def __post_init__(self) -> None:
         check.positive_int("p", self.p)
+        if self.p < 2:
+            raise ValueError(f"p must be at least 2 (the modulus); got {self.p}")
         if not 0 < self.train_frac < 1:
             raise ValueError(f"train_frac must be in (0, 1); got {self.train_frac}")
+        if not 0 < self.n_train < self.p**2:
+            raise ValueError(f"train_frac={self.train_frac} leaves {self.n_train} of the p² = "
+                             f"{self.p**2} pairs for training; both splits need one: give a "
+                             "train_frac nearer 0.5 or a larger p")
 
     @property
     def vocab(self) -> int:
@@ -185,6 +191,8 @@ class RepeatedTokens:
 
     def __post_init__(self) -> None:
         check.positive_int("vocab", self.vocab)
+        if self.vocab < 2:
+            raise ValueError(f"vocab must be at least 2 (one token predicts nothing); got {self.vocab}")
         if self.length < 8:
             raise ValueError(f"length must be >= 8 (periods in [length/4, 3 length/4]); got {self.length}")
 

@@ -80,7 +80,7 @@ def _preset(task_kind: str, model_kind: str):
     return resolve(task_kind, model_kind)
 
 
-def _draw_values(task_kind: str, model_kind: str, rng) -> dict[str, dict[str, Any]]:
+def draw_values(task_kind: str, model_kind: str, rng) -> dict[str, dict[str, Any]]:
     """The pair's preset values with every card field redrawn (`_draw_value`), FIXED set."""
     base = _preset(task_kind, model_kind)
     out: dict[str, dict[str, Any]] = {"task": dict(base.task), "model": dict(base.model)}
@@ -135,7 +135,7 @@ def draw_states(pair: tuple[str, str], rng: np.random.Generator, n_states: int =
     task_kind, model_kind = pair
     pool = []
     for _ in range(tries):
-        values = _draw_values(task_kind, model_kind, rng)
+        values = draw_values(task_kind, model_kind, rng)
         built = _build(task_kind, model_kind, values)
         if built is not None:
             pool.append((values, built))

@@ -19,7 +19,7 @@ from fastattn.population import objective_for, registered_objectives
 from fastattn.population.registry import exact_reason
 from fastattn.training.build import build_task, model_config
 
-from .states import FIXED, State, _draw_values, in_flat_order
+from .states import FIXED, State, draw_values, in_flat_order
 from .test_truth import assert_matches_monte_carlo
 
 #: fields whose values change no population loss (the init's scheme; float32 is fixed to float64)
@@ -50,7 +50,7 @@ def _built(pair, target: str, name: str, value, rng, tries: int = 500):
     the value; None where none builds."""
     for covered in (True, False):
         for _ in range(tries):
-            values = _draw_values(*pair, rng)
+            values = draw_values(*pair, rng)
             try:
                 if covered and exact_reason(*_build(values)) is not None:
                     continue
