@@ -131,8 +131,9 @@ def test_initialisations_and_parameter_count():
     assert torch.sign(torch.diagonal(small.extract_kq(), dim1=1, dim2=2)).tolist() == [
         [1.0] * 6, [1.0] * 6, [-1.0] * 6, [-1.0] * 6]
     torch.testing.assert_close(small.wk[1], 1e-6 * torch.eye(6, dtype=torch.float64))
-    with pytest.raises(ValueError, match="even"):
-        MultiHeadSoftmax(5, 3, init_mode="oppo_small_id")
+    for family in (MultiHeadSoftmax, MultiHeadLinear):      # one check serves both configs
+        with pytest.raises(ValueError, match="even"):
+            family(5, 3, init_mode="oppo_small_id")
     with pytest.raises(ValueError, match="activation"):
         MultiHeadSoftmax(5, 2, activation="relu")
 

@@ -3,6 +3,7 @@ batch a pure function of (data_seed, step), records rebuild the task, modular ad
 labels, periodic random tokens' structure, and the held-out metrics."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -126,3 +127,14 @@ def test_repeated_tokens_icl_score_of_an_oracle():
     assert m["predictable_loss"] < 1e-15
     assert m["unpredictable_loss"] == pytest.approx(math.log(10))
     assert m["icl_score"] == pytest.approx(-math.log(10))
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: ModularAddition(p=1), "p must be at least 2"),
+    (lambda: ModularAddition(p=2, train_frac=0.1), "leaves 0 of the p² = 4 pairs for training"),
+    (lambda: ModularAddition(p=2, train_frac=0.9), "leaves 4 of the p² = 4 pairs for training"),
+    (lambda: RepeatedTokens(vocab=1), "vocab must be at least 2"),
+])
+def test_a_task_without_anything_to_learn_is_refused_in_one_line(make, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
