@@ -70,6 +70,10 @@ def _draw_value(f, preset: Any, dim: int, rng: np.random.Generator) -> Any:
         if f.parse is float:
             return float(rng.uniform(0.1, 0.9))
         return [float(v) for v in rng.standard_normal(dim)]
+    if isinstance(preset, tuple | list) and preset and all(isinstance(g, tuple | list) for g in preset):
+        # groups of coordinates (He's task supports): 1–4 groups of distinct coordinates below dim
+        return tuple(tuple(sorted(rng.choice(dim, int(rng.integers(1, dim + 1)), replace=False).tolist()))
+                     for _ in range(int(rng.integers(1, 5))))
     if isinstance(preset, str) and "," in preset:        # an explicit list (a spectrum): length dim
         return ",".join(f"{v:.3f}" for v in rng.uniform(0.3, 2.0, dim))
     return preset
