@@ -28,6 +28,13 @@ ENDLESS = ["--model", "separate", "--dim", "2,3", "--context", "8", "--heads", "
            "--target-loss", "0"]
 
 
+def _default_sigint() -> None:
+    """The sweep as a terminal starts it: Ctrl-C at its default. A suite run from a background
+    shell (`pytest … &`) ignores SIGINT, children inherit that and Python keeps it ignored: the
+    sweep then ran to its end and exited 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_ray_sweep_and_leaves_no_marker(tmp_path, signum):
     import time
@@ -39,7 +46,7 @@ def test_a_signal_stops_a_ray_sweep_and_leaves_no_marker(tmp_path, signum):
     proc = subprocess.Popen([sys.executable, "-m", "fastattn.cli", "sweep", *ENDLESS,
                              "--executor", "ray", "--workers", "2", "--out", str(out), "--quiet"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 240
     while len(list((out / INFLIGHT).glob("*"))) < 2 and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
