@@ -132,16 +132,17 @@ def _build(task_kind: str, model_kind: str, values) -> tuple[Any, Any, Any] | No
 
 
 def draw_states(pair: tuple[str, str], rng: np.random.Generator, n_states: int = 2,
-                tries: int = 5000, scale: float = 0.5) -> list[State]:
-    """`n_states` distinct configurations of `pair` where its objective exists: the first with the
-    most non-default integer fields, the next each covering the most (field, value) choices the
-    earlier ones did not; each with random parameters N(0, scale²) in every trainable block."""
+                tries: int = 5000, scale: float = 0.5, accept=None) -> list[State]:
+    """`n_states` distinct configurations of `pair` where its objective exists (and, if given,
+    `accept(task)` holds): the first with the most non-default integer fields, the next each
+    covering the most (field, value) choices the earlier ones did not; each with random
+    parameters N(0, scale²) in every trainable block."""
     task_kind, model_kind = pair
     pool = []
     for _ in range(tries):
         values = draw_values(task_kind, model_kind, rng)
         built = _build(task_kind, model_kind, values)
-        if built is not None:
+        if built is not None and (accept is None or accept(built[0])):
             pool.append((values, built))
         if len(pool) >= 12:
             break

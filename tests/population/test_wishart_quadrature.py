@@ -17,12 +17,11 @@ states and passed. Here the same bug is off by orders of magnitude more than rou
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 import torch
 
+from .quadrature import hermite_rule, normal_draws
 from .states import draw_states, in_flat_order
 
 PAIR = ("wishart_tasks", "linear_transformer")
@@ -31,15 +30,6 @@ NODES_X, NODES_LAMBDA = 4, 5
 #: at most this many quadrature nodes per state (the coordinates: (N + 1)·d, plus d fresh λ)
 MAX_NODES = 4**8
 RTOL = 1e-9
-
-
-def _hermite(n: int, dims: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A tensor Gauss–Hermite rule for N(0, I_dims): nodes `[n^dims, dims]`, weights summing to 1."""
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    w = w / w.sum()
-    nodes = np.array(list(itertools.product(x, repeat=dims))).reshape(-1, dims)
-    weights = np.prod(np.array(list(itertools.product(w, repeat=dims))).reshape(-1, dims), axis=1)
-    return torch.as_tensor(nodes), torch.as_tensor(weights)
 
 
 def _small_states(rng) -> list:
@@ -62,9 +52,9 @@ def _expected_loss(state, monkeypatch) -> torch.Tensor:
     """E ½‖ŷ − y_q‖² by quadrature: nodes in place of the task's normal draws."""
     task, model = state.task, state.model
     n, d = task.context, task.dim
-    xs, wx = _hermite(NODES_X, (n + 1) * d)
+    xs, wx = hermite_rule(NODES_X, (n + 1) * d)
     if task.task_eigs is None:
-        lam, wl = _hermite(NODES_LAMBDA, d)
+        lam, wl = hermite_rule(NODES_LAMBDA, d)
     else:
         lam = torch.as_tensor(task.task_eigs)
         wl = torch.full((lam.shape[0],), 1.0 / lam.shape[0], dtype=torch.float64)
@@ -72,11 +62,7 @@ def _expected_loss(state, monkeypatch) -> torch.Tensor:
     weights = (wl[:, None] * wx[None, :]).reshape(-1)                 # [K·M]
     draws = xs.repeat(len(lam), 1).reshape(-1, n + 1, d)              # [K·M, N+1, d]
 
-    def randn(*shape, **kw):
-        assert tuple(shape) == tuple(draws.shape), shape
-        return draws.clone()
-
-    monkeypatch.setattr(torch, "randn", randn)
+    normal_draws(monkeypatch, [draws])
     batch = task._draw(eigs, None, torch.float64, "cpu")
     monkeypatch.undo()
     r = model(batch.x, batch.y, batch.x_q) - batch.y_q
