@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 from population.states import draw_values, non_default
@@ -77,8 +76,8 @@ def test_every_pair_trains_at_non_default_sizes(pair, rng):
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         # the loss reads the parameters, unless it is saturated at 0 (a token model's cross
         # entropy at large random weights)
-        assert float(loss) == 0 or any(g is not None and bool(g.abs().sum() > 0) for g in grads), where
+        moved = any(g is not None and bool(g.abs().sum() > 0) for g in grads)
+        assert moved or float(loss.detach()) == 0, where
         for p, g in zip(params, grads, strict=True):
             if g is not None:
                 assert g.shape == p.shape and bool(torch.isfinite(g).all()), where
-        assert np.isfinite(float(loss))
