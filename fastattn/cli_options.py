@@ -12,6 +12,7 @@ known, so an error names the option: "--dim must be an integer; got 'abc'".
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -348,8 +349,15 @@ def _pairs_known(task: str, model: str) -> bool:
 
 def in_cli_words(message: str, options: Mapping[str, Option]) -> str:
     """A config's error in the CLI's words: a message that starts with a field's name ("t_end must
-    be …", "dim=0 …") starts with its option's flag instead."""
-    head = message.split(" ", 1)[0].split("=", 1)[0].strip(":,;")
+    be …") starts with its option's flag instead, and every `field=value` of an option ("give
+    lr=0.01", "method='gd'") reads `--flag value`."""
+    def flag_value(m: re.Match) -> str:
+        opt = options.get(m.group(1))
+        value = m.group(2).strip("'\"")
+        return m.group(0) if opt is None else f"{opt.flag} {value}"
+
+    message = re.sub(r"\b([a-z_][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)", flag_value, message)
+    head = message.split(" ", 1)[0].strip(":,;")
     opt = options.get(head)
     if opt is None or head == opt.flag:
         return message

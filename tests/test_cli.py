@@ -95,7 +95,7 @@ def test_train_task_option_and_family_errors(tmp_path, capsys):
     assert "--rank does not apply to --model merged (it applies to --model separate, " \
         "softmax_separate)" in capsys.readouterr().err
     assert main([*base, "--dim", "4", "--rank", "9", "--out", out]) == 2    # issue 41: it ran
-    assert "--rank=9 must be at most dim=4" in _one_error_line(capsys.readouterr().err, "train")
+    assert "--rank 9 must be at most --dim 4" in _one_error_line(capsys.readouterr().err, "train")
     assert main([*base, "--scale", "2", "--out", out]) == 2
     assert "--scale does not apply to --model separate (it applies to --model softmax_merged" in \
         capsys.readouterr().err

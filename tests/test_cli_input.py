@@ -72,6 +72,15 @@ def test_sampled_options_are_checked_against_the_method(tmp_path, capsys, monkey
     assert says in _one_error_line(capsys, "train")
 
 
+@pytest.mark.parametrize(("args", "says"), [
+    (["--method", "gd", "--steps", "5"], "--method gd needs lr: give --lr 0.01"),
+    (["--method", "sgd"], "--method sgd needs lr and steps: give --lr 0.01 and --steps 1000"),
+])
+def test_a_config_error_names_flags_not_fields(tmp_path, capsys, args, says):
+    assert main([*BASE, *args, "--out", str(tmp_path / "out")]) == 2
+    assert _one_error_line(capsys, "train").endswith(says)
+
+
 def test_an_empty_out_is_refused_not_the_current_folder(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main([*FLOW, "--out", ""]) == 2
