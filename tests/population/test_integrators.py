@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from fastattn import configs as layout
 from fastattn.models.cubic_mlp import CubicMLPConfig
 from fastattn.models.linear_attention import MergedConfig, SeparateConfig
 from fastattn.population import (
@@ -326,6 +327,16 @@ def test_auto_interpolates_records_inside_its_steps(rng):
     np.testing.assert_allclose(u.loss, own, rtol=1e-13)
 
 
+def _head_maps(config, params: np.ndarray) -> np.ndarray:
+    """Each head's map v_i K_iᵀ Q_i of the separate model at each row of `params` `[n, P]`,
+    flattened: `[n, H·D·D]`."""
+    rows = []
+    for p in params:
+        b = layout.unflatten(config, p)
+        rows.append(np.einsum("h,hrd,hre->hde", b["v"], b["K"], b["Q"]).ravel())
+    return np.array(rows)
+
+
 def test_auto_interpolates_records_in_its_stiff_phases(rng):
     """In stabilized steps with large h·ρ and in Rodas4 episodes, a record is the cubic through the
     last three accepted states and the step's end (Runner::history_fits): 300 records over a run
@@ -349,11 +360,16 @@ def test_auto_interpolates_records_in_its_stiff_phases(rng):
     # A record is on the trajectory up to the run's global error, except inside a stiff step that
     # spans a fast drop, where the cubic through the step's states cannot follow the drop: there a
     # record errs in proportion to how far the trajectory moves between its neighbouring records.
-    # Over 201 seeds: the error beyond 1e-4 (of the parameters' scale; of the loss) never exceeded
-    # 9.1e-4 (params) or 1.6e-3 (loss) of that move; up to 1e-3 in all at one record of a drop.
-    scale = np.abs(ref.params).max()
-    err = np.abs(u.params - ref.params).max(axis=1) / scale
-    move = np.abs(np.diff(ref.params, axis=0, prepend=ref.params[:1], append=ref.params[-1:]))
+    # Over 201 seeds: the error beyond 1e-4 (of the scale; of the loss) never exceeded 9.1e-4
+    # (state) or 1.6e-3 (loss) of that move; up to 1e-3 in all at one record of a drop.
+    # The state is each head's map v_i K_iᵀ Q_i, which the flow determines: the raw (v_i, K_i, Q_i)
+    # may also move along the directions in which every head's map, and so the loss, is constant
+    # (the loss is flat there, so the global error is not damped): at seed 1272126199 the raw
+    # parameters of auto and the reference ended 1.2e-4 apart with every head's map within 2.2e-5.
+    heads, ref_heads = _head_maps(config, u.params), _head_maps(config, ref.params)
+    scale = np.abs(ref_heads).max()
+    err = np.abs(heads - ref_heads).max(axis=1) / scale
+    move = np.abs(np.diff(ref_heads, axis=0, prepend=ref_heads[:1], append=ref_heads[-1:]))
     move = np.maximum(move[:-1], move[1:]).max(axis=1) / scale
     assert np.all(err <= 1e-4 + 1e-2 * move)
     loss_err = np.abs(u.loss / ref.loss - 1)
