@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Everything the GPU machine should measure, in < 8 minutes: the CUDA kernel tests, then the kernel
-# benchmarks (bench/test_kernels_bench.py -k cuda), then one JSON summary.
+# Everything the GPU machine should measure, in < 10 minutes: the CUDA kernel tests, then the kernel
+# benchmarks (bench/test_kernels_bench.py and bench/test_linear_attention_bench.py, -k cuda), then
+# one JSON summary.
 #
 # usage, from the repository root on the GPU machine (python3 with torch and triton; the C++ core
 # installed with `pip install --no-build-isolation --no-deps .`):
 #     OUT=/some/dir bash bench/gpu_all.sh
+# The GPU machine has no network: to compare with flash-linear-attention, download its wheels here
+#     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops
+# and carry bench/wheels (git-ignored); FLA_WHEELS=bench/wheels installs them first.
 # writes $OUT/cuda_tests.log, cuda_tests.xml, bench.log, bench.json and gpu_all.json (the summary:
 # device, versions, test counts and failures, each benchmark's device median in ms).
 set -uo pipefail
@@ -13,11 +17,16 @@ out=${OUT:-out/gpu}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 
+if [ -n "${FLA_WHEELS:-}" ]; then
+    "$py" -m pip install -q --no-deps --no-index "$FLA_WHEELS"/*.whl > "$out/fla_install.log" 2>&1
+fi
+
 # the kernel and op tests, CUDA cases only (the interpreter cases run in CI)
-timeout 330 "$py" -m pytest tests/triton_kernels tests/ops -q -p no:cacheprovider -k cuda \
+timeout 240 "$py" -m pytest tests/triton_kernels tests/ops -q -p no:cacheprovider -k cuda \
     --junitxml "$out/cuda_tests.xml" > "$out/cuda_tests.log" 2>&1
 tests_rc=$?
-timeout 270 "$py" -m pytest bench/test_kernels_bench.py -q -p no:cacheprovider -k cuda \
+timeout 330 "$py" -m pytest bench/test_kernels_bench.py bench/test_linear_attention_bench.py -q \
+    -p no:cacheprovider -k cuda \
     --benchmark-json "$out/bench.json" > "$out/bench.log" 2>&1
 bench_rc=$?
 

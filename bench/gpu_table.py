@@ -3,7 +3,9 @@
     python bench/gpu_table.py bench.json [--after bench_after.json] [--peak-gbs 4800]
 
 One row per benchmark group (op, shape, pass; bench/groups.py): the device median (ms) of the Triton
-kernel, the eager reference and torch.compile of it, the Triton GB/s (the fewest bytes the pass must
+kernel, of the implementations only some ops have (:data:`EXTRA`: the read-out's chunked backend,
+flash-linear-attention), shown where the file has them, of the eager reference and torch.compile of
+it, the Triton GB/s (the fewest bytes the pass must
 move over its time) and that as a share of ``--peak-gbs`` (the card's nominal memory bandwidth;
 H200 4800, H100 SXM 3350). With ``--after`` (a later run of some Triton cases), its Triton time and
 GB/s are the ones shown and the first file's Triton time is shown as "before" (for the groups the
@@ -21,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groups import FIELDS
-from test_kernels_bench import CUDA_IMPLS as IMPLS
+from test_kernels_bench import CUDA_IMPLS
+
+#: implementations some groups add (bench/test_linear_attention_bench.py), columns after Triton's
+EXTRA = ("chunked", "fla")
 
 
 @dataclass(frozen=True)
@@ -59,16 +64,18 @@ def cases(path: Path) -> dict[str, Case]:
 def table(before: Path, after: Path | None, peak_gbs: float) -> str:
     """The markdown table (module docstring) of ``before``, with ``after``'s Triton times."""
     rows, later = cases(before), cases(after) if after else {}
+    extra = [i for i in EXTRA if any(i in case.impls for case in rows.values())]
+    impl_order = [CUDA_IMPLS[0], *extra, *CUDA_IMPLS[1:]]
     head = ["op (shape)", "pass"]
     head += (["Triton before ms", "Triton ms"] if after else ["Triton ms"])
-    head += ["eager ms", "compile ms", "Triton GB/s", "of peak"]
+    head += [f"{i} ms" for i in extra] + ["eager ms", "compile ms", "Triton GB/s", "of peak"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for group, case in rows.items():
         impls = dict(case.impls)
         retimed = later[group].impls.get("triton") if group in later else None
         if retimed:
             impls["triton"] = retimed
-        times = {k: impls[k][0] for k in IMPLS if k in impls}
+        times = {k: impls[k][0] for k in impl_order if k in impls}
         best = min(times, key=times.get)
         cell = {k: (f"**{v:.3g}**" if k == best else f"{v:.3g}") for k, v in times.items()}
         sizes = ", ".join(f"{k}={v}" for k, v in case.shape.items())
@@ -76,7 +83,7 @@ def table(before: Path, after: Path | None, peak_gbs: float) -> str:
         if after:  # "—": the kernel's code did not change between the two runs
             cols.append(f"{case.impls['triton'][0]:.3g}" if retimed and "triton" in case.impls
                         else "—")
-        cols += [cell.get(k, "—") for k in IMPLS]
+        cols += [cell.get(k, "—") for k in impl_order]
         tri_gbs = impls["triton"][1] if "triton" in impls else None
         cols += ([f"{tri_gbs:.0f}", f"{100 * tri_gbs / peak_gbs:.0f} %"] if tri_gbs is not None
                  else ["—", "—"])

@@ -5,6 +5,7 @@ by its group and fields (not by its test name, which the stand-in's differs from
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,3 +93,23 @@ def test_a_run_without_groups_is_refused_in_one_line(tmp_path):
                    '"group": null, "extra_info": {"device_median_ms": 1.0, "GB_per_s": 2.0}}]}')
     with pytest.raises(SystemExit, match=r"old\.json: benchmark .* before bench/groups\.py"):
         table(old, None, 4800.0)
+
+
+def test_chunked_and_fla_columns_appear_where_the_file_has_them(tmp_path):
+    """The implementations only some groups have get a column after Triton's, "—" elsewhere."""
+    def bench(op, impl, ms):
+        return {"name": f"{op}-{impl}", "group": f"{op} fwd",
+                "extra_info": {"op": op, "shape": {"B": 2}, "pass": "fwd", "impl": impl,
+                               "device_median_ms": ms, "GB_per_s": 1000 / ms}}
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps({"benchmarks": [
+        bench("causal_linear_attention", "triton", 2.0), bench("causal_linear_attention", "fla", 1.0),
+        bench("causal_linear_attention", "reference", 3.0),
+        bench("icl_readout_next_token", "triton", 4.0),
+        bench("icl_readout_next_token", "chunked", 5.0)]}))
+    text = table(path, None, peak_gbs=4000.0)
+    assert text.splitlines()[0].split("|")[3:7] == [" Triton ms ", " chunked ms ", " fla ms ",
+                                                     " eager ms "]
+    rows = _rows(text)
+    assert rows[0][2:7] == ["2", "—", "**1**", "3", "—"]
+    assert rows[1][2:7] == ["**4**", "5", "—", "—", "—"]

@@ -148,11 +148,31 @@ def _pe_attention(dt: torch.dtype) -> None:
         pe_attention_backward(out, q, k, v, p, la)
 
 
+def _linear_attention(dt: torch.dtype) -> None:
+    from .linear_attention.kernel import (
+        causal_linear_attention_backward,
+        causal_linear_attention_forward,
+    )
+
+    if dt != torch.float32:   # float32 only (the interpreter, which tests it, has no fp64 tl.dot)
+        return
+    # (B, T, H, K, V, strict): flash-linear-attention's benchmark shapes (head dim 16-128, T up to
+    # 8192) and the next-token read-out's (K = D, V = 1, strict)
+    for b, t, h, kd, vd, strict in [(8, 2048, 16, 64, 64, False), (2, 8192, 8, 128, 128, False),
+                                    (8, 4096, 16, 16, 16, False), (1 << 14, 256, 4, 4, 1, True),
+                                    (1 << 12, 1024, 4, 16, 1, True)]:
+        q, k, v = _meta(b, t, h, kd, dtype=dt), _meta(b, t, h, kd, dtype=dt), \
+            _meta(b, t, h, vd, dtype=dt)
+        o, states = causal_linear_attention_forward(q, k, v, 1.0, strict)
+        causal_linear_attention_backward(o, q, k, v, states, 1.0, strict)
+
+
 #: kernel package -> workload: calls its launchers as the ops do.
 WORKLOADS: dict[str, Callable[[torch.dtype], None]] = {
     "cubic": _cubic,
     "he_train_step": _he_train_step,
     "icl_readout": _icl_readout,
+    "linear_attention": _linear_attention,
     "pe_attention": _pe_attention,
     "sampling": _sampling,
     "single_query_attention": _single_query_attention,

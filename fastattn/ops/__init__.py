@@ -8,6 +8,7 @@ from fastattn.ops._dispatch import BackendUnavailableError, available_backends
 from fastattn.ops.attention import single_query_attention
 from fastattn.ops.cubic import cubic_hidden, cubic_second_moments
 from fastattn.ops.he_train_step import he_adam_step
+from fastattn.ops.linear_attention import causal_linear_attention
 from fastattn.ops.pe_attention import pe_attention, pe_attention_backend
 from fastattn.ops.readout import icl_readout, icl_readout_next_token
 from fastattn.ops.sampling import sample_icl_stats
@@ -15,6 +16,7 @@ from fastattn.ops.sampling import sample_icl_stats
 __all__ = [
     "BackendUnavailableError",
     "available_backends",
+    "causal_linear_attention",
     "cubic_hidden",
     "cubic_second_moments",
     "he_adam_step",

@@ -79,6 +79,13 @@ _TRITON = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 64,
 _TRITON_ATTN = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 128,
                        "fused Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), "
                        "float32/float64, K and V <= 128")
+_CHUNKED = Backend("triton", True, ("cuda", "cpu"), (torch.float32,), None,
+                   "chunked Triton kernel on tensor cores: CUDA tensors (or CPU with "
+                   "TRITON_INTERPRET=1), float32 (the interpreter that tests it has no float64 "
+                   "tl.dot)")
+_READOUT_CHUNKED = Backend("chunked", True, ("cuda", "cpu"), (torch.float32,), None,
+                           "the read-out as strict causal linear attention on the chunked "
+                           "Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), float32")
 _REFERENCE = Backend("reference", False, ("cpu", "cuda", "mps", "xpu", "meta"), None, None,
                      "pure-torch reference: any device, any floating dtype, every torch.func "
                      "transform", composes=True)
@@ -90,7 +97,9 @@ _HE_CPP = Backend("cpp", False, ("cpu",), _FLOATS, None,
 
 BACKENDS: dict[str, dict[str, Backend]] = {
     "icl_readout": {"triton": _TRITON, "reference": _REFERENCE},
-    "icl_readout_next_token": {"triton": _TRITON, "reference": _REFERENCE},
+    "icl_readout_next_token": {"chunked": _READOUT_CHUNKED, "triton": _TRITON,
+                               "reference": _REFERENCE},
+    "causal_linear_attention": {"triton": _CHUNKED, "reference": _REFERENCE},
     "cubic_hidden": {"triton": _TRITON, "reference": _REFERENCE},
     "sample_icl_stats": {"triton": _TRITON, "reference": _REFERENCE, "wishart": _WISHART},
     "single_query_attention": {"triton": _TRITON_ATTN, "reference": _REFERENCE},
@@ -163,24 +172,34 @@ def active_transform(*tensors: torch.Tensor) -> str | None:
     return None
 
 
+def _first_kernel(op: str, device: torch.device, dtype: torch.dtype, dims: dict[str, int],
+                  transform: str | None) -> str | None:
+    """The first Triton backend of ``op`` that can run the inputs where kernels run (CUDA, or CPU
+    under the interpreter), or None."""
+    if device.type != "cuda" and not interpreting():
+        return None
+    return next((name for name, b in BACKENDS[op].items() if b.needs_triton
+                 and not b.not_supported_reasons(device, dtype, dims, transform)), None)
+
+
 def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dtype,
                    dims: dict[str, int], transform: str | None = None) -> str:
     """The backend that will run ``op``.
 
-    "auto" picks Triton on CUDA, and on CPU only when TRITON_INTERPRET=1, whenever it can run the
-    inputs and :data:`CUDA_AUTO` does not name a backend measured faster for them, else the
-    reference; it never fails. Under an autodiff transform (``transform``, from
-    :func:`active_transform`) only backends that compose run: "auto" picks the reference, an
-    explicit kernel fails in one line naming the transform and the alternative. Any other explicit
-    backend that cannot run raises :class:`BackendUnavailableError` with every reason and the
-    backends that would work.
+    "auto" picks the op's first Triton backend (in :data:`BACKENDS` order) that can run the inputs,
+    on CUDA, and on CPU only when TRITON_INTERPRET=1, unless :data:`CUDA_AUTO` names a backend
+    measured faster for them; else the reference; it never fails. Under an autodiff transform
+    (``transform``, from :func:`active_transform`) only backends that compose run: "auto" picks
+    the reference, an explicit kernel fails in one line naming the transform and the alternative.
+    Any other explicit backend that cannot run raises :class:`BackendUnavailableError` with every
+    reason and the backends that would work.
     """
     table = BACKENDS[op]
     if backend == "auto":
-        if not table["triton"].not_supported_reasons(device, dtype, dims, transform) and (
-                device.type == "cuda" or interpreting()):
+        kernel = _first_kernel(op, device, dtype, dims, transform)
+        if kernel is not None:
             pref = _cuda_preference(op, device, dtype, dims)
-            return pref.backend if pref is not None else "triton"
+            return pref.backend if pref is not None else kernel
         return "reference"
     if backend not in table:
         raise ValueError(f"backend must be one of {['auto', *table]}; got {backend!r}")
@@ -213,7 +232,9 @@ def backend_reason(op: str, name: str, device: torch.device, dtype: torch.dtype,
         return f"{name}: requested, or chosen by auto on CUDA because {pref.why}"
     if name != "reference":
         return f"{name}: requested or chosen, and it can run these inputs"
-    reasons = BACKENDS[op]["triton"].not_supported_reasons(device, dtype, dims, transform)
+    kernels = {k: b for k, b in BACKENDS[op].items() if b.needs_triton}
+    reasons = [(f"{k}: " if len(kernels) > 1 else "") + r for k, b in kernels.items()
+               for r in b.not_supported_reasons(device, dtype, dims, transform)]
     if not reasons and device.type != "cuda" and not interpreting():
         reasons = ["tensors are on cpu and TRITON_INTERPRET=1 is not set"]
     return "reference: " + ("; ".join(reasons) if reasons else "requested")

@@ -8,6 +8,7 @@ from torch import Tensor
 from fastattn.ops._autograd import recording_backward, reference_vjp
 from fastattn.ops._dispatch import active_transform, select_backend
 from fastattn.ops._validate import check, check_same
+from fastattn.ops.linear_attention import causal_linear_attention
 from fastattn.triton_kernels.icl_readout.reference import (
     icl_beta_reference,
     icl_readout_backward_reference,
@@ -157,6 +158,18 @@ def _next_backward(ctx, dout):
 _next.register_autograd(_next_backward, setup_context=_next_setup)
 
 
+def _next_chunked(x: Tensor, y: Tensor, gamma: Tensor) -> Tensor:
+    """The next-token read-out as strict causal linear attention: query Γ_h x_t / t, key x_m and
+    value y_m shared by the heads (broadcast, not copied), so that o_t,h = S_tᵀ Γ_h x_t / t."""
+    b, t, d = x.shape
+    h = gamma.shape[0]
+    counts = torch.arange(t, dtype=x.dtype, device=x.device).clamp_min(1)
+    q = torch.einsum("hij,btj->bthi", gamma, x) / counts[None, :, None, None]
+    k = x[:, :, None, :].expand(b, t, h, d)
+    v = y[:, :, None, None].expand(b, t, h, 1)
+    return causal_linear_attention(q, k, v, strict=True, backend="triton")[:, 1:, :, 0]
+
+
 def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str = "auto"
                            ) -> Tensor:
     """Next-token read-out: the prediction at position n = 2..T uses β over the first n−1 tokens
@@ -166,7 +179,10 @@ def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str 
         x: [B, T, D], T >= 2.
         y: [B, T].
         gamma: [H, D, D].
-        backend: "auto", "triton" or "reference" (see :func:`icl_readout`, also for autodiff).
+        backend: "auto", "chunked", "triton" or "reference" (see :func:`icl_readout`, also for
+            autodiff). "chunked" is :func:`fastattn.ops.causal_linear_attention`'s tensor-core
+            kernel (float32; "auto" picks it first); "triton" the serial kernel (prefix sums in
+            registers, float32 and float64).
 
     Returns:
         [B, T−1, H]; entry t−1 predicts y at 0-based position t.
@@ -182,4 +198,6 @@ def icl_readout_next_token(x: Tensor, y: Tensor, gamma: Tensor, *, backend: str 
     name = select_backend("icl_readout_next_token", backend, x.device, x.dtype, {"D": d}, transform)
     if transform is not None:    # the reference, as plain torch (see icl_readout)
         return icl_readout_next_token_reference(x, y, gamma)
+    if name == "chunked":
+        return _next_chunked(x, y, gamma)
     return _next(x, y, gamma, name)

@@ -142,7 +142,7 @@ def test_available_backends_report(no_interpret):
     report = ops.available_backends()
     assert set(report) == {"icl_readout", "icl_readout_next_token", "cubic_hidden",
                            "sample_icl_stats", "single_query_attention", "pe_attention",
-                           "he_adam_step"}
+                           "he_adam_step", "causal_linear_attention"}
     for table in report.values():
         assert table["reference"] == {"available": True, "why_not": None,
                                       "requires": table["reference"]["requires"]}
@@ -186,7 +186,7 @@ def test_triton_backend_takes_non_contiguous_inputs(op, device):
 
 _KERNEL_ENTRY = {
     "icl_readout": ("icl_readout", "icl_readout_forward"),
-    "icl_readout_next_token": ("icl_readout", "icl_readout_next_token_forward"),
+    "icl_readout_next_token": ("linear_attention", "causal_linear_attention_forward"),
     "cubic_hidden": ("cubic", "cubic_hidden_forward"),
     "single_query_attention": ("single_query_attention", "single_query_attention_forward"),
     "sample_icl_stats": ("sampling", "sample_icl_stats_kernel"),
@@ -235,7 +235,11 @@ def test_auto_picks_triton_on_cuda(op, monkeypatch):
     else:
         wide_args = (x, x, x)
     calls.clear()
-    assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == []
+    if op == "icl_readout_next_token":  # the chunked kernel has no width limit; the serial has
+        assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == [
+            _KERNEL_ENTRY[op][1]]
+    else:
+        assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == []
     with pytest.raises(ops.BackendUnavailableError, match="exceeds the maximum"):
         fn(*wide_args, backend="triton")
 

@@ -1,0 +1,123 @@
+"""fastattn.ops.causal_linear_attention and the read-out's "chunked" backend: autograd through the
+custom op, dispatch, validation, autodiff transforms."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fastattn.ops as ops
+from fastattn.ops._dispatch import backend_reason, select_backend
+from fastattn.triton_kernels.icl_readout.reference import icl_readout_next_token_reference
+from fastattn.triton_kernels.linear_attention.reference import causal_linear_attention_reference
+from helpers import seeded_torch, triton_device
+
+
+@pytest.fixture(params=[pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"])
+def device(request, monkeypatch) -> torch.device:
+    return triton_device(request.param, monkeypatch)
+
+
+def _qkv(g, device, b=2, t=19, h=3, kd=5, vd=4, dtype=torch.float32):
+    return tuple(torch.randn(b, t, h, d, generator=g, dtype=dtype).to(device)
+                 for d in (kd, kd, vd))
+
+
+def _rel(a, b):
+    a, b = a.detach().double(), b.detach().double()
+    return float((a - b).norm() / b.norm())
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["inclusive", "strict"])
+def test_kernel_matches_the_float64_reference_through_autograd(strict, device, rng):
+    q, k, v = _qkv(seeded_torch(rng), device)
+    k = k[:, :, :1].expand(k.shape)   # keys shared by the heads, as the read-out passes them
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    ref_leaves = [x.double().requires_grad_() for x in (q, k, v)]
+    out = ops.causal_linear_attention(*leaves, scale=0.7, strict=strict, backend="triton")
+    ref = causal_linear_attention_reference(*ref_leaves, 0.7, strict)
+    dout = torch.randn_like(out)
+    assert _rel(out, ref) < 1e-5
+    for a, b in zip(torch.autograd.grad(out, leaves, dout),
+                    torch.autograd.grad(ref, ref_leaves, dout.double()), strict=True):
+        assert _rel(a, b) < 1e-5
+    torch.library.opcheck(torch.ops.fastattn.causal_linear_attention.default,
+                          (q, k, v, 0.7, strict))
+
+
+def test_double_backward_records_the_reference(device, rng):
+    """A backward with create_graph=True records the reference's backward: its Hessian-vector
+    product equals the reference backend's."""
+    g = seeded_torch(rng)
+    q, k, v = _qkv(g, device, t=9)
+    tangents = _qkv(g, device, t=9)
+    hvps = {}
+    for backend in ("triton", "reference"):
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        loss = ops.causal_linear_attention(*leaves, backend=backend).pow(2).sum()
+        grads = torch.autograd.grad(loss, leaves, create_graph=True)
+        dot = sum((gr * t).sum() for gr, t in zip(grads, tangents, strict=True))
+        hvps[backend] = torch.cat([x.flatten() for x in torch.autograd.grad(dot, leaves)])
+    assert _rel(hvps["triton"], hvps["reference"]) < 1e-5
+
+
+def test_torch_func_runs_the_reference_and_an_explicit_kernel_fails_in_one_line(device, rng):
+    q, k, v = _qkv(seeded_torch(rng), device, t=7)
+    tangents = tuple(torch.ones_like(x) for x in (q, k, v))
+    jvp = torch.func.jvp(lambda *a: ops.causal_linear_attention(*a), (q, k, v), tangents)[1]
+    expected = torch.func.jvp(lambda *a: causal_linear_attention_reference(*a), (q, k, v),
+                              tangents)[1]
+    torch.testing.assert_close(jvp, expected)
+    with pytest.raises(ops.BackendUnavailableError) as err:
+        torch.func.jvp(lambda *a: ops.causal_linear_attention(*a, backend="triton"), (q, k, v),
+                       tangents)
+    assert "\n" not in str(err.value) and "torch.func.jvp" in str(err.value)
+
+
+def test_dispatch_says_why_float64_runs_the_reference(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    cpu = torch.device("cpu")
+    dims = {"K": 4, "V": 4}
+    assert select_backend("causal_linear_attention", "auto", cpu, torch.float32, dims) == "triton"
+    assert select_backend("causal_linear_attention", "auto", cpu, torch.float64, dims) == \
+        "reference"
+    assert "float64 is not supported" in backend_reason("causal_linear_attention", "reference",
+                                                        cpu, torch.float64, dims)
+    with pytest.raises(ops.BackendUnavailableError, match="float64 is not supported"):
+        select_backend("causal_linear_attention", "triton", cpu, torch.float64, dims)
+    # the read-out: the chunked kernel first for float32, the serial kernel for float64
+    assert select_backend("icl_readout_next_token", "auto", cpu, torch.float32, {"D": 4}) == \
+        "chunked"
+    assert select_backend("icl_readout_next_token", "auto", cpu, torch.float64, {"D": 4}) == \
+        "triton"
+
+
+@pytest.mark.parametrize("args,match", [
+    (((2, 5, 3, 4), (2, 5, 3, 3), (2, 5, 3, 2)), r"^k must be \[B, T, H, K\]"),
+    (((2, 5, 3, 4), (2, 5, 3, 4), (2, 4, 3, 2)), r"^v must be \[B, T, H, V\]"),
+    (((2, 5, 4), (2, 5, 4), (2, 5, 2)), r"^q must be \[B, T, H, K\]"),
+    (((2, 0, 3, 4), (2, 0, 3, 4), (2, 0, 3, 2)), r"^q must have at least one token"),
+])
+def test_bad_shapes_name_the_argument(args, match):
+    q, k, v = (torch.zeros(s) for s in args)
+    with pytest.raises(ValueError, match=match):
+        ops.causal_linear_attention(q, k, v)
+
+
+def test_next_token_readout_chunked_equals_the_serial_kernel_and_the_reference(device, rng):
+    """The read-out's chunked backend (strict linear attention with query Γ_h x_t / t) against
+    the serial kernel and the float64 reference: outputs and every gradient."""
+    g = seeded_torch(rng)
+    x, y, gamma = (torch.randn(*s, generator=g).to(device) for s in ((3, 37, 5), (3, 37),
+                                                                     (2, 5, 5)))
+    ref_leaves = [a.double().requires_grad_() for a in (x, y, gamma)]
+    ref = icl_readout_next_token_reference(*ref_leaves)
+    dout = torch.randn(ref.shape, generator=g).to(device)
+    ref_grads = torch.autograd.grad(ref, ref_leaves, dout.double())
+    for backend in ("chunked", "triton"):
+        leaves = [a.clone().requires_grad_() for a in (x, y, gamma)]
+        out = ops.icl_readout_next_token(*leaves, backend=backend)
+        assert _rel(out, ref) < 1e-5, backend
+        for name, a, b in zip("x y gamma".split(), torch.autograd.grad(out, leaves, dout),
+                              ref_grads, strict=True):
+            assert _rel(a, b) < 1e-5, (backend, name)
