@@ -39,6 +39,8 @@ def _launched_by_the_ops(monkeypatch) -> set[str]:
     b, n, d, h = 3, 5, 3, 2
     fwd_bwd(ops.icl_readout(r(b, n, d), r(b, n), r(b, d), r(h, d, d), backend="triton"))
     fwd_bwd(ops.icl_readout_next_token(r(b, n, d), r(b, n), r(h, d, d), backend="triton"))
+    fwd_bwd(ops.causal_linear_attention(r(b, n, h, d), r(b, n, h, d), r(b, n, h, 2),
+                                        backend="triton"))
     fwd_bwd(ops.cubic_hidden(r(b, d), r(b, d), r(h, d * d), backend="triton"))
     for keys in (r(b, n, d), r(b, h, n, d)):
         fwd_bwd(ops.single_query_attention(r(b, h, d), keys, r(b, n, 2), 0.5, backend="triton"))
