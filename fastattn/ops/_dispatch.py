@@ -3,16 +3,26 @@ it cannot serve fails with one message listing every reason and what would work 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import json
+import math
 from dataclasses import dataclass
+from importlib import resources
 
 import torch
 import torch.autograd.forward_ad as fwAD
 
 from fastattn.triton_kernels._launch import interpreting, triton_available
 
-__all__ = ["BACKENDS", "CUDA_AUTO", "BackendUnavailableError", "active_transform",
-           "available_backends", "backend_reason", "select_backend"]
+__all__ = [
+    "BACKENDS",
+    "BackendUnavailableError",
+    "active_transform",
+    "available_backends",
+    "backend_reason",
+    "cuda_timings",
+    "select_backend",
+]
 
 
 class BackendUnavailableError(RuntimeError):
@@ -110,42 +120,55 @@ BACKENDS: dict[str, dict[str, Backend]] = {
 
 @dataclass(frozen=True)
 class CudaPreference:
-    """Where "auto" on CUDA runs another backend than the Triton kernel, because the kernel measured
-    slower there (H100, Triton 3.6, 2026-11-25; numbers and commands in docs/gpu.md)."""
+    """Where "auto" on CUDA runs another backend than its first kernel, because that backend
+    measured faster at the nearest measured shape (:func:`cuda_timings`)."""
 
     backend: str
-    applies: Callable[[dict[str, int]], bool]
     why: str
 
 
-CUDA_AUTO: dict[str, CudaPreference] = {
-    "sample_icl_stats": CudaPreference(
-        "wishart", lambda dims: True,
-        "the Wishart sampler draws the same law in O(D² + N) per sequence and measured faster than "
-        "the Triton kernel at every benchmarked shape"),
-    "pe_attention": CudaPreference(
-        "reference", lambda dims: True,
-        "the reference (batched matmuls) measured faster than the Triton kernel at every "
-        "benchmarked shape"),
-    "single_query_attention": CudaPreference(
-        "reference", lambda dims: max(dims.values()) > 32,
-        "K or V > 32: the reference measured faster than the Triton kernel at K = V = 64 and 128"),
-    "cubic_hidden": CudaPreference(
-        "reference", lambda dims: dims["D"] > 32,
-        "D > 32: the reference measured faster than the Triton kernel at D = 64"),
-}
+@functools.cache
+def cuda_timings() -> dict:
+    """The measured device medians "auto" follows on CUDA (``cuda_timings.json`` beside this
+    module: per op, rows of shape, dispatch sizes, pass and milliseconds per backend, with the
+    device, date and versions they were measured on). ``bench/dispatch_table.py`` writes it from a
+    ``bench/gpu_all.sh`` run; docs/gpu.md shows the same run as tables."""
+    return json.loads(resources.files("fastattn.ops").joinpath("cuda_timings.json").read_text())
+
+
+def _log_distance(a: dict[str, int], b: dict[str, int]) -> float:
+    """Σ |log2(a_k / b_k)| over the sizes both name: how far apart two shapes are."""
+    return sum(abs(math.log2(max(a[k], 1) / max(b[k], 1))) for k in a.keys() & b.keys())
 
 
 def _cuda_preference(op: str, device: torch.device, dtype: torch.dtype,
                      dims: dict[str, int]) -> CudaPreference | None:
-    """The preference "auto" follows for these inputs, if any (CUDA only, not under the
-    interpreter, where the Triton kernels are what is being tested)."""
-    pref = CUDA_AUTO.get(op)
-    if pref is None or device.type != "cuda" or interpreting() or not pref.applies(dims):
+    """The backend "auto" runs instead of the op's first kernel, if another measured faster at the
+    nearest measured shape (by :func:`_log_distance` of the dispatch sizes); only backends
+    measured there and able to run the inputs compete. CUDA only, not under the interpreter, where
+    the kernels are what is being tested; None for an op with no measurement."""
+    if device.type != "cuda" or interpreting():
         return None
-    if BACKENDS[op][pref.backend].not_supported_reasons(device, dtype, dims):
+    timings = cuda_timings()
+    rows = timings["ops"].get(op)
+    first = _first_kernel(op, device, dtype, dims, None)
+    if not rows or first is None:
         return None
-    return pref
+    row = min(rows, key=lambda r: _log_distance(dims, r["dims"]))
+    able = {name: ms for name, ms in row["ms"].items() if name in BACKENDS[op]
+            and not BACKENDS[op][name].not_supported_reasons(device, dtype, dims)}
+    if not able:
+        return None
+    best = min(able, key=able.get)
+    if best == first:
+        return None
+    shape = ", ".join(f"{k}={v}" for k, v in row["shape"].items())
+    against = (f"{first}'s {able[first]:.3g} ms" if first in able
+               else f"{first}, which was not measured there,")
+    return CudaPreference(best, f"it measured faster: {able[best]:.3g} ms against {against} "
+                                f"({row['pass']}) at the nearest measured shape ({shape}) on "
+                                f"{timings['device']}, {timings['date']} (fastattn/ops/"
+                                "cuda_timings.json)")
 
 
 _TRANSFORM_NAMES = {"Grad": "torch.func.grad/vjp/jacrev", "Jvp": "torch.func.jvp/jacfwd",
@@ -187,12 +210,12 @@ def select_backend(op: str, backend: str, device: torch.device, dtype: torch.dty
     """The backend that will run ``op``.
 
     "auto" picks the op's first Triton backend (in :data:`BACKENDS` order) that can run the inputs,
-    on CUDA, and on CPU only when TRITON_INTERPRET=1, unless :data:`CUDA_AUTO` names a backend
-    measured faster for them; else the reference; it never fails. Under an autodiff transform
-    (``transform``, from :func:`active_transform`) only backends that compose run: "auto" picks
-    the reference, an explicit kernel fails in one line naming the transform and the alternative.
-    Any other explicit backend that cannot run raises :class:`BackendUnavailableError` with every
-    reason and the backends that would work.
+    on CUDA, and on CPU only when TRITON_INTERPRET=1, unless another backend measured faster at
+    the nearest measured shape (:func:`cuda_timings`); else the reference; it never fails. Under
+    an autodiff transform (``transform``, from :func:`active_transform`) only backends that
+    compose run: "auto" picks the reference, an explicit kernel fails in one line naming the
+    transform and the alternative. Any other explicit backend that cannot run raises
+    :class:`BackendUnavailableError` with every reason and the backends that would work.
     """
     table = BACKENDS[op]
     if backend == "auto":

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import fastattn.ops as ops
-from fastattn.ops._dispatch import backend_reason, select_backend
+from fastattn.ops import _dispatch as dispatch
+from fastattn.ops._dispatch import BACKENDS, backend_reason, cuda_timings, select_backend
 from fastattn.triton_kernels._launch import triton_available
 from fastattn.triton_kernels.icl_readout.reference import (
     icl_readout_next_token_reference,
@@ -186,7 +187,7 @@ def test_triton_backend_takes_non_contiguous_inputs(op, device):
 
 _KERNEL_ENTRY = {
     "icl_readout": ("icl_readout", "icl_readout_forward"),
-    "icl_readout_next_token": ("linear_attention", "causal_linear_attention_forward"),
+    "icl_readout_next_token": ("icl_readout", "icl_readout_next_token_forward"),
     "cubic_hidden": ("cubic", "cubic_hidden_forward"),
     "single_query_attention": ("single_query_attention", "single_query_attention_forward"),
     "sample_icl_stats": ("sampling", "sample_icl_stats_kernel"),
@@ -215,7 +216,7 @@ def test_auto_picks_triton_on_cuda(op, monkeypatch):
     report = ops.available_backends()[op]["triton"]
     assert report == {"available": True, "why_not": None, "requires": report["requires"]}
     calls = _spy(monkeypatch, op)
-    if op == "sample_icl_stats":  # auto prefers the Wishart sampler on CUDA (CUDA_AUTO)
+    if op == "sample_icl_stats":  # auto prefers the Wishart sampler on CUDA (measured)
         lmat = torch.eye(3, device="cuda")
         out = ops.sample_icl_stats(0, 1, 64, 8, lmat, torch.zeros(3, device="cuda"), lmat, 0.1)
         assert out[0].device.type == "cuda" and calls == []
@@ -235,18 +236,14 @@ def test_auto_picks_triton_on_cuda(op, monkeypatch):
     else:
         wide_args = (x, x, x)
     calls.clear()
-    if op == "icl_readout_next_token":  # the chunked kernel has no width limit; the serial has
-        assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == [
-            _KERNEL_ENTRY[op][1]]
-    else:
-        assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == []
+    assert fn(*wide_args, backend="auto").device.type == "cuda" and calls == []
     with pytest.raises(ops.BackendUnavailableError, match="exceeds the maximum"):
         fn(*wide_args, backend="triton")
 
 
 def test_auto_on_cuda_prefers_the_backend_measured_faster():
-    """CUDA_AUTO's preferences, checked on a CUDA device object (no GPU needed: the choice reads
-    only the device type, dtype and sizes)."""
+    """The measured preferences (fastattn/ops/cuda_timings.json), checked on a CUDA device object
+    (no GPU needed: the choice reads only the device type, dtype and sizes)."""
     if not triton_available():
         pytest.skip("the preference applies where the Triton kernel could run")
     cuda, f32 = torch.device("cuda"), torch.float32
@@ -258,6 +255,7 @@ def test_auto_on_cuda_prefers_the_backend_measured_faster():
     assert select_backend("cubic_hidden", "auto", cuda, f32, {"D": 16}) == "triton"
     assert select_backend("cubic_hidden", "auto", cuda, f32, {"D": 64}) == "reference"
     assert select_backend("icl_readout", "auto", cuda, f32, {"D": 64}) == "triton"
+    assert select_backend("icl_readout_next_token", "auto", cuda, f32, {"D": 4}) == "triton"
     why = backend_reason("pe_attention", "reference", cuda, f32, {"K": 10, "V": 10})
     assert "chosen by auto on CUDA because" in why and "measured faster" in why
     # an explicit request still runs the kernel
@@ -269,3 +267,42 @@ def test_auto_under_the_interpreter_still_runs_triton(interpret):
     cpu = torch.device("cpu")
     assert select_backend("pe_attention", "auto", cpu, torch.float32, {"K": 4, "V": 4}) == "triton"
     assert select_backend("sample_icl_stats", "auto", cpu, torch.float32, {"D": 4}) == "triton"
+
+
+def test_the_shipped_timings_name_real_backends_and_dispatch_sizes():
+    """Every row of fastattn/ops/cuda_timings.json names an op, its backends and the sizes the op
+    dispatches on (a typo would silently never match)."""
+    timings = cuda_timings()
+    assert timings["device"] and timings["date"]
+    dispatch_sizes = {"icl_readout": {"D"}, "icl_readout_next_token": {"D"}, "cubic_hidden": {"D"},
+                      "sample_icl_stats": {"D"}, "single_query_attention": {"K", "V"},
+                      "pe_attention": {"K", "V"}, "causal_linear_attention": {"K", "V"}}
+    for op, rows in timings["ops"].items():
+        for row in rows:
+            assert set(row["ms"]) <= set(BACKENDS[op]) and len(row["ms"]) >= 2, (op, row)
+            assert set(row["dims"]) == dispatch_sizes[op], (op, row)
+
+
+def test_auto_follows_the_nearest_measured_shape_among_measured_backends(monkeypatch):
+    """With a stand-in table: the nearest row decides; a first kernel that was not measured there
+    does not beat a measured one; an op with no row runs its first kernel."""
+    rows = [{"shape": {"D": d}, "dims": {"D": d}, "pass": "fwd+bwd", "ms": ms} for d, ms in
+            [(4, {"triton": 1.0, "reference": 2.0}), (64, {"triton": 3.0, "reference": 2.0})]]
+    table = {"device": "stand-in", "date": "today", "ops": {
+        "cubic_hidden": rows, "icl_readout_next_token": rows,
+        "icl_readout": [dict(rows[0], ms={"triton": 2.0, "reference": 3.0, "chunked": 1.0})]}}
+    monkeypatch.setattr(dispatch, "cuda_timings", lambda: table)
+    cuda, f32 = torch.device("cuda"), torch.float32
+    assert select_backend("cubic_hidden", "auto", cuda, f32, {"D": 8}) == "triton"
+    assert select_backend("cubic_hidden", "auto", cuda, f32, {"D": 40}) == "reference"
+    assert "2 ms against triton's 3 ms (fwd+bwd) at the nearest measured shape (D=64)" in \
+        backend_reason("cubic_hidden", "reference", cuda, f32, {"D": 40})
+    # the chunked read-out (first in its table) was not measured: the measured serial kernel runs
+    assert select_backend("icl_readout_next_token", "auto", cuda, f32, {"D": 4}) == "triton"
+    assert "chunked, which was not measured there" in backend_reason(
+        "icl_readout_next_token", "triton", cuda, f32, {"D": 4})
+    assert select_backend("causal_linear_attention", "auto", cuda, f32, {"K": 4, "V": 4}) == \
+        "triton"
+    # the preference applies on CUDA only: the interpreter runs the first kernel
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert select_backend("cubic_hidden", "auto", torch.device("cpu"), f32, {"D": 40}) == "triton"

@@ -81,7 +81,8 @@ def test_op_through_autograd_triton_vs_reference(device, seed):
              leaves[3][:1].expand(2, 5, 6)]                   # non-contiguous q; P shared by heads
     out_t = ops.pe_attention(*views, lookahead=1, backend="triton")
     out_r = ops.pe_attention(*views, lookahead=1, backend="reference")
-    # auto: the kernel under the interpreter; on CUDA the reference, measured faster (CUDA_AUTO)
+    # auto: the kernel under the interpreter; on CUDA the reference, measured faster
+    # (fastattn/ops/cuda_timings.json)
     assert ops.pe_attention_backend(*views, lookahead=1)[0] == (
         "triton" if device.type == "cpu" else "reference")
     dout = torch.randn_like(out_r)
