@@ -22,9 +22,9 @@ __all__ = ["he_adam_step_triton"]
 
 
 def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, grad_part_ptr,
-                work_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, H, d, L, B, P, step_lo, step_hi,
-                BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
-                WRITE_BATCH: tl.constexpr):
+                work_ptr, normals_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, H, d, L, B, P, step_lo,
+                step_hi, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+                BLOCK_N: tl.constexpr, WRITE_BATCH: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
     tile = tl.program_id(1)
     tiles = tl.num_programs(1)
@@ -42,34 +42,38 @@ def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, g
     theta = theta_ptr + r * P
     ob = b0 + tl.arange(0, BLOCK_B)
     mb = ob < B
-    # ---- the tile's prompts from the fast stream: x = Fx ε, w = Fw ε, y = <x, w> + σ ε
+    # ---- the tile's normals from the fast stream, four per Philox draw (normal n of a prompt is
+    # word pair n % 4 // 2 of draw n // 4, Box-Muller's cosine for even n, sine for odd), through
+    # the program's scratch, since a prompt's token tile reads them in another order
+    nrm = normals_ptr + (r * tiles + tile) * (BLOCK_B * BLOCK_N)
+    rows = tl.arange(0, BLOCK_B)[:, None] * BLOCK_N                       # [BB, 1]
+    ok = tl.arange(0, BLOCK_N // 4)
+    c0 = (ok[None, :] + 0 * ob[:, None]).to(tl.uint32)                    # [BB, BN/4]
+    c1 = (ob[:, None] + 0 * ok[None, :]).to(tl.uint32)
+    w0, w1, w2, w3 = tl.philox(seed, c0, c1, (c1 * 0 + step_lo).to(tl.uint32),
+                               (c1 * 0 + step_hi).to(tl.uint32))
+    for pair in tl.static_range(2):
+        ua = ((w0 if pair == 0 else w2) >> 9).to(tl.float32)
+        ub = ((w1 if pair == 0 else w3) >> 9).to(tl.float32)
+        rad = tl.sqrt(-2.0 * tl.log((ua + 0.5) * 1.1920928955078125e-07))
+        th = 6.283185307179586 * ((ub + 0.5) * 1.1920928955078125e-07)
+        tl.store(nrm + rows + 4 * ok[None, :] + 2 * pair, rad * tl.cos(th))
+        tl.store(nrm + rows + 4 * ok[None, :] + 2 * pair + 1, rad * tl.sin(th))
+    tl.debug_barrier()                   # the scratch is read back below by other threads
+    # ---- the prompts: x = Fx ε, w = Fw ε, y = <x, w> + σ ε (normal t d + q: token t's x_q;
+    # (L + 1) d + j: w_j; (L + 1) d + d + t: token t's label noise)
+    tok = (ot <= L)[None, :]
     x = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], dt)
     w = tl.zeros([BLOCK_B, BLOCK_D], dt)
-    noise = tl.zeros([BLOCK_B, BLOCK_T], dt)
-    for q in range(2 * d + 1):  # q < d: x coordinate q; q < 2d: w coordinate q - d; noise
-        n = tl.where(q < d, ot * d + q, tl.where(q < 2 * d, (L + 1) * d + q - d + 0 * ot,
-                                                 (L + 1) * d + d + ot))
-        n2 = n[None, :] + 0 * ob[:, None]                                 # [BB, BT]
-        c1 = (ob[:, None] + 0 * n[None, :]).to(tl.uint32)
-        w0, w1, w2, w3 = tl.philox(seed, (n2 // 4).to(tl.uint32), c1,
-                                   (c1 * 0 + step_lo).to(tl.uint32),
-                                   (c1 * 0 + step_hi).to(tl.uint32))
-        first = (n2 % 4) < 2
-        ua = tl.where(first, w0, w2)
-        ub = tl.where(first, w1, w3)
-        ua = ((ua >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
-        ub = ((ub >> 9).to(tl.float32) + 0.5) * 1.1920928955078125e-07
-        rad = tl.sqrt(-2.0 * tl.log(ua))
-        th = 6.283185307179586 * ub
-        e = tl.where((n2 % 2) == 0, rad * tl.cos(th), rad * tl.sin(th)).to(dt)  # [BB, BT]
-        qd = od * 0 + q
-        fx_col = tl.load(fx_ptr + r * d * d + od * d + q, mask=(od < d) & (qd < d), other=0.0)
+    for q in range(d):
+        e = tl.load(nrm + rows + ot[None, :] * d + q, mask=tok, other=0.0).to(dt)  # [BB, BT]
+        fx_col = tl.load(fx_ptr + r * d * d + od * d + q, mask=od < d, other=0.0)
         x += e[:, :, None] * fx_col.to(dt)[None, None, :]
-        fw_col = tl.load(fw_ptr + r * d * d + od * d + (q - d),
-                         mask=(od < d) & (qd >= d) & (qd < 2 * d), other=0.0)
-        e0 = tl.sum(tl.where(ot[None, :] == 0, e, 0.0), axis=1)             # [BB]
-        w += e0[:, None] * fw_col.to(dt)[None, :]
-        noise += tl.where((n2 * 0 + q) == 2 * d, e, 0.0)
+    for j in range(d):
+        e0 = tl.load(nrm + rows + (L + 1) * d + j).to(dt)                     # [BB, 1]
+        fw_col = tl.load(fw_ptr + r * d * d + od * d + j, mask=od < d, other=0.0)
+        w += e0 * fw_col.to(dt)[None, :]
+    noise = tl.load(nrm + rows + (L + 1) * d + d + ot[None, :], mask=tok, other=0.0).to(dt)
     y = tl.sum(x * w[:, None, :], axis=2) + sigma.to(dt) * noise          # [BB, BT]
     ctx = (ot < L)[None, :, None] & mb[:, None, None]
     z = tl.where(ctx, x + tl.where(od == d, 1.0, 0.0)[None, None, :] * y[:, :, None], 0.0)
@@ -222,6 +226,8 @@ def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
     loss_part = torch.empty(r, tiles, dtype=dt, device=dev)
     grad_part = torch.empty(r, tiles, g, dtype=dt, device=dev)
     work = torch.empty(r, tiles, 2 * heads * bb * bd, dtype=dt, device=dev)
+    bn = block_size((context + 1) * (d + 1) + d, 4)    # a prompt's normals, four per draw
+    normals = torch.empty(r, tiles, bb * bn, dtype=torch.float32, device=dev)
     if write_batch:
         out = (torch.empty(r, batch, context, d + 1, dtype=dt, device=dev),
                torch.empty(r, batch, d + 1, dtype=dt, device=dev),
@@ -233,9 +239,9 @@ def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
                            betas[0], betas[1], eps], dtype=dt, device=dev)
     _GRADS[(r, tiles)](theta, seeds.contiguous(), x_factor.to(dt).contiguous(),
                        w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(), loss_part,
-                       grad_part, work, *out, consts, heads, d, context, batch, p,
+                       grad_part, work, normals, *out, consts, heads, d, context, batch, p,
                        step & 0xFFFFFFFF, step >> 32, BLOCK_B=bb, BLOCK_T=bt, BLOCK_D=bd,
-                       WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
+                       BLOCK_N=bn, WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
     _ADAM[(r,)](theta, m, v, lr.to(dt).contiguous(), loss_part, grad_part, loss, consts, heads, d,
                 batch, p, tiles, BLOCK_D=bd)
     return (loss, out) if write_batch else loss
