@@ -7,7 +7,7 @@ backend (:func:`available_backends` reports which can run) and registers torch c
 from fastattn.ops._dispatch import BackendUnavailableError, available_backends
 from fastattn.ops.attention import single_query_attention
 from fastattn.ops.cubic import cubic_hidden, cubic_second_moments
-from fastattn.ops.he_train_step import he_adam_step
+from fastattn.ops.he_train_step import he_adam_step, he_adam_steps
 from fastattn.ops.linear_attention import causal_linear_attention
 from fastattn.ops.pe_attention import pe_attention, pe_attention_backend
 from fastattn.ops.readout import icl_readout, icl_readout_next_token
@@ -20,6 +20,7 @@ __all__ = [
     "cubic_hidden",
     "cubic_second_moments",
     "he_adam_step",
+    "he_adam_steps",
     "icl_readout",
     "icl_readout_next_token",
     "pe_attention",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fastattn._core_loader import core as _core
-from fastattn.triton_kernels.he_train_step.kernel import he_adam_step_triton
+from fastattn.triton_kernels.he_train_step.kernel import he_adam_step_triton, he_adam_steps_triton
 from fastattn.triton_kernels.he_train_step.reference import adam_step_reference, sample_reference
 
 DTYPES = [torch.float32, torch.float64]
@@ -61,6 +61,22 @@ def test_kernel_step_equals_the_reference(device, dtype, seed, runs, heads, d, c
                                step, law["lr"].cpu())
     for name, w, t in zip(("theta", "m", "v", "loss"), want, (theta, m, v, loss), strict=True):
         rms_close(name, w, t, dtype)
+
+
+@pytest.mark.parametrize("n_steps", [3, pytest.param(2 * 64 + 3, marks=pytest.mark.cuda_only)])
+def test_steps_in_one_call_equal_steps_one_at_a_time(device, seed, n_steps):
+    """n steps in one call (on CUDA past 64 steps: replays of a captured graph) are bit for bit the
+    kernel's single steps taken one after another (each checked against the reference above), the
+    counter's high word turning over on the way."""
+    (theta, m, v), law = _runs(2, 2, 3, seed, device, torch.float32)
+    args = (law["seeds"], law["lr"], law["x_factor"], law["w_factor"], law["noise_std"], 2, 6, 9)
+    step0 = 2**32 - 2
+    alone = [t.clone() for t in (theta, m, v)]
+    losses = he_adam_steps_triton(theta, m, v, *args, step0, n_steps)
+    one = torch.stack([he_adam_step_triton(*alone, *args, step0 + k) for k in range(n_steps)], 1)
+    assert torch.equal(losses, one)
+    for a, b in zip((theta, m, v), alone, strict=True):
+        assert torch.equal(a, b)
 
 
 def test_reference_generator_matches_the_core(seed):

@@ -16,14 +16,14 @@ import math
 import torch
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, interpreting
+from .._launch import TritonKernel, block_size, compiled_for_gpu, interpreting
 
-__all__ = ["he_adam_step_triton"]
+__all__ = ["he_adam_step_triton", "he_adam_steps_triton"]
 
 
 def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, grad_part_ptr,
-                work_ptr, normals_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, H, d, L, B, P, step_lo,
-                step_hi, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+                work_ptr, normals_ptr, z_ptr, zq_ptr, yq_ptr, consts_ptr, step_ptr, H, d, L, B, P,
+                BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
                 BLOCK_N: tl.constexpr, WRITE_BATCH: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
     tile = tl.program_id(1)
@@ -50,8 +50,9 @@ def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, g
     ok = tl.arange(0, BLOCK_N // 4)
     c0 = (ok[None, :] + 0 * ob[:, None]).to(tl.uint32)                    # [BB, BN/4]
     c1 = (ob[:, None] + 0 * ok[None, :]).to(tl.uint32)
-    w0, w1, w2, w3 = tl.philox(seed, c0, c1, (c1 * 0 + step_lo).to(tl.uint32),
-                               (c1 * 0 + step_hi).to(tl.uint32))
+    step = tl.load(step_ptr)             # from memory: one captured CUDA graph serves every step
+    w0, w1, w2, w3 = tl.philox(seed, c0, c1, (c1 * 0 + (step & 0xFFFFFFFF)).to(tl.uint32),
+                               (c1 * 0 + (step >> 32)).to(tl.uint32))
     for pair in tl.static_range(2):
         ua = ((w0 if pair == 0 else w2) >> 9).to(tl.float32)
         ub = ((w1 if pair == 0 else w3) >> 9).to(tl.float32)
@@ -125,8 +126,8 @@ def _step_grads(theta_ptr, seed_ptr, fx_ptr, fw_ptr, noise_ptr, loss_part_ptr, g
         tl.store(part + H * D * D + h * D + od, tl.sum(e_b[:, None] * a, axis=0), mask=md)
 
 
-def _adam(theta_ptr, m_ptr, v_ptr, lr_ptr, loss_part_ptr, grad_part_ptr, loss_ptr, consts_ptr,
-          H, d, B, P, TILES, BLOCK_D: tl.constexpr):
+def _adam(theta_ptr, m_ptr, v_ptr, lr_ptr, loss_part_ptr, grad_part_ptr, losses_ptr, consts_ptr,
+          step_ptr, step0, n_steps, H, d, B, P, TILES, BLOCK_D: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
     D = d + 1
     G = H * D * D + H * D
@@ -135,17 +136,19 @@ def _adam(theta_ptr, m_ptr, v_ptr, lr_ptr, loss_part_ptr, grad_part_ptr, loss_pt
     m2 = md[:, None] & md[None, :]
     dt = theta_ptr.dtype.element_ty
     inv_sqrt_d = tl.load(consts_ptr)
-    bias1 = tl.load(consts_ptr + 1)
-    bias2_sqrt = tl.load(consts_ptr + 2)
     beta1 = tl.load(consts_ptr + 3)
     beta2 = tl.load(consts_ptr + 4)
     eps = tl.load(consts_ptr + 5)
+    step = tl.load(step_ptr)
+    t = (step + 1).to(dt)                # Adam's bias corrections 1 − β^t, as exp(t log β)
+    bias1 = 1 - tl.exp(t * tl.load(consts_ptr + 1))
+    bias2_sqrt = tl.sqrt(1 - tl.exp(t * tl.load(consts_ptr + 2)))
     theta = theta_ptr + r * P
     parts = grad_part_ptr + r * TILES * G
     loss = tl.sum(tl.zeros([BLOCK_D], dt), axis=0)
     for t in range(TILES):               # tile order: deterministic
         loss += tl.load(loss_part_ptr + r * TILES + t)
-    tl.store(loss_ptr + r, loss / B)
+    tl.store(losses_ptr + r * n_steps + (step - step0), loss / B)
     # ---- chain to the factors and one Adam step (torch.optim.Adam's update)
     step_size = tl.load(lr_ptr + r) / bias1
     for h in range(H):
@@ -207,42 +210,108 @@ def _block_b(batch: int) -> int:
     return min(block_size(batch), 16 if interpreting() else 8)
 
 
+class _Buffers:
+    """What the steps of one call share: the scratch, Adam's constants, the step counter (device
+    memory, so that the launches of a step never change) and every step's losses `[R, n_steps]`."""
+
+    def __init__(self, theta, heads, d, context, batch, step0, n_steps, betas, eps, write_batch):
+        r = theta.shape[0]
+        dev, dt = theta.device, theta.dtype
+        self.bb, self.bt, self.bd = _block_b(batch), block_size(context + 1), block_size(d + 1)
+        self.bn = block_size((context + 1) * (d + 1) + d, 4)   # a prompt's normals, 4 per draw
+        self.tiles = -(-batch // self.bb)
+        g = heads * (d + 1) * (d + 1) + heads * (d + 1)
+        self.loss_part = torch.empty(r, self.tiles, dtype=dt, device=dev)
+        self.grad_part = torch.empty(r, self.tiles, g, dtype=dt, device=dev)
+        self.work = torch.empty(r, self.tiles, 2 * heads * self.bb * self.bd, dtype=dt, device=dev)
+        self.normals = torch.empty(r, self.tiles, self.bb * self.bn, dtype=torch.float32,
+                                   device=dev)
+        self.consts = torch.tensor([1 / math.sqrt(d + 1), math.log(betas[0]), math.log(betas[1]),
+                                    betas[0], betas[1], eps], dtype=dt, device=dev)
+        self.step = torch.full((1,), step0, dtype=torch.int64, device=dev)
+        self.losses = torch.full((r, n_steps), float("nan"), dtype=dt, device=dev)
+        self.step0, self.n_steps = step0, n_steps
+        if write_batch:
+            self.batch = (torch.empty(r, batch, context, d + 1, dtype=dt, device=dev),
+                          torch.empty(r, batch, d + 1, dtype=dt, device=dev),
+                          torch.empty(r, batch, dtype=dt, device=dev))
+        else:
+            self.batch = (self.losses,) * 3    # never written (WRITE_BATCH=False)
+
+
+def _step(bufs: _Buffers, theta, m, v, seeds, lr, x_factor, w_factor, noise_std, heads, context,
+          batch, write_batch: bool) -> None:
+    """One step's launches (gradients, then Adam and the step counter): the same every step."""
+    r, p = theta.shape
+    d = x_factor.shape[-1]
+    _GRADS[(r, bufs.tiles)](theta, seeds, x_factor, w_factor, noise_std, bufs.loss_part,
+                            bufs.grad_part, bufs.work, bufs.normals, *bufs.batch, bufs.consts,
+                            bufs.step, heads, d, context, batch, p, BLOCK_B=bufs.bb,
+                            BLOCK_T=bufs.bt, BLOCK_D=bufs.bd, BLOCK_N=bufs.bn,
+                            WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
+    _ADAM[(r,)](theta, m, v, lr, bufs.loss_part, bufs.grad_part, bufs.losses, bufs.consts,
+                bufs.step, bufs.step0, bufs.n_steps, heads, d, batch, p, bufs.tiles,
+                BLOCK_D=bufs.bd)
+    bufs.step += 1
+
+
+#: steps per captured CUDA graph: long enough that a replay's launch cost is small against its
+#: work, short enough to capture in a few milliseconds
+_GRAPH_STEPS = 64
+
+
+def he_adam_steps_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
+                         seeds: torch.Tensor, lr: torch.Tensor, x_factor: torch.Tensor,
+                         w_factor: torch.Tensor, noise_std: torch.Tensor, heads: int,
+                         context: int, batch: int, step0: int, n_steps: int,
+                         betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                         graphs: bool = True) -> torch.Tensor:
+    """``n_steps`` fused Adam steps, in place on theta, m, v `[R, P]` (contiguous, one dtype),
+    batches step0 .. step0 + n_steps − 1 of each run (step0 Adam steps taken before); seeds `[R]`
+    int64, lr and noise_std `[R]`, x_factor and w_factor `[R, d, d]`. Returns every step's batch
+    loss `[R, n_steps]` (before that step's update).
+
+    Nothing in a step's launches depends on the host's step number (the counter lives on the
+    device), so on CUDA (``graphs``) the steps after the first run as replays of one captured CUDA
+    graph of :data:`_GRAPH_STEPS` steps: no launch cost on the host, no host synchronisation."""
+    dt = theta.dtype
+    args = (seeds.contiguous(), lr.to(dt).contiguous(), x_factor.to(dt).contiguous(),
+            w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous())
+    bufs = _Buffers(theta, heads, x_factor.shape[-1], context, batch, step0, n_steps, betas, eps,
+                    False)
+
+    def step() -> None:
+        _step(bufs, theta, m, v, *args, heads, context, batch, False)
+
+    done = 0
+    if graphs and compiled_for_gpu(theta.device) and not interpreting() \
+            and n_steps > _GRAPH_STEPS:
+        step()                          # compiles the kernels, outside the capture
+        done = 1
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(_GRAPH_STEPS):
+                step()
+        while n_steps - done >= _GRAPH_STEPS:
+            graph.replay()
+            done += _GRAPH_STEPS
+    for _ in range(n_steps - done):
+        step()
+    return bufs.losses
+
+
 def he_adam_step_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor, seeds: torch.Tensor,
                         lr: torch.Tensor, x_factor: torch.Tensor, w_factor: torch.Tensor,
                         noise_std: torch.Tensor, heads: int, context: int, batch: int, step: int,
                         betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                         write_batch: bool = False):
-    """One fused Adam step, in place on theta, m, v `[R, P]` (contiguous, one dtype); batch
-    number `step` of each run (`step` Adam steps taken before). seeds `[R]` int64, lr and
-    noise_std `[R]`, x_factor and w_factor `[R, d, d]`. Returns the batch losses `[R]` (before
-    the update) and, with write_batch, the batch (z `[R, B, L, D]`, z_q `[R, B, D]`, y_q `[R, B]`)."""
-    r, p = theta.shape
-    d = x_factor.shape[-1]
-    dev, dt = theta.device, theta.dtype
-    bb, bt, bd = _block_b(batch), block_size(context + 1), block_size(d + 1)
-    tiles = -(-batch // bb)
-    g = heads * (d + 1) * (d + 1) + heads * (d + 1)
-    loss = torch.empty(r, dtype=dt, device=dev)
-    loss_part = torch.empty(r, tiles, dtype=dt, device=dev)
-    grad_part = torch.empty(r, tiles, g, dtype=dt, device=dev)
-    work = torch.empty(r, tiles, 2 * heads * bb * bd, dtype=dt, device=dev)
-    bn = block_size((context + 1) * (d + 1) + d, 4)    # a prompt's normals, four per draw
-    normals = torch.empty(r, tiles, bb * bn, dtype=torch.float32, device=dev)
-    if write_batch:
-        out = (torch.empty(r, batch, context, d + 1, dtype=dt, device=dev),
-               torch.empty(r, batch, d + 1, dtype=dt, device=dev),
-               torch.empty(r, batch, dtype=dt, device=dev))
-    else:
-        out = (loss, loss, loss)  # never written (WRITE_BATCH=False)
-    t = step + 1
-    consts = torch.tensor([1 / math.sqrt(d + 1), 1 - betas[0] ** t, math.sqrt(1 - betas[1] ** t),
-                           betas[0], betas[1], eps], dtype=dt, device=dev)
-    _GRADS[(r, tiles)](theta, seeds.contiguous(), x_factor.to(dt).contiguous(),
-                       w_factor.to(dt).contiguous(), noise_std.to(dt).contiguous(), loss_part,
-                       grad_part, work, normals, *out, consts, heads, d, context, batch, p,
-                       step & 0xFFFFFFFF, step >> 32, BLOCK_B=bb, BLOCK_T=bt, BLOCK_D=bd,
-                       BLOCK_N=bn, WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
-    _ADAM[(r,)](theta, m, v, lr.to(dt).contiguous(), loss_part, grad_part, loss, consts, heads, d,
-                batch, p, tiles, BLOCK_D=bd)
-    return (loss, out) if write_batch else loss
-
+    """One fused Adam step (:func:`he_adam_steps_triton` at n_steps = 1); with write_batch also
+    the batch (z `[R, B, L, D]`, z_q `[R, B, D]`, y_q `[R, B]`). Returns the batch losses `[R]`."""
+    dt = theta.dtype
+    bufs = _Buffers(theta, heads, x_factor.shape[-1], context, batch, step, 1, betas, eps,
+                    write_batch)
+    _step(bufs, theta, m, v, seeds.contiguous(), lr.to(dt).contiguous(),
+          x_factor.to(dt).contiguous(), w_factor.to(dt).contiguous(),
+          noise_std.to(dt).contiguous(), heads, context, batch, write_batch)
+    loss = bufs.losses[:, 0]
+    return (loss, bufs.batch) if write_batch else loss
