@@ -25,7 +25,8 @@ fi
 timeout 240 "$py" -m pytest tests/triton_kernels tests/ops -q -p no:cacheprovider -k cuda \
     --junitxml "$out/cuda_tests.xml" > "$out/cuda_tests.log" 2>&1
 tests_rc=$?
-timeout 330 "$py" -m pytest bench/test_kernels_bench.py bench/test_linear_attention_bench.py -q \
+timeout 330 "$py" -m pytest bench/test_kernels_bench.py bench/test_linear_attention_bench.py \
+    bench/test_he_step_gpu_bench.py -q \
     -p no:cacheprovider -k cuda \
     --benchmark-json "$out/bench.json" > "$out/bench.log" 2>&1
 bench_rc=$?

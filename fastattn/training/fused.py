@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from fastattn.tasks.base import Task
     from fastattn.training.callbacks import Emitter
 
-#: what the record's `backend["engine"]` says for this engine
+#: what the record's `backend["engine"]` says for this engine (`device`: on the GPU)
 ENGINE = "fused C++ He Adam step (he_adam_steps)"
+ENGINE_GPU = "fused He Adam step, Triton kernels and CUDA graphs (fastattn.ops.he_adam_steps)"
 # most steps per call into the C++ core: progress is shown (and Ctrl-C seen) between calls
 _SEGMENT = 2000
 
@@ -86,20 +87,48 @@ def _stops(cfg: TrainConfig, evaluate: bool) -> tuple[np.ndarray, np.ndarray, li
     return rec, snap, sorted(stops)
 
 
+def _steps(theta: np.ndarray, m: np.ndarray, v: np.ndarray, args: dict[str, Any],
+           device: torch.device | None, step0: int, n_steps: int, record_at: np.ndarray
+           ) -> np.ndarray:
+    """``n_steps`` fused steps in place on the host's buffers `[R, P]`; the batch losses at the
+    relative steps ``record_at`` `[R, len(record_at)]`. ``device`` None: the C++ core; else the
+    Triton kernels there (the buffers copied to it and back: `[R, P]` is small against the
+    steps)."""
+    from fastattn._core_loader import core
+
+    if device is None:
+        return core.he_adam_steps(theta, m, v, **args, step0=step0, n_steps=n_steps,
+                                  record_at=record_at)
+    from fastattn.ops import he_adam_steps
+
+    bufs = [torch.from_numpy(b).to(device) for b in (theta, m, v)]
+    law = {k: torch.from_numpy(np.asarray(args[k]).astype(np.int64 if k == "seeds" else None))
+           .to(device) for k in ("seeds", "lr", "x_factor", "w_factor", "noise_std")}
+    losses = he_adam_steps(*bufs, **law, heads=args["heads"], context=args["context"],
+                           batch=args["batch"], step0=step0, n_steps=n_steps,
+                           betas=(args["beta1"], args["beta2"]), eps=args["eps"],
+                           backend="triton")
+    for buf, new in zip((theta, m, v), bufs, strict=True):
+        buf[...] = new.cpu().numpy()
+    return losses[:, torch.from_numpy(record_at).to(device)].double().cpu().numpy()
+
+
 def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainConfig,
                 lrs: Sequence[float] | None = None, checkpoint: Checkpointing | None = None,
                 identity: dict[str, Any] | None = None, progress: bool = False,
-                emitter: Emitter | None = None) -> list[Trajectory]:
+                emitter: Emitter | None = None, device: torch.device | None = None
+                ) -> list[Trajectory]:
     """Train models[r] on tasks[r] with the fused step (every run must fit: `fast_stream_reasons`),
     learning rate lrs[r] (default cfg.lr) and cfg's other options; the models are updated in place.
 
     `checkpoint` (one run only): checkpoint between calls into the core and continue from one bit
     for bit; `identity` is the run config the checkpoint must match. `emitter` (one run only): gets
-    the run's records after each call into the core (live logging). Returns one `Trajectory` per
-    run (config, meta, wall_time and backend are the caller's)."""
+    the run's records after each call into the core (live logging). `device`: run the steps on
+    that CUDA device with the Triton kernels (`ENGINE_GPU`; a CPU device runs them under
+    TRITON_INTERPRET=1, for tests) instead of the C++ core. Returns one `Trajectory` per run
+    (config, meta, wall_time and backend are the caller's)."""
     from tqdm.auto import tqdm
 
-    from fastattn._core_loader import core
     from fastattn.training.batched import BatchedState, FastLaw
 
     if (checkpoint is not None or emitter) and len(models) != 1:
@@ -135,9 +164,8 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
 
     def loss_now(i: int, step: int) -> float:
         """Run i's loss of batch `step` at its current state (one step on copies)."""
-        out = core.he_adam_steps(theta[i:i + 1].copy(), m[i:i + 1].copy(), v[i:i + 1].copy(),
-                                 **{**args, **_one(args, i)}, step0=step, n_steps=1,
-                                 record_at=np.array([0]))
+        out = _steps(theta[i:i + 1].copy(), m[i:i + 1].copy(), v[i:i + 1].copy(),
+                     {**args, **_one(args, i)}, device, step, 1, np.array([0]))
         return float(out[0, 0])
 
     def evaluate(i: int) -> None:
@@ -165,8 +193,7 @@ def train_fused(models: Sequence[ICLModel], tasks: Sequence[Task], cfg: TrainCon
                 previous, before = before, (done, theta.copy(), m.copy(), v.copy())
                 calling = True
                 at = rec[(rec >= done) & (rec < stop)]
-                losses = core.he_adam_steps(theta, m, v, **args, step0=done, n_steps=stop - done,
-                                            record_at=at - done)
+                losses = _steps(theta, m, v, args, device, done, stop - done, at - done)
                 n_evals += stop - done
                 for i in list(live):
                     run = runs[i]

@@ -106,7 +106,8 @@ class RunsInterrupted(KeyboardInterrupt):
 
 def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
                configs: Sequence[TrainConfig] | TrainConfig,
-               on_done: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
+               on_done: Callable[[int, Trajectory], None] | None = None,
+               device: torch.device | str | None = None) -> list[Trajectory]:
     """Train models[k] on tasks[k] with configs[k] (or one config for all), each as `train` would,
     and return their trajectories in order; the models are updated in place.
 
@@ -114,6 +115,11 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
     dim, dtype and context length) are trained in one batched call: each run's numbers are
     bit-identical to its `train` alone (the fused step's runs are independent), and its record's
     `backend["runs_in_batch"]` says how many shared the call. Other runs are trained one by one.
+
+    `device` (e.g. "cuda"): the batched fused runs step on that GPU with the Triton kernels
+    (`fastattn.ops.he_adam_steps`: many steps per launch through CUDA graphs) instead of the C++
+    core; their numbers then differ from the core's in rounding (both draw the fast stream in
+    float32), and their record's `backend` says so. None (default): the C++ core.
 
     `on_done(k, trajectory)` is called as soon as run k ends (with its batch), so a caller can
     write each record then rather than after the last run. A run cut short by Ctrl-C ends with
@@ -125,6 +131,7 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
     if not len(models) == len(tasks) == len(configs):
         raise ValueError(f"models, tasks and configs must be equally long; got {len(models)}, "
                          f"{len(tasks)} and {len(configs)}")
+    step_device = None if device is None else torch.device(device)
     out: list[Trajectory | None] = [None] * len(models)
     groups: dict[str, list[int]] = {}
     resolved, alone = [], []
@@ -161,7 +168,7 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
         start = time.perf_counter()
         trajs = fused.train_fused([models[k] for k in members], [tasks[k] for k in members], cfg,
                                   lrs=[resolved[k].lr for k in members],
-                                  progress=_show_progress(cfg))
+                                  progress=_show_progress(cfg), device=step_device)
         wall = (time.perf_counter() - start) / len(members)
         meta = environment()
         for k, traj in zip(members, trajs, strict=True):
@@ -170,6 +177,8 @@ def train_many(models: Sequence[ICLModel], tasks: Sequence[Task],
             traj.meta = meta
             traj.backend = {"engine": fused.ENGINE, "sampler": "fast",
                             "runs_in_batch": len(members), "threads": cfg.threads}
+            if step_device is not None:
+                traj.backend.update(engine=fused.ENGINE_GPU, device=str(step_device))
         ended(members, trajs)
     return out
 

@@ -2,6 +2,7 @@
 batched by `train_many` and `fastattn train --seeds`, the record's backend saying which engine ran
 and why another did not."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -14,7 +15,7 @@ from fastattn.models import MultiHeadSoftmax, SeparateKQ
 from fastattn.tasks import LinearRegression
 from fastattn.training import Checkpointing, Trajectory, rebuild_run, train, train_many
 from fastattn.training.batched import BatchedAdamConfig, train_batched
-from fastattn.training.fused import ENGINE
+from fastattn.training.fused import ENGINE, ENGINE_GPU
 
 D, L, H = 3, 9, 2
 
@@ -319,3 +320,27 @@ def test_cli_seeds_ctrl_c_keeps_what_ended_and_starts_nothing_more(tmp_path, mon
     assert not (tmp_path / "run-seed2.json").exists()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not started: run-seed2" in err, err
+
+
+@pytest.mark.interpreter
+def test_train_many_on_a_device_runs_the_triton_steps_and_says_so(monkeypatch):
+    """device=...: the batched runs step with the Triton kernels (here on CPU under the
+    interpreter; on a GPU through CUDA graphs), recorded as such, and agree with the C++ core's
+    runs to rounding (both draw the fast stream's normals in float32, by other code)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    lrs = [1e-2, 3e-3]
+    runs = {}
+    for device in (None, "cpu"):
+        models = [MultiHeadSoftmax(D, H, init_seed=s) for s in range(2)]
+        cfgs = [dataclasses.replace(_cfg(lr), steps=30, n_records=4, n_snapshots=2) for lr in lrs]
+        runs[device] = (train_many(models, [_task(10 + s) for s in range(2)], cfgs,
+                                   device=device), models)
+    pairs = zip(zip(*runs[None], strict=True), zip(*runs["cpu"], strict=True), strict=True)
+    for (core_traj, core_model), (gpu_traj, gpu_model) in pairs:
+        assert gpu_traj.backend["engine"] == ENGINE_GPU and gpu_traj.backend["device"] == "cpu"
+        assert core_traj.backend["engine"] == ENGINE
+        assert np.array_equal(gpu_traj.step, core_traj.step)
+        np.testing.assert_allclose(gpu_traj.loss, core_traj.loss, rtol=1e-4)
+        np.testing.assert_allclose(gpu_model.to_flat(), core_model.to_flat(), rtol=1e-4,
+                                   atol=1e-6)
+        assert not np.array_equal(gpu_model.to_flat(), core_model.to_flat())   # another engine
