@@ -9,8 +9,10 @@
 # The GPU machine has no network: to compare with flash-linear-attention, download its wheels here
 #     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops
 # and carry bench/wheels (git-ignored); FLA_WHEELS=bench/wheels installs them first.
-# writes $OUT/cuda_tests.log, cuda_tests.xml, bench.log, bench.json and gpu_all.json (the summary:
-# device, versions, test counts and failures, each benchmark's device median in ms).
+# writes $OUT/cuda_tests.log, cuda_tests.xml, bench.log, bench.json, gpu_table.md (docs/gpu.md's
+# table), cuda_timings.json (what backend="auto" would follow, bench/dispatch_table.py) and
+# gpu_all.json (the summary: device, versions, test counts and failures, each benchmark's device
+# median in ms).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out/gpu}
@@ -30,6 +32,10 @@ timeout 330 "$py" -m pytest bench/test_kernels_bench.py bench/test_linear_attent
     -p no:cacheprovider -k cuda \
     --benchmark-json "$out/bench.json" > "$out/bench.log" 2>&1
 bench_rc=$?
+# the tables for docs/gpu.md and the measured dispatch table (copy it to fastattn/ops/ to adopt it)
+"$py" bench/gpu_table.py "$out/bench.json" > "$out/gpu_table.md" 2> "$out/gpu_table.log"
+"$py" bench/dispatch_table.py "$out/bench.json" --out "$out/cuda_timings.json" \
+    >> "$out/gpu_table.log" 2>&1
 
 "$py" - "$out" "$tests_rc" "$bench_rc" <<'PY'
 import json, pathlib, sys
