@@ -16,7 +16,7 @@ import math
 import torch
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, compiled_for_gpu, interpreting
+from .._launch import TritonKernel, block_size, interpreting
 
 __all__ = ["he_adam_step_triton", "he_adam_steps_triton"]
 
@@ -284,8 +284,7 @@ def he_adam_steps_triton(theta: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
         _step(bufs, theta, m, v, *args, heads, context, batch, False)
 
     done = 0
-    if graphs and compiled_for_gpu(theta.device) and not interpreting() \
-            and n_steps > _GRAPH_STEPS:
+    if graphs and theta.is_cuda and not interpreting() and n_steps > _GRAPH_STEPS:
         step()                          # compiles the kernels, outside the capture
         done = 1
         graph = torch.cuda.CUDAGraph()
