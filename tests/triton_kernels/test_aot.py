@@ -42,10 +42,12 @@ def _launched_by_the_ops(monkeypatch) -> set[str]:
     fwd_bwd(ops.causal_linear_attention(r(b, n, h, d), r(b, n, h, d), r(b, n, h, 2),
                                         backend="triton"))
     fwd_bwd(ops.cubic_hidden(r(b, d), r(b, d), r(h, d * d), backend="triton"))
-    for keys in (r(b, n, d), r(b, h, n, d)):
-        fwd_bwd(ops.single_query_attention(r(b, h, d), keys, r(b, n, 2), 0.5, backend="triton"))
-    fwd_bwd(ops.pe_attention(r(b, h, 4, d), r(b, h, 4, d), r(b, h, 4, 2), r(h, 4, 4),
-                             backend="triton"))
+    for keys in (r(b, n, d), r(b, h, n, d), r(b, n, 64)):     # K = 64: the tiled kernels
+        fwd_bwd(ops.single_query_attention(r(b, h, keys.shape[-1]), keys, r(b, n, 2), 0.5,
+                                           backend="triton"))
+    for dt in (torch.float32, torch.float64):                 # float64: the broadcast kernels
+        fwd_bwd(ops.pe_attention(*(t.detach().to(dt).requires_grad_() for t in (
+            r(b, h, 4, d), r(b, h, 4, d), r(b, h, 4, 2), r(h, 4, 4))), backend="triton"))
     eye = torch.eye(d)
     ops.sample_icl_stats(0, 0, 4, 3, eye, torch.zeros(d), eye, 0.1, backend="triton")
     p = 3 * 1 * 3 * 3 + 3
@@ -65,12 +67,16 @@ def test_recording_plans_launches_as_on_the_target_without_running_them():
     q = torch.empty(b, h, t, kd, device="meta")
     with _launch.recording_launches(sms=10) as launches:
         assert _launch.compiled_for_gpu(q.device) and _launch.sm_count(q.device) == 10
+        pe_attention_backward(q, q, q, q, torch.empty(h, t, t, device="meta"), 0, tiled=False)
         pe_attention_backward(q, q, q, q, torch.empty(h, t, t, device="meta"), 0)
     assert not _launch.compiled_for_gpu(q.device)
-    dq_dp, dk_dv = launches
+    dq_dp, dk_dv, dot_dq_dp, dot_dk_dv = launches
     # dq/dP: batch slices fill 4 programs per SM of the planned device (40 programs over 2 heads)
     assert dq_dp.grid == (h, 1, 20) and dq_dp.kwargs["BLOCK_Q"] == 8
     assert dk_dv.grid == (b * h, 1)
+    # tl.dot kernels: 4 sequences per program (16 blocks), slices of blocks, at most 16
+    assert dot_dq_dp.kwargs["BLOCK_B"] == 4 and dot_dq_dp.kwargs["PRECISION"] == "tf32x3"
+    assert dot_dq_dp.grid == (h, 1, 16) and dot_dk_dv.grid == (b // 4 * h, 1)
 
 
 def test_occupancy_follows_cuda_rules():

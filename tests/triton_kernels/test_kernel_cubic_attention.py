@@ -147,3 +147,72 @@ def test_attention_kernel_forward_backward(b, h, m, k, v, per_head, block_m, dty
                                              block_m=block_m)
     for name, a, c in zip(["dq", "dk", "dv"], grads, tri, strict=True):
         rms_close(name, a, c, dtype)
+
+
+# (b, h, m, k, v, block_m): shared keys, K >= 64 (the tiled kernel's range) and one below it
+TILED_CASES = [(3, 5, 37, 67, 3, 16), (2, 1, 100, 64, 1, None), (2, 17, 20, 65, 18, 16),
+               (1, 3, 1, 33, 1, None),
+               *(pytest.param(*c, marks=pytest.mark.cuda_only) for c in [
+                   (1025, 4, 1000, 64, 1, None), (67, 4, 4097, 128, 1, None),
+                   (19, 2, 300, 128, 128, None), (5, 33, 77, 100, 65, None)])]
+
+
+@pytest.mark.usefixtures("poison_empty")
+@pytest.mark.parametrize("b,h,m,k,v,block_m", TILED_CASES, ids=str)
+def test_attention_tiled_kernel_against_broadcast_kernel_and_float64(b, h, m, k, v, block_m,
+                                                                     device, seed, rms_close):
+    """The tiled tl.dot kernel (float32, shared keys) and the broadcast kernel on the same inputs,
+    each against the float64 reference (outputs, lse, gradients), each backward reading its own
+    forward's out and lse; the launcher picks the tiled one exactly at float32, shared keys,
+    K >= 64."""
+    g = torch.Generator(device).manual_seed(seed)
+    leaves = [_randn(g, b, h, k).requires_grad_(), _randn(g, b, m, k).requires_grad_(),
+              _randn(g, b, m, v).requires_grad_()]
+    scale = 1.3 / k**0.5
+    ref, lse_ref = single_query_attention_with_lse_reference(*leaves, scale)
+    dout = _randn(g, *ref.shape)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().float() for t in leaves]
+    for tiled in (True, False):
+        out, lse = AK.single_query_attention_forward(*low, scale, block_m=block_m, tiled=tiled)
+        rms_close(f"out (tiled={tiled})", ref, out, torch.float32)
+        rms_close(f"lse (tiled={tiled})", lse_ref, lse, torch.float32)
+        tri = AK.single_query_attention_backward(dout.float(), *low, scale, out, lse,
+                                                 block_m=block_m, tiled=tiled)
+        for name, a, c in zip(["dq", "dk", "dv"], grads, tri, strict=True):
+            rms_close(f"{name} (tiled={tiled})", a, c, torch.float32)
+    assert AK._use_tiled(low[1], torch.float32, None) == (k >= 64)
+    assert not AK._use_tiled(low[1].double(), torch.float64, None)
+    assert not AK._use_tiled(low[1][:, None].expand(b, h, m, k), torch.float32, None)
+
+
+def test_attention_tiled_refuses_what_it_cannot_run():
+    q, k, v = torch.zeros(1, 2, 64, dtype=torch.float64), torch.zeros(1, 3, 64), torch.zeros(1, 3, 1)
+    with pytest.raises(ValueError, match="tiled=True needs float32 keys shared by the heads"):
+        AK.single_query_attention_forward(q, k.double(), v.double(), 1.0, tiled=True)
+    with pytest.raises(ValueError, match="tiled=True needs float32 keys shared by the heads"):
+        AK.single_query_attention_forward(q.float(), k[:, None].expand(1, 2, 3, 64), v, 1.0,
+                                          tiled=True)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")  # the interpreter's, masked
+def test_attention_tiled_kernel_with_every_score_far_below_zero(device, seed, rms_close):
+    """Scores near -120 (lse near -117): a padded key's exp(0 - lse) overflows float32, so the
+    tiled backward must mask it rather than multiply it by the key's zeros."""
+    g = torch.Generator(device).manual_seed(seed)
+    b, h, m, k, scale = 2, 3, 20, 64, 0.125
+    u = torch.ones(k, dtype=torch.float64, device=device) / k**0.5
+    q = -(120 / scale) * u + _randn(g, b, h, k)
+    keys = u + 0.01 * _randn(g, b, m, k)
+    leaves = [t.requires_grad_() for t in (q, keys, _randn(g, b, m, 2))]
+    ref = single_query_attention_reference(*leaves, scale)
+    dout = _randn(g, *ref.shape)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().float() for t in leaves]
+    out, lse = AK.single_query_attention_forward(*low, scale, block_m=16, tiled=True)
+    assert float(lse.max()) < -100
+    rms_close("out", ref, out, torch.float32)
+    tri = AK.single_query_attention_backward(dout.float(), *low, scale, out, lse, block_m=16,
+                                             tiled=True)
+    for name, a, c in zip(["dq", "dk", "dv"], grads, tri, strict=True):
+        rms_close(name, a, c, torch.float32)

@@ -65,6 +65,39 @@ def test_kernel_forward_backward(b, h, tq, tk, kd, vd, lookahead, dtype, device,
         rms_close(name, a, c, dtype)
 
 
+# (b, h, tq, tk, kd, vd, lookahead): several (T, T) tiles, B over two sequence blocks (16 per
+# program under the interpreter at 32 x 32 tiles), K, V past 16 and 32, a look-ahead of 2
+TILED_CASES = [(3, 2, 5, 6, 3, 2, 1), (2, 1, 37, 38, 3, 4, 1), (19, 1, 20, 21, 5, 17, 0),
+               (2, 3, 7, 7, 33, 1, 0), (3, 2, 33, 35, 2, 3, 2),
+               *(pytest.param(*c, marks=pytest.mark.cuda_only)
+                 for c in [(1024, 64, 50, 50, 10, 10, 0), (513, 7, 49, 50, 17, 5, 1),
+                           (64, 4, 200, 200, 33, 9, 0), (4095, 3, 16, 16, 4, 4, 0)])]
+
+
+@pytest.mark.usefixtures("poison_empty")
+@pytest.mark.parametrize("b,h,tq,tk,kd,vd,lookahead", TILED_CASES, ids=str)
+def test_tiled_kernel_against_broadcast_kernel_and_float64(b, h, tq, tk, kd, vd, lookahead,
+                                                           device, seed, rms_close):
+    """The tl.dot kernels and the broadcast ones on the same float32 inputs, each against the
+    float64 reference (output, dq, dk, dv, dP); the launcher picks the tl.dot ones at float32."""
+    g = torch.Generator(device).manual_seed(seed)
+    leaves = _leaves(g, b, h, tq, tk, kd, vd)
+    ref = pe_attention_reference(*leaves, lookahead)
+    dout = torch.randn(ref.shape, generator=g, dtype=torch.float64, device=device)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().float() for t in leaves]
+    for tiled in (True, False):
+        rms_close(f"out (tiled={tiled})", ref, PK.pe_attention_forward(*low, lookahead, tiled),
+                  torch.float32)
+        for name, a, c in zip(["dq", "dk", "dv", "dp"], grads,
+                              PK.pe_attention_backward(dout.float(), *low, lookahead, tiled),
+                              strict=True):
+            rms_close(f"{name} (tiled={tiled})", a, c, torch.float32)
+    assert PK._use_tiled(torch.float32, None) and not PK._use_tiled(torch.float64, None)
+    with pytest.raises(ValueError, match="tiled=True needs float32 inputs; got float64"):
+        PK.pe_attention_forward(*(t.double() for t in low), lookahead, tiled=True)
+
+
 def test_kernel_dp_is_deterministic(device, seed):
     g = torch.Generator(device).manual_seed(seed)
     leaves = [t.detach().float() for t in _leaves(g, 9, 2, 5, 6, 3, 2)]
