@@ -9,8 +9,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 
-__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "interpreting",
-           "persistent_programs", "recording_launches", "register_budget", "sm_count",
+__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "dot_precision",
+           "interpreting", "persistent_programs", "recording_launches", "register_budget", "sm_count",
            "triton_available"]
 
 
@@ -88,6 +88,14 @@ def compiled_for_gpu(device) -> bool:
     if _RECORDING.get() is not None:
         return True
     return getattr(device, "type", "cpu") == "cuda" and not interpreting()
+
+
+def dot_precision(dtype, device) -> str:
+    """``input_precision`` of a float32 ``tl.dot``: "tf32x3" compiled (three TF32 tensor-core
+    products recover float32's accuracy), "ieee" under the interpreter (its only one)."""
+    import torch
+
+    return "tf32x3" if compiled_for_gpu(device) and dtype == torch.float32 else "ieee"
 
 
 def sm_count(device) -> int:

@@ -17,10 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, compiled_for_gpu
+from .._launch import TritonKernel, block_size, compiled_for_gpu, dot_precision
 
-__all__ = ["causal_linear_attention_backward", "causal_linear_attention_forward",
-           "dot_precision", "state_shape"]
+__all__ = ["causal_linear_attention_backward", "causal_linear_attention_forward", "state_shape"]
 
 
 def _states_fwd(k_ptr, v_ptr, h_ptr, T, H, K, V, NT,
@@ -182,11 +181,6 @@ _k_states_bwd = TritonKernel(_states_bwd)
 _k_dqk_bwd = TritonKernel(_dqk_bwd)
 _k_dv_bwd = TritonKernel(_dv_bwd)
 
-
-def dot_precision(dtype: torch.dtype, device) -> str:
-    """``input_precision`` of a float32 ``tl.dot``: "tf32x3" compiled (three TF32 tensor-core
-    products recover float32's accuracy), "ieee" under the interpreter (which has only that)."""
-    return "tf32x3" if compiled_for_gpu(device) and dtype == torch.float32 else "ieee"
 
 
 def _blocks(t: int, kd: int, vd: int, device) -> dict:

@@ -23,7 +23,14 @@ import torch
 import triton
 import triton.language as tl
 
-from .._launch import TritonKernel, block_size, compiled_for_gpu, register_budget, sm_count
+from .._launch import (
+    TritonKernel,
+    block_size,
+    compiled_for_gpu,
+    dot_precision,
+    register_budget,
+    sm_count,
+)
 
 __all__ = ["pe_attention_backward", "pe_attention_forward"]
 
@@ -271,11 +278,6 @@ def _slices(b: int, programs: int, device: torch.device) -> int:
     return max(1, min(b, -(-target // max(programs, 1))))
 
 
-def _dot_precision(dtype: torch.dtype, device) -> str:
-    """``input_precision`` of the tiled kernels' float32 ``tl.dot``: "tf32x3" compiled (three TF32
-    tensor-core products recover float32's accuracy), "ieee" under the interpreter (its only one)."""
-    return "tf32x3" if compiled_for_gpu(device) and dtype == torch.float32 else "ieee"
-
 
 def _use_tiled(dtype: torch.dtype, tiled: bool | None) -> bool:
     """Whether the launchers run the ``tl.dot`` kernels: by default at float32 (float64 has no
@@ -297,7 +299,7 @@ def _dot_blocks(b: int, tq: int, tk: int, k: int, v: int, device) -> dict[str, i
     bq, bk = min(block_size(tq, 16), tile), min(block_size(tk, 16), tile)
     bb = max(1, min(block_size(b), ((1 << 10) if compiled else (1 << 14)) // (bq * bk)))
     return {"BLOCK_B": bb, "BLOCK_Q": bq, "BLOCK_K": bk, "BLOCK_D": block_size(k, 16),
-            "BLOCK_V": block_size(v, 16), "PRECISION": _dot_precision(torch.float32, device),
+            "BLOCK_V": block_size(v, 16), "PRECISION": dot_precision(torch.float32, device),
             "num_stages": 2}
 
 

@@ -22,6 +22,7 @@ from .._launch import (
     block_rows,
     block_size,
     compiled_for_gpu,
+    dot_precision,
     interpreting,
     register_budget,
 )
@@ -243,11 +244,6 @@ def _strides(k: torch.Tensor, h: int) -> tuple[int, int]:
     return h * k.shape[2] * k.shape[3], k.shape[2] * k.shape[3]
 
 
-def _dot_precision(dtype: torch.dtype, device) -> str:
-    """``input_precision`` of the tiled kernels' float32 ``tl.dot``: "tf32x3" compiled (three TF32
-    tensor-core products recover float32's accuracy), "ieee" under the interpreter (its only one)."""
-    return "tf32x3" if compiled_for_gpu(device) and dtype == torch.float32 else "ieee"
-
 
 def _use_tiled(k: torch.Tensor, dtype: torch.dtype, tiled: bool | None) -> bool:
     """Whether the launchers run the tiled ``tl.dot`` kernels: by default at float32, shared keys,
@@ -272,7 +268,7 @@ def _dot_blocks(h: int, m: int, kdim: int, vdim: int, device, block_m: int | Non
     bm = block_size(block_m, 16) if block_m is not None else \
         min(block_size(m, 16), 32 if compiled_for_gpu(device) else 256)
     return {"BLOCK_H": block_size(h, 16), "BLOCK_M": bm, "BLOCK_K": block_size(kdim, 16),
-            "BLOCK_V": block_size(vdim, 16), "PRECISION": _dot_precision(torch.float32, device),
+            "BLOCK_V": block_size(vdim, 16), "PRECISION": dot_precision(torch.float32, device),
             "num_stages": 2}
 
 
