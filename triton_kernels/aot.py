@@ -219,7 +219,9 @@ class KernelReport:
     occupancy: float | None = None    # resident warps / max warps per SM
     limiter: str | None = None        # what bounds the occupancy
     mma: int | None = None            # tensor-core instructions (HMMA/DMMA/HGMMA) in the SASS
+    requested_dots: int | None = None  # tt.dot from a tl.dot of the source (allowed)
     implicit_dots: int | None = None  # tt.dot the compiler made from a broadcast-multiply-sum
+    dot_precisions: list[str] | None = None  # input precision of each tt.dot
     loads: dict | None = None         # global loads in the SASS by width in bits
     vector_loads: int | None = None   # global loads wider than one element
     compile_seconds: float | None = None
@@ -318,19 +320,43 @@ def _report_one(name: str, launch: Launch, target: Target) -> KernelReport:
     rep.loads = {str(w): widths.count(w) for w in sorted(set(widths))}
     element = 64 if rep.config.get("dtype") == "float64" else 32
     rep.vector_loads = sum(n for w, n in rep.loads.items() if int(w) > element)
-    if "tl.dot" not in inspect.getsource(launch.kernel.fn):
-        rep.implicit_dots = len(re.findall(r"\btt\.dot\b", kernel.asm["ttir"]))
-        if rep.implicit_dots:
-            precision = re.findall(r"tt\.dot[^\n]*inputPrecision = (\w+)", kernel.asm["ttir"])
-            rep.compiled = False
-            rep.error = (f"{rep.implicit_dots} tt.dot made by the compiler from a broadcast-multiply-"
-                         f"sum reduced over axis 1 (input precision {precision or ['ieee']}; Triton 3.6 "
-                         f"runs them in TF32 on sm_80+): reduce over the last axis instead")
+    dots = _dot_sources(kernel.asm["ttir"], launch.kernel.fn)
+    rep.requested_dots = sum(dots)
+    rep.implicit_dots = len(dots) - rep.requested_dots
+    rep.dot_precisions = re.findall(r"tt\.dot[^\n]*inputPrecision = (\w+)", kernel.asm["ttir"])
+    if rep.implicit_dots:
+        rep.compiled = False
+        rep.error = (f"{rep.implicit_dots} tt.dot made by the compiler from a broadcast-multiply-"
+                     f"sum reduced over axis 1 (not a tl.dot of the source; input precisions "
+                     f"{rep.dot_precisions or ['ieee']}; Triton 3.6 runs them in TF32 on sm_80+): "
+                     f"reduce over the last axis instead, or write the product as tl.dot")
     if rep.spilled_bytes:
         rep.notes.append(f"spills: {rep.spilled_bytes} B of local memory per thread")
     if rep.occupancy < 0.25:
         rep.notes.append(f"occupancy {rep.occupancy:.0%} < 25 % (limited by {rep.limiter})")
     return rep
+
+
+def _dot_sources(ttir: str, fn: Callable) -> list[bool]:
+    """For each ``tt.dot`` of the TTIR, whether it comes from a ``tl.dot`` call of ``fn``'s source:
+    the op's location (``loc(#locN)``, aliases followed to a file:line) names a source line, and a
+    ``tl.dot`` must start on it. A dot whose line cannot be resolved counts as invented."""
+    aliases = dict(re.findall(r"^(#loc\d*) = (.*)$", ttir, re.M))
+    lines, first = inspect.getsourcelines(fn)
+    source = {first + i: text for i, text in enumerate(lines)}
+
+    def line_of(ref: str, seen: frozenset = frozenset()) -> int | None:
+        text = aliases.get(ref, "")
+        found = re.match(r'loc\("[^"]*":(\d+):\d+\)', text)
+        if found:
+            return int(found.group(1))
+        for inner in re.findall(r"#loc\d*", text):
+            if inner not in seen and (got := line_of(inner, seen | {ref})) is not None:
+                return got
+        return None
+
+    return ["tl.dot(" in source.get(line_of(ref) or -1, "")
+            for ref in re.findall(r"\btt\.dot\b[^\n]*loc\((#loc\d*)\)", ttir)]
 
 
 def _key(name: str, launch: Launch) -> str:
@@ -379,6 +405,7 @@ def _line(r: KernelReport) -> str:
     return (f"ok   {r.kernel} [{cfg}] w{r.num_warps} s{r.num_stages}: {r.registers} regs, "
             f"{r.spilled_bytes} B spilled, {r.shared_bytes} B shared, {r.blocks_per_sm} blocks/SM, "
             f"occupancy {r.occupancy:.0%} ({r.limiter}), mma {r.mma}, "
+            f"dots {r.requested_dots} asked for {sorted(set(r.dot_precisions or []))}, "
             f"loads by width {r.loads} (vector {r.vector_loads}), {r.compile_seconds:.1f} s")
 
 

@@ -103,6 +103,21 @@ def _matmul_last_axis(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
 
 
+def _matmul_dot(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], tl.dot(a, b, input_precision="tf32x3"))
+
+
+def _matmul_dot_and_axis1(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.dot(a, b, input_precision="tf32x3") + tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
 def _report_toy(fn, monkeypatch, cache) -> aot.KernelReport:
     """The report of ``fn`` compiled for sm_80 in an empty Triton cache (a cached kernel would skip
     the front end, where a broken ``triton.language`` fails)."""
@@ -121,8 +136,20 @@ def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn, monkeypatch, 
     assert rep.registers and rep.registers > 0 and rep.spilled_bytes == 0, rep.error
     if fn is _matmul_axis1:
         assert not rep.compiled and rep.implicit_dots == 1 and "tt.dot" in rep.error
+        assert rep.requested_dots == 0
     else:
         assert rep.compiled and rep.implicit_dots == 0 and rep.mma == 0, rep.error
+
+
+def test_dots_the_source_asks_for_pass_and_an_invented_one_beside_them_fails(monkeypatch,
+                                                                             tmp_path):
+    """Each tt.dot is traced to its source line: a tl.dot is allowed (and runs on tensor cores),
+    a broadcast-multiply-sum the compiler turned into a dot fails even beside a tl.dot."""
+    rep = _report_toy(_matmul_dot, monkeypatch, tmp_path / "dot")
+    assert rep.compiled and rep.requested_dots == 1 and rep.implicit_dots == 0, rep.error
+    assert rep.dot_precisions == ["tf32x3"] and rep.mma > 0
+    rep = _report_toy(_matmul_dot_and_axis1, monkeypatch, tmp_path / "mixed")
+    assert not rep.compiled and (rep.requested_dots, rep.implicit_dots) == (1, 1), rep.error
 
 
 def test_an_interpreted_launch_leaves_triton_language_as_it_found_it(monkeypatch, tmp_path):
