@@ -42,6 +42,7 @@ def _launched_by_the_ops(monkeypatch) -> set[str]:
     fwd_bwd(ops.causal_linear_attention(r(b, n, h, d), r(b, n, h, d), r(b, n, h, 2),
                                         backend="triton"))
     fwd_bwd(ops.cubic_hidden(r(b, d), r(b, d), r(h, d * d), backend="triton"))
+    fwd_bwd(ops.cubic_hidden(r(b, 32), r(b, 32), r(h, 32 * 32), backend="triton"))   # tiled
     for keys in (r(b, n, d), r(b, h, n, d), r(b, n, 64)):     # K = 64: the tiled kernels
         fwd_bwd(ops.single_query_attention(r(b, h, keys.shape[-1]), keys, r(b, n, 2), 0.5,
                                            backend="triton"))

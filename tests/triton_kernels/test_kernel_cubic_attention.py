@@ -116,6 +116,39 @@ def test_cubic_kernel_forward_backward(b, d, h, dtype, device, seed, rms_close):
         rms_close(name, a, c, dtype)
 
 
+#: (b, d, h): D at and above the tiled kernels' switch (32), odd, B over several 16-row blocks
+CUBIC_TILED_CASES = [(37, 33, 3), (5, 64, 1), (70, 40, 2), (16, 32, 1),
+                     *(pytest.param(*c, marks=pytest.mark.cuda_only)
+                       for c in [(65537, 64, 4), (4099, 128, 3), (1000, 100, 5)])]
+
+
+@pytest.mark.usefixtures("poison_empty")
+@pytest.mark.parametrize("b,d,h", CUBIC_TILED_CASES, ids=str)
+def test_cubic_tiled_kernel_against_broadcast_kernel_and_float64(b, d, h, device, seed,
+                                                                 rms_close):
+    """The tiled tl.dot kernels (float32) and the broadcast kernels on the same inputs, each
+    against the float64 reference: outputs and the three gradients; the launcher picks the tiled
+    ones exactly at float32 and D >= 32."""
+    g = torch.Generator(device).manual_seed(seed)
+    leaves = [_randn(g, b, d).requires_grad_(), _randn(g, b, d).requires_grad_(),
+              _randn(g, h, d * d).requires_grad_()]
+    ref = cubic_hidden_reference(*leaves)
+    dout = _randn(g, *ref.shape)
+    grads = torch.autograd.grad(ref, leaves, dout)
+    low = [t.detach().float() for t in leaves]
+    for tiled in (True, False):
+        rms_close(f"hidden (tiled={tiled})", ref, CK.cubic_hidden_forward(*low, tiled=tiled),
+                  torch.float32)
+        for name, a, c in zip(["dbeta", "dx_q", "dW1"], grads,
+                              CK.cubic_hidden_backward(dout.float(), *low, tiled=tiled),
+                              strict=True):
+            rms_close(f"{name} (tiled={tiled})", a, c, torch.float32)
+    assert CK._use_tiled(d, torch.float32, None) and not CK._use_tiled(d, torch.float64, None)
+    assert not CK._use_tiled(31, torch.float32, None)
+    with pytest.raises(ValueError, match="tiled=True needs float32 inputs"):
+        CK.cubic_hidden_forward(*(t.double() for t in low), tiled=True)
+
+
 # (b, h, m, k, v, per_head, block_m)
 ATTENTION_CASES = [
     (1, 1, 1, 1, 1, False, None), (17, 3, 33, 5, 1, False, 8), (5, 2, 17, 17, 3, True, 4),
