@@ -139,6 +139,34 @@ def _title(resolved) -> str:
 DIVERGED = 3
 
 
+def _step_device(args: argparse.Namespace):
+    """The torch device of --device, checked before any work (None: not given)."""
+    from fastattn.cli_options import CommandError
+    from fastattn.triton_kernels._launch import interpreting, triton_available
+
+    if args.device is None:
+        return None
+    import torch
+
+    try:
+        device = torch.device(args.device)
+    except (RuntimeError, ValueError):
+        raise CommandError(f"--device {args.device} is no torch device; give cuda or cuda:N") \
+            from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise CommandError(f"--device {args.device}: no CUDA device is visible here; drop "
+                           "--device to train on the C++ core")
+    if device.type == "cpu" and not interpreting():
+        raise CommandError("--device cpu runs the Triton kernels only under TRITON_INTERPRET=1 "
+                           "(tests); drop --device to train on the C++ core")
+    if device.type not in ("cuda", "cpu"):
+        raise CommandError(f"--device {args.device}: the fused step's kernels run on cuda")
+    if not triton_available():
+        raise CommandError("--device needs triton (pip install triton); drop --device to train "
+                           "on the C++ core")
+    return device
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn.cli_options import INTERRUPTED, CommandError, build_run, given, in_cli_words
     from fastattn.configs import options_for, resolve
@@ -149,6 +177,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if not args.out.strip():
         raise CommandError("--out '' names no folder; give a directory (--out . for this one)")
+    device = _step_device(args)
     lrs = _lr_list(args)
     if lrs is not None:                  # one run per value: the runs' lr, not one option value
         args = argparse.Namespace(**{**vars(args), "lr": None})
@@ -185,20 +214,22 @@ def _cmd_train(args: argparse.Namespace) -> int:
         traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
         statuses.append(_report_run(out, name, resolved, config, traj, task, runs[k][1]["model"]))
 
-    if args.log and len(built) > 1:
-        raise CommandError("--log follows one run; it takes no --seeds or --lr lists (train each "
-                           "seed with its own --log, or use train_many's on_done in Python)")
+    if args.log and (len(built) > 1 or device is not None):
+        raise CommandError("--log follows one run; it takes no --seeds or --lr lists and no "
+                           "--device (train each seed with its own --log, or use train_many's "
+                           "on_done in Python)")
     try:
         loggers = [logger(spec) for spec in args.log or ()]
     except (ImportError, ValueError) as exc:
         raise CommandError(str(exc)) from None
-    if len(built) > 1:
+    if len(built) > 1 or device is not None:
         if args.resume:
-            raise CommandError("--resume continues one run; it takes no --seeds or --lr lists")
+            raise CommandError("--resume continues one run; it takes no --seeds or --lr lists "
+                               "and no --device")
         try:                     # each record is written as soon as its run (its batch) ends
             with terminate_as_interrupt():
                 train_many([m for _, _, m, _ in built], [t for _, t, _, _ in built],
-                           [c for *_, c in built], on_done=report)
+                           [c for *_, c in built], on_done=report, device=device)
         except RunsInterrupted as stop:
             never = [built[k][0] for k, t in enumerate(stop.trajectories) if t is None]
             print(f"fastattn train: interrupted; not started: {', '.join(never)} (the records "
@@ -395,6 +426,10 @@ def _add_train(sub) -> None:
                    "value, e.g. --lr 1e-3,3e-3 (records NAME-lrX; with --seeds, every pair)")
     p.add_argument("--yes", action="store_true",
                    help=f"start more than {MAX_RUNS_UNASKED} runs (--seeds × --lr) unasked")
+    p.add_argument("--device", metavar="DEVICE",
+                   help="the runs the fused He step trains step on this GPU (e.g. cuda, cuda:1) "
+                   "with its Triton kernels and CUDA graphs instead of the C++ core (their records "
+                   "say so; the bits differ from the core's in rounding); no --log or --resume")
     p.epilog = ("exit status: 0 done, 2 bad input, 3 a run diverged (its record and plot are "
                 "written; docs/performance.md), 130 interrupted by Ctrl-C or SIGTERM (the cut "
                 "run's record is written)")

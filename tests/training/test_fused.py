@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import fastattn._core_loader as loader
 from fastattn._core_loader import core
@@ -344,3 +345,28 @@ def test_train_many_on_a_device_runs_the_triton_steps_and_says_so(monkeypatch):
         np.testing.assert_allclose(gpu_model.to_flat(), core_model.to_flat(), rtol=1e-4,
                                    atol=1e-6)
         assert not np.array_equal(gpu_model.to_flat(), core_model.to_flat())   # another engine
+
+
+@pytest.mark.interpreter
+def test_cli_device_checks_before_any_work_and_runs_the_triton_steps(tmp_path, monkeypatch,
+                                                                     capsys):
+    """--device: refused in one line where its kernels cannot run (no --out written); under the
+    interpreter, --device cpu trains the runs with the Triton steps and their records say so."""
+    args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
+            "--context", "7", "--heads", "2", "--noise", "0.1", "--spectrum", "identity",
+            "--method", "adam", "--lr", "1e-2", "--batch-size", "8", "--steps", "6",
+            "--seeds", "0..1", "--quiet"]
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert main([*args, "--out", str(tmp_path / "a"), "--device", "cpu"]) == 2
+    assert "TRITON_INTERPRET=1" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main([*args, "--out", str(tmp_path / "a"), "--device", "gpu7"]) == 2
+    assert "--device gpu7 is no torch device" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main([*args, "--out", str(tmp_path / "a"), "--device", "cuda"]) == 2
+        assert "no CUDA device is visible" in capsys.readouterr().err
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert main([*args, "--out", str(tmp_path / "b"), "--device", "cpu"]) == 0
+    for s in range(2):
+        backend = json.loads((tmp_path / "b" / f"run-seed{s}.json").read_text())["backend"]
+        assert backend["engine"] == ENGINE_GPU and backend["device"] == "cpu"
+        assert backend["runs_in_batch"] == 2
