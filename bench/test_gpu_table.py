@@ -113,3 +113,18 @@ def test_chunked_and_fla_columns_appear_where_the_file_has_them(tmp_path):
     rows = _rows(text)
     assert rows[0][2:7] == ["2", "—", "**1**", "3", "—"]
     assert rows[1][2:7] == ["**4**", "5", "—", "—", "—"]
+
+
+def test_of_copy_and_tflops_columns_come_from_the_same_run(tmp_path):
+    """The device copy measured in the run gives "of copy"; a bench that counts flops gives the
+    Triton TFLOP/s; neither column appears in a run without them (the tests above)."""
+    info = {"op": "causal_linear_attention", "shape": {"B": 2}, "pass": "fwd", "impl": "triton",
+            "device_median_ms": 2.0, "GB_per_s": 1500.0, "flops": 10, "TFLOP_per_s": 12.5}
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps({"benchmarks": [
+        {"name": "k", "group": "g", "extra_info": info},
+        {"name": "copy", "group": "c", "extra_info": {"device_median_ms": 2.0,
+                                                     "copy_GB_per_s": 3000.0}}]}))
+    lines = table(path, None, peak_gbs=4500.0).splitlines()
+    assert lines[0].split("|")[-3:-1] == [" of copy ", " Triton TFLOP/s "]
+    assert _rows("\n".join(lines))[0][-4:] == ["1500", "33 %", "50 %", "12.5"]

@@ -207,6 +207,23 @@ def test_cuda_kernel(benchmark, op, b, n, d, h, impl, mode):
 
 
 @cuda
+def test_cuda_copy_bandwidth(benchmark):
+    """The device's copy rate (``y.copy_(x)`` of 4 GiB, read + write, do_bench median): what a
+    bandwidth-bound kernel can reach on this card, measured in the same run as the kernels
+    (bench/gpu_table.py's "of copy" column)."""
+    from triton.testing import do_bench
+
+    label(benchmark, "device_copy", {"GiB": 4}, "copy", "torch")
+    x = torch.empty(1 << 30, device="cuda")
+    y = torch.empty_like(x)
+    benchmark.pedantic(lambda: (y.copy_(x), torch.cuda.synchronize()), rounds=3, warmup_rounds=1)
+    median_ms = do_bench(lambda: y.copy_(x), warmup=25, rep=200, return_mode="median")
+    benchmark.extra_info.update({"device_median_ms": median_ms,
+                                 "copy_GB_per_s": 2 * x.numel() * 4 / median_ms / 1e6,
+                                 "device": torch.cuda.get_device_name(0)})
+
+
+@cuda
 @pytest.mark.parametrize("backend", ["triton", "wishart", "reference"])
 @pytest.mark.parametrize("b,n,d", [(1 << 20, 32, 4), (1 << 16, 1024, 16)], ids=str)
 def test_cuda_sampling(benchmark, b, n, d, backend):
