@@ -115,6 +115,40 @@ def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn, monkeypatch, 
         assert not rep.compiled and rep.implicit_dots == 1 and "tt.dot" in rep.error
     else:
         assert rep.compiled and rep.implicit_dots == 0 and rep.mma == 0, rep.error
+    assert rep.requested_dots == {}
+
+
+def _dot_only(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.dot(a, b, input_precision="tf32x3")
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
+def _dot_and_axis1_sum(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.dot(a, b, input_precision="tf32x3")
+    c += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
+@pytest.mark.parametrize("fn", [_dot_only, _dot_and_axis1_sum])
+def test_dots_the_source_requests_are_allowed_and_invented_ones_still_fail(fn, monkeypatch,
+                                                                          tmp_path):
+    """Each tt.dot is attributed to its source location: the tl.dot call is a requested dot
+    (allowed, counted with its input precision); the broadcast-multiply-sum beside it in the same
+    kernel is still an invented one and fails the configuration."""
+    rep = _report_toy(fn, monkeypatch, tmp_path)
+    assert rep.registers and rep.spilled_bytes == 0, rep.error
+    assert rep.requested_dots == {"tf32x3": 1} and rep.mma > 0
+    if fn is _dot_only:
+        assert rep.compiled and rep.implicit_dots == 0, rep.error
+        assert "requested dots 1 (tf32x3 1)" in aot._line(rep)
+    else:
+        assert not rep.compiled and rep.implicit_dots >= 1 and "broadcast-multiply-sum" in rep.error
 
 
 def test_an_interpreted_launch_leaves_triton_language_as_it_found_it(monkeypatch, tmp_path):
