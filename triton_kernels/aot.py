@@ -219,9 +219,8 @@ class KernelReport:
     occupancy: float | None = None    # resident warps / max warps per SM
     limiter: str | None = None        # what bounds the occupancy
     mma: int | None = None            # tensor-core instructions (HMMA/DMMA/HGMMA) in the SASS
-    requested_dots: int | None = None  # tt.dot from a tl.dot of the source (allowed)
+    requested_dots: dict | None = None  # tt.dot from a tl.dot call in the source, by precision
     implicit_dots: int | None = None  # tt.dot the compiler made from a broadcast-multiply-sum
-    dot_precisions: list[str] | None = None  # input precision of each tt.dot
     loads: dict | None = None         # global loads in the SASS by width in bits
     vector_loads: int | None = None   # global loads wider than one element
     compile_seconds: float | None = None
@@ -291,6 +290,50 @@ def _compile(launch: Launch, target: Target):
     return triton.compile(src, target=gpu, options=options.__dict__)
 
 
+_LOC_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)$", re.M)
+_DOT = re.compile(r"\btt\.dot\b(?:[^\n]*inputPrecision = (\w+))?[^\n]* loc\((.*)\)$", re.M)
+_REQUESTED = re.compile(r"tl\.dot\s*\(")
+
+
+def _frames(loc: str, aliases: dict[str, str]) -> list[tuple[str, int, int]]:
+    """(file, line, column) frames of an MLIR location, innermost first: ``"f":L:C``, a name
+    ``"x"(LOC)``, ``callsite(CALLEE at CALLER)``, ``fused[...]``, ``#locN`` aliases, ``unknown``."""
+    loc = loc.strip()
+    if loc.startswith("#loc"):
+        return _frames(aliases.get(loc, "unknown"), aliases)
+    if loc.startswith("loc(") and loc.endswith(")"):
+        return _frames(loc[4:-1], aliases)
+    if m := re.fullmatch(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)', loc):
+        return [(m[1], int(m[2]), int(m[3]))]
+    if m := re.fullmatch(r'"(?:[^"\\]|\\.)*"\((.*)\)', loc):
+        return _frames(m[1], aliases)
+    if loc.startswith("callsite(") and loc.endswith(")"):
+        callee, _, caller = loc[len("callsite("):-1].rpartition(" at ")
+        return _frames(callee, aliases) + _frames(caller, aliases)
+    if loc.startswith("fused"):            # fused<...>[a, b]: every member's frames
+        return [f for part in re.findall(r'#loc\d*|"[^"]*":\d+:\d+', loc)
+                for f in _frames(part, aliases)]
+    return []
+
+
+def _dots(ttir: str, fn: Callable) -> tuple[list[str], list[str]]:
+    """Input precisions of the TTIR's ``tt.dot`` ops, split into (requested, implicit): requested
+    when the op's location in the kernel's own file is a ``tl.dot(`` call (the column Triton
+    records is the call's start), implicit otherwise (a broadcast-multiply-sum the compiler turned
+    into a dot, or a dot with no location)."""
+    import linecache
+
+    source = os.path.abspath(inspect.getsourcefile(fn) or "")
+    aliases = dict(_LOC_ALIAS.findall(ttir))
+    requested, implicit = [], []
+    for precision, loc in _DOT.findall(ttir):
+        precision = (precision or "ieee").lower()
+        here = [(ln, col) for f, ln, col in _frames(loc, aliases) if os.path.abspath(f) == source]
+        text = linecache.getline(source, here[0][0])[here[0][1] - 1:] if here else ""
+        (requested if _REQUESTED.match(text) else implicit).append(precision)
+    return requested, implicit
+
+
 def _report_one(name: str, launch: Launch, target: Target) -> KernelReport:
     rep = KernelReport(kernel=name, target=target.name, config=_config(launch),
                        num_warps=launch.kwargs.get("num_warps", 4),
@@ -320,43 +363,19 @@ def _report_one(name: str, launch: Launch, target: Target) -> KernelReport:
     rep.loads = {str(w): widths.count(w) for w in sorted(set(widths))}
     element = 64 if rep.config.get("dtype") == "float64" else 32
     rep.vector_loads = sum(n for w, n in rep.loads.items() if int(w) > element)
-    dots = _dot_sources(kernel.asm["ttir"], launch.kernel.fn)
-    rep.requested_dots = sum(dots)
-    rep.implicit_dots = len(dots) - rep.requested_dots
-    rep.dot_precisions = re.findall(r"tt\.dot[^\n]*inputPrecision = (\w+)", kernel.asm["ttir"])
-    if rep.implicit_dots:
+    requested, implicit = _dots(kernel.asm["ttir"], launch.kernel.fn)
+    rep.requested_dots = {p: requested.count(p) for p in sorted(set(requested))}
+    rep.implicit_dots = len(implicit)
+    if implicit:
         rep.compiled = False
-        rep.error = (f"{rep.implicit_dots} tt.dot made by the compiler from a broadcast-multiply-"
-                     f"sum reduced over axis 1 (not a tl.dot of the source; input precisions "
-                     f"{rep.dot_precisions or ['ieee']}; Triton 3.6 runs them in TF32 on sm_80+): "
-                     f"reduce over the last axis instead, or write the product as tl.dot")
+        rep.error = (f"{len(implicit)} tt.dot made by the compiler from a broadcast-multiply-sum "
+                     f"reduced over axis 1 (input precision {sorted(set(implicit))}; Triton 3.6 "
+                     f"runs them in TF32 on sm_80+): reduce over the last axis instead")
     if rep.spilled_bytes:
         rep.notes.append(f"spills: {rep.spilled_bytes} B of local memory per thread")
     if rep.occupancy < 0.25:
         rep.notes.append(f"occupancy {rep.occupancy:.0%} < 25 % (limited by {rep.limiter})")
     return rep
-
-
-def _dot_sources(ttir: str, fn: Callable) -> list[bool]:
-    """For each ``tt.dot`` of the TTIR, whether it comes from a ``tl.dot`` call of ``fn``'s source:
-    the op's location (``loc(#locN)``, aliases followed to a file:line) names a source line, and a
-    ``tl.dot`` must start on it. A dot whose line cannot be resolved counts as invented."""
-    aliases = dict(re.findall(r"^(#loc\d*) = (.*)$", ttir, re.M))
-    lines, first = inspect.getsourcelines(fn)
-    source = {first + i: text for i, text in enumerate(lines)}
-
-    def line_of(ref: str, seen: frozenset = frozenset()) -> int | None:
-        text = aliases.get(ref, "")
-        found = re.match(r'loc\("[^"]*":(\d+):\d+\)', text)
-        if found:
-            return int(found.group(1))
-        for inner in re.findall(r"#loc\d*", text):
-            if inner not in seen and (got := line_of(inner, seen | {ref})) is not None:
-                return got
-        return None
-
-    return ["tl.dot(" in source.get(line_of(ref) or -1, "")
-            for ref in re.findall(r"\btt\.dot\b[^\n]*loc\((#loc\d*)\)", ttir)]
 
 
 def _key(name: str, launch: Launch) -> str:
@@ -405,8 +424,14 @@ def _line(r: KernelReport) -> str:
     return (f"ok   {r.kernel} [{cfg}] w{r.num_warps} s{r.num_stages}: {r.registers} regs, "
             f"{r.spilled_bytes} B spilled, {r.shared_bytes} B shared, {r.blocks_per_sm} blocks/SM, "
             f"occupancy {r.occupancy:.0%} ({r.limiter}), mma {r.mma}, "
-            f"dots {r.requested_dots} asked for {sorted(set(r.dot_precisions or []))}, "
+            f"requested dots {_dot_count(r.requested_dots)}, "
             f"loads by width {r.loads} (vector {r.vector_loads}), {r.compile_seconds:.1f} s")
+
+
+def _dot_count(by_precision: dict[str, int]) -> str:
+    """``3 (tf32x3 2, ieee 1)``, or ``0``."""
+    parts = ", ".join(f"{p} {n}" for p, n in by_precision.items())
+    return f"{sum(by_precision.values())} ({parts})" if by_precision else "0"
 
 
 def _report_task(task: tuple[str, int]) -> KernelReport:

@@ -104,13 +104,6 @@ def _matmul_last_axis(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
 
 
-def _matmul_dot(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
-    o = tl.arange(0, BLOCK)
-    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
-    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
-    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], tl.dot(a, b, input_precision="tf32x3"))
-
-
 def _matmul_dot_and_axis1(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
@@ -137,20 +130,50 @@ def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn, monkeypatch, 
     assert rep.registers and rep.registers > 0 and rep.spilled_bytes == 0, rep.error
     if fn is _matmul_axis1:
         assert not rep.compiled and rep.implicit_dots == 1 and "tt.dot" in rep.error
-        assert rep.requested_dots == 0
     else:
         assert rep.compiled and rep.implicit_dots == 0 and rep.mma == 0, rep.error
+    assert rep.requested_dots == {}
 
 
-def test_dots_the_source_asks_for_pass_and_an_invented_one_beside_them_fails(monkeypatch,
-                                                                             tmp_path):
-    """Each tt.dot is traced to its source line: a tl.dot is allowed (and runs on tensor cores),
-    a broadcast-multiply-sum the compiler turned into a dot fails even beside a tl.dot."""
-    rep = _report_toy(_matmul_dot, monkeypatch, tmp_path / "dot")
-    assert rep.compiled and rep.requested_dots == 1 and rep.implicit_dots == 0, rep.error
-    assert rep.dot_precisions == ["tf32x3"] and rep.mma > 0
-    rep = _report_toy(_matmul_dot_and_axis1, monkeypatch, tmp_path / "mixed")
-    assert not rep.compiled and (rep.requested_dots, rep.implicit_dots) == (1, 1), rep.error
+def _dot_only(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.dot(a, b, input_precision="tf32x3")
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
+def _dot_and_axis1_sum(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])
+    b = tl.load(b_ptr + o[:, None] * BLOCK + o[None, :])
+    c = tl.dot(a, b, input_precision="tf32x3")
+    c += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    tl.store(c_ptr + o[:, None] * BLOCK + o[None, :], c)
+
+
+@pytest.mark.parametrize("fn", [_dot_only, _dot_and_axis1_sum])
+def test_dots_the_source_requests_are_allowed_and_invented_ones_still_fail(fn, monkeypatch,
+                                                                          tmp_path):
+    """Each tt.dot is attributed to its source location: the tl.dot call is a requested dot
+    (allowed, counted with its input precision); the broadcast-multiply-sum beside it in the same
+    kernel is still an invented one and fails the configuration."""
+    rep = _report_toy(fn, monkeypatch, tmp_path)
+    assert rep.registers and rep.spilled_bytes == 0, rep.error
+    assert rep.requested_dots == {"tf32x3": 1} and rep.mma > 0
+    if fn is _dot_only:
+        assert rep.compiled and rep.implicit_dots == 0, rep.error
+        assert "requested dots 1 (tf32x3 1)" in aot._line(rep)
+    else:
+        assert not rep.compiled and rep.implicit_dots >= 1 and "broadcast-multiply-sum" in rep.error
+
+
+def test_an_invented_dot_on_the_line_of_a_tl_dot_still_fails(monkeypatch, tmp_path):
+    """The tl.dot and the broadcast-multiply-sum in one expression: the invented dot's location is
+    tl.sum's (in triton's own files, called from this line), not a tl.dot call, so it fails."""
+    rep = _report_toy(_matmul_dot_and_axis1, monkeypatch, tmp_path)
+    assert rep.requested_dots == {"tf32x3": 1} and rep.implicit_dots == 1, rep.error
+    assert not rep.compiled
 
 
 def test_an_interpreted_launch_leaves_triton_language_as_it_found_it(monkeypatch, tmp_path):
