@@ -26,7 +26,7 @@ SHAPES = [(16, 1024, 16, 16), (8, 2048, 16, 64), (4, 4096, 8, 128), (2, 8192, 8,
 IMPLS = ("triton", "fla", "reference", "compiled-reference")
 PASSES = ("fwd", "fwd+bwd")
 #: the chunk length of the FLOP count: the kernel's compiled chunk (kernel._blocks)
-CHUNK = 64
+CHUNK = 32
 
 _COMPILED: dict[str, object] = {}
 

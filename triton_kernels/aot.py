@@ -213,7 +213,7 @@ class KernelReport:
     compiled: bool
     error: str | None = None
     registers: int | None = None      # per thread
-    spilled_bytes: int | None = None  # local memory per thread (spills and stack arrays)
+    spilled_bytes: int | None = None  # local memory per thread: stack frame (spills) + LOCAL
     shared_bytes: int | None = None   # static + dynamic, per block
     blocks_per_sm: int | None = None
     occupancy: float | None = None    # resident warps / max warps per SM
@@ -350,7 +350,8 @@ def _report_one(name: str, launch: Launch, target: Target) -> KernelReport:
     rep.compiled = True
     usage, sass = _resources(kernel.asm["cubin"])
     rep.registers = usage.get("REG")
-    rep.spilled_bytes = usage.get("LOCAL", 0)
+    # ptxas puts spills in the stack frame (STACK); LOCAL is declared local arrays
+    rep.spilled_bytes = usage.get("LOCAL", 0) + usage.get("STACK", 0)
     rep.shared_bytes = max(int(kernel.metadata.shared), usage.get("SHARED", 0))
     rep.num_warps = int(kernel.metadata.num_warps)
     rep.blocks_per_sm, rep.occupancy, rep.limiter = _occupancy(

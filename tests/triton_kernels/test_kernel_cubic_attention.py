@@ -229,7 +229,7 @@ def test_attention_tiled_refuses_what_it_cannot_run():
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in exp")  # the interpreter's, masked
-def test_attention_tiled_kernel_with_every_score_far_below_zero(device, seed, rms_close):
+def test_attention_tiled_kernel_with_every_score_far_below_zero(device, seed):
     """Scores near -120 (lse near -117): a padded key's exp(0 - lse) overflows float32, so the
     tiled backward must mask it rather than multiply it by the key's zeros."""
     g = torch.Generator(device).manual_seed(seed)
@@ -244,8 +244,12 @@ def test_attention_tiled_kernel_with_every_score_far_below_zero(device, seed, rm
     low = [t.detach().float() for t in leaves]
     out, lse = AK.single_query_attention_forward(*low, scale, block_m=16, tiled=True)
     assert float(lse.max()) < -100
-    rms_close("out", ref, out, torch.float32)
     tri = AK.single_query_attention_backward(dout.float(), *low, scale, out, lse, block_m=16,
                                              tiled=True)
-    for name, a, c in zip(["dq", "dk", "dv"], grads, tri, strict=True):
-        rms_close(name, a, c, torch.float32)
+    # |q| ~ 960: float32 rounds each score by ~2^-24 * 960 * scale ~ 7e-6 absolute, so p and the
+    # gradients err ~1e-5 relative (seed 1119176095: dk 1.2e-5), not the 1e-5 RMS of a
+    # well-conditioned case; what this test guards against is NaN or a wrong term, O(1) off
+    for name, a, c in zip(["out", "dq", "dk", "dv"], [ref, *grads], [out, *tri], strict=True):
+        assert not torch.isnan(c).any(), name
+        err = (a.detach() - c.double()).pow(2).mean().sqrt() / a.detach().pow(2).mean().sqrt()
+        assert err < 1e-4, f"{name}: relative RMS error {float(err):.2e}"

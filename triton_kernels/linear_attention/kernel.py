@@ -184,13 +184,14 @@ _k_dv_bwd = TritonKernel(_dv_bwd)
 
 
 def _blocks(t: int, kd: int, vd: int, device) -> dict:
-    """Launch constexprs: chunks of BT = 64 tokens compiled (16 under the interpreter, where every
-    program is a Python iteration over tiles), feature tiles BK, BV of at most 64, each at least
-    16 (``tl.dot``'s smallest operand); 2 pipeline stages, which halve the shared memory of
-    Triton's default 3 at these tiles (README.md, the AOT report)."""
-    big = 64 if compiled_for_gpu(device) else 16
-    return {"BT": min(big, block_size(t, 16)), "BK": min(64, block_size(kd, 16)),
-            "BV": min(64, block_size(vd, 16)), "num_warps": 4, "num_stages": 2}
+    """Launch constexprs: chunks of BT = 32 tokens compiled (16 under the interpreter, where every
+    program is a Python iteration over tiles), feature tiles BK, BV of 16 or 32 (``tl.dot``'s
+    smallest operand is 16), 4 warps, 2 pipeline stages: the largest tiles with no spill (no
+    stack frame) for sm_80 and sm_90 in the AOT report; 64-token chunks or 64-wide tiles spilled
+    up to 12 KB a thread on sm_80 (README.md)."""
+    big = 32 if compiled_for_gpu(device) else 16
+    return {"BT": min(big, block_size(t, 16)), "BK": min(32, block_size(kd, 16)),
+            "BV": min(32, block_size(vd, 16)), "num_warps": 4, "num_stages": 2}
 
 
 def state_shape(b: int, t: int, h: int, kd: int, vd: int, device) -> tuple[int, ...]:
