@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -320,15 +321,20 @@ def _dots(ttir: str, fn: Callable) -> tuple[list[str], list[str]]:
     """Input precisions of the TTIR's ``tt.dot`` ops, split into (requested, implicit): requested
     when the op's location in the kernel's own file is a ``tl.dot(`` call (the column Triton
     records is the call's start), implicit otherwise (a broadcast-multiply-sum the compiler turned
-    into a dot, or a dot with no location)."""
+    into a dot, or a dot with no location).
+
+    A frame is in the kernel's file when its last two path parts (package, file) match: Triton's
+    cache is keyed by the source, not its path, so a kernel compiled before from another copy of
+    the same file (a checkout and an installed wheel) brings that copy's paths in its TTIR."""
     import linecache
 
     source = os.path.abspath(inspect.getsourcefile(fn) or "")
+    tail = Path(source).parts[-2:]
     aliases = dict(_LOC_ALIAS.findall(ttir))
     requested, implicit = [], []
     for precision, loc in _DOT.findall(ttir):
         precision = (precision or "ieee").lower()
-        here = [(ln, col) for f, ln, col in _frames(loc, aliases) if os.path.abspath(f) == source]
+        here = [(ln, col) for f, ln, col in _frames(loc, aliases) if Path(f).parts[-2:] == tail]
         text = linecache.getline(source, here[0][0])[here[0][1] - 1:] if here else ""
         (requested if _REQUESTED.match(text) else implicit).append(precision)
     return requested, implicit

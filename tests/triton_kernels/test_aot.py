@@ -4,6 +4,7 @@ compiler checks it makes (a real compile for sm_80 of two small kernels; no GPU 
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -166,6 +167,22 @@ def test_dots_the_source_requests_are_allowed_and_invented_ones_still_fail(fn, m
         assert "requested dots 1 (tf32x3 1)" in aot._line(rep)
     else:
         assert not rep.compiled and rep.implicit_dots >= 1 and "broadcast-multiply-sum" in rep.error
+
+
+def test_a_cached_compile_from_another_copy_of_the_file_still_counts_its_dots(monkeypatch,
+                                                                             tmp_path):
+    """Triton's cache is keyed by the source, not its path: a kernel compiled before from another
+    copy of its file (a checkout, then the installed wheel) brings that copy's paths in its TTIR,
+    and its tl.dot must still count as requested (CI ran the report after the tests had compiled
+    the kernels from the checkout: every dot was counted as invented)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    x = torch.empty(16, 16, device="meta")
+    launch = _launch.Launch(_launch.TritonKernel(_dot_only), (1,), (x, x, x), {"BLOCK": 16})
+    ttir = aot._compile(launch, aot.TARGETS["sm_80"]).asm["ttir"]
+    here = str(Path(__file__).resolve().parent.parent)          # .../tests
+    moved = ttir.replace(here, "/another/copy/of/tests")
+    assert moved != ttir
+    assert aot._dots(moved, _dot_only) == (["tf32x3"], [])
 
 
 def test_an_invented_dot_on_the_line_of_a_tl_dot_still_fails(monkeypatch, tmp_path):
