@@ -74,6 +74,23 @@ def test_torch_func_runs_the_reference_and_an_explicit_kernel_fails_in_one_line(
     assert "\n" not in str(err.value) and "torch.func.jvp" in str(err.value)
 
 
+def test_grad_and_vmap_run_the_reference_and_match_autograd(device, rng):
+    """torch.func.grad and vmap through the op (auto): the plain-torch reference runs, so the
+    per-sample gradients under vmap equal autograd of the float64 reference sample by sample."""
+    q, k, v = (x.double() for x in _qkv(seeded_torch(rng), device, b=3, t=6))
+
+    def loss(q1, k1, v1):
+        return ops.causal_linear_attention(q1[None], k1[None], v1[None], scale=0.3).pow(2).sum()
+
+    per_sample = torch.func.vmap(torch.func.grad(loss, argnums=(0, 1, 2)))(q, k, v)
+    for i in range(3):
+        leaves = [x[i:i + 1].clone().requires_grad_() for x in (q, k, v)]
+        want = torch.autograd.grad(
+            causal_linear_attention_reference(*leaves, 0.3).pow(2).sum(), leaves)
+        for got, w in zip(per_sample, want, strict=True):
+            torch.testing.assert_close(got[i], w[0], rtol=1e-12, atol=1e-12)
+
+
 def test_dispatch_says_why_float64_runs_the_reference(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     cpu = torch.device("cpu")
