@@ -11,7 +11,8 @@ __all__ = ["add_arguments", "add_parser", "main", "run"]
 
 DESCRIPTION = ("Compile every Triton kernel of the library at every launch configuration its "
                "launchers choose, for an NVIDIA target, without a GPU; report registers, spills, "
-               "shared memory, occupancy and instruction mix. Exit 1 if a kernel does not compile.")
+               "shared memory, occupancy and instruction mix. Exit 1 if a configuration does not "
+               "compile, spills, or holds a dot the compiler invented.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

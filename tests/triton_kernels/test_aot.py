@@ -193,6 +193,24 @@ def test_an_invented_dot_on_the_line_of_a_tl_dot_still_fails(monkeypatch, tmp_pa
     assert not rep.compiled
 
 
+def test_a_configuration_that_spills_fails(monkeypatch, tmp_path):
+    """A cubin whose stack frame is not empty (ptxas spilled into it: cuobjdump's STACK, which
+    its LOCAL does not count) fails the configuration with the bytes and the remedy. The toy is
+    compiled for real; its resource usage gets 16 B of stack, as ptxas reported for the
+    single-query backward at K = 128 before its launcher took 16 keys a step."""
+    real = aot._resources
+
+    def spilled(cubin):
+        usage, sass = real(cubin)
+        return {**usage, "STACK": 16}, sass
+
+    monkeypatch.setattr(aot, "_resources", spilled)
+    rep = _report_toy(_matmul_last_axis, monkeypatch, tmp_path)
+    assert rep.registers and rep.spilled_bytes == 16
+    assert not rep.compiled and "16 B of local memory" in rep.error and "more warps" in rep.error
+    assert aot._line(rep).startswith("FAIL toy")
+
+
 def test_an_interpreted_launch_leaves_triton_language_as_it_found_it(monkeypatch, tmp_path):
     """The interpreter patches ``triton.language`` when a kernel calls a device function (``tl.sum``)
     and Triton 3.9 leaves those patches in place; the launcher undoes them, so that a kernel compiled

@@ -222,14 +222,17 @@ def bilinear_backward(dout: torch.Tensor, beta: torch.Tensor, x_q: torch.Tensor,
         _dot_bwd_g[(p, h)](beta, x_q, dout, part, b, d, h, p, **blocks)
         return dbeta, dxq, part.sum(0)
     bd = block_size(d)
-    # an eighth of the forward's budget: the backward keeps several [BLOCK_B, BLOCK_D] tiles live
-    bb = block_rows(b, _budget(beta.dtype) // (8 * bd), beta.device)
+    # a 32nd of the forward's budget on 8 warps from 1024 4-byte registers a tile: the backward
+    # keeps several [BLOCK_B, BLOCK_D] tiles live, and larger tiles or fewer warps spilled (README)
+    bb = block_rows(b, _budget(beta.dtype) // (32 * bd), beta.device)
+    warps = 8 if bb * bd * beta.dtype.itemsize // 4 >= 1024 else 4
     nblk = triton.cdiv(b, bb)
     p = persistent_programs(nblk, beta.device)
     dbeta = torch.empty_like(beta)
     dxq = torch.empty_like(x_q)
     part = torch.empty(p, h, d, d, dtype=beta.dtype, device=beta.device)
-    _bwd[(p,)](beta, x_q, g, dout, dbeta, dxq, part, b, d, h, p, BLOCK_B=bb, BLOCK_D=bd)
+    _bwd[(p,)](beta, x_q, g, dout, dbeta, dxq, part, b, d, h, p, BLOCK_B=bb, BLOCK_D=bd,
+               num_warps=warps)
     return dbeta, dxq, part.sum(0)
 
 

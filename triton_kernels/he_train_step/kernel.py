@@ -199,9 +199,11 @@ _GRADS = TritonKernel(_step_grads)
 _ADAM = TritonKernel(_adam)
 
 
-#: warps per program of the gradient kernel: 8 spreads the [BLOCK_B, BLOCK_T, BLOCK_D] token tile
-#: over 256 threads, which keeps it at 25 % occupancy at the He shapes (README.md)
-_GRAD_WARPS = 8
+def _grad_warps(dtype: torch.dtype) -> int:
+    """Warps per program of the gradient kernel: 8 spread the [BLOCK_B, BLOCK_T, BLOCK_D] token
+    tile over 256 threads, which keeps it at 25 % occupancy at the He shapes; float64 takes 16,
+    because on 8 ptxas capped it at 128 registers and spilled (README.md)."""
+    return 8 if dtype.itemsize <= 4 else 16
 
 
 def _block_b(batch: int) -> int:
@@ -248,7 +250,7 @@ def _step(bufs: _Buffers, theta, m, v, seeds, lr, x_factor, w_factor, noise_std,
                             bufs.grad_part, bufs.work, bufs.normals, *bufs.batch, bufs.consts,
                             bufs.step, heads, d, context, batch, p, BLOCK_B=bufs.bb,
                             BLOCK_T=bufs.bt, BLOCK_D=bufs.bd, BLOCK_N=bufs.bn,
-                            WRITE_BATCH=write_batch, num_warps=_GRAD_WARPS)
+                            WRITE_BATCH=write_batch, num_warps=_grad_warps(theta.dtype))
     _ADAM[(r,)](theta, m, v, lr, bufs.loss_part, bufs.grad_part, bufs.losses, bufs.consts,
                 bufs.step, bufs.step0, bufs.n_steps, heads, d, batch, p, bufs.tiles,
                 BLOCK_D=bufs.bd)

@@ -183,6 +183,8 @@ def icl_readout_forward(x: torch.Tensor, y: torch.Tensor, x_q: torch.Tensor, gam
     out = torch.empty(b, h, dtype=x.dtype, device=x.device)
     beta = torch.empty(b, d, dtype=x.dtype, device=x.device)
     bb, bn, bd = _blocks(b, n, d, x.dtype, block_n)
+    if block_n is None:
+        bn = max(1, bn // 2)  # half the context's step: the full tile spilled at D = 4
     _k_readout_fwd[(triton.cdiv(b, bb),)](x, y, x_q, gamma, out, beta, b, n, d, h,
                                           BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
     return out, beta
@@ -203,10 +205,18 @@ def icl_readout_backward(dout, x, y, x_q, gamma, beta):
 
 
 def _next_blocks(b: int, d: int, dtype: torch.dtype, device) -> tuple[int, int, int]:
-    """(BLOCK_B, BLOCK_D, num_warps): at D = 64 the [D, D] prefix-sum tiles alone fill the
-    registers of 4 warps, so 8 warps share them (README.md)."""
+    """(BLOCK_B, BLOCK_D, num_warps): 8 warps at D = 64 (the [D, D] prefix-sum tiles alone fill
+    4 warps' registers), 2 while the [BLOCK_B, BLOCK_D, BLOCK_D] broadcast holds at most 2048
+    4-byte registers (4 warps held a few elements a thread, and ptxas spilled around float64's
+    division call); README.md, "Resources"."""
     bd = block_size(d)
-    return block_rows(b, _budget(dtype) // (bd * bd), device), bd, 8 if bd >= 64 else 4
+    bb = block_rows(b, _budget(dtype) // (bd * bd), device)
+    return bb, bd, 8 if bd >= 64 else 2 if _units(bb, bd, dtype) <= 2048 else 4
+
+
+def _units(bb: int, bd: int, dtype: torch.dtype) -> int:
+    """4-byte registers of a [bb, bd, bd] broadcast."""
+    return bb * bd * bd * dtype.itemsize // 4
 
 
 def icl_readout_next_token_forward(x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
@@ -231,8 +241,9 @@ def icl_readout_next_token_backward(dout, x, y, gamma):
     nblk = triton.cdiv(b, bb)
     dx = torch.empty_like(x)
     dy = torch.empty_like(y)
+    # its four [BLOCK_B, BLOCK_D] tiles and two broadcasts spilled on 4 warps from 8192 registers
     _k_next_bwd_inputs[(nblk,)](x, y, gamma, dout, dx, dy, b, t, d, h, BLOCK_B=bb, BLOCK_D=bd,
-                                num_warps=warps)
+                                num_warps=8 if _units(bb, bd, x.dtype) >= 8192 else warps)
     p = persistent_programs(nblk, x.device)
     part = torch.empty(p, h, bd, bd, dtype=x.dtype, device=x.device)
     _k_next_bwd_gamma[(p, h)](x, y, dout, part, b, t, d, h, p, BLOCK_B=bb, BLOCK_D=bd,

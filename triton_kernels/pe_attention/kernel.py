@@ -291,16 +291,17 @@ def _use_tiled(dtype: torch.dtype, tiled: bool | None) -> bool:
 def _dot_blocks(b: int, tq: int, tk: int, k: int, v: int, device) -> dict[str, int | str]:
     """Constexprs of the tiled kernels: K and V padded to 16 (``tl.dot``'s smallest operand),
     (T, T) tiles of 16 x 16 compiled (32 x 32 under the interpreter), and BLOCK_B sequences per
-    program sharing each P tile, [BLOCK_B, BLOCK_Q, BLOCK_K] within 1024 elements compiled, 2
-    pipeline stages (README: the AOT report's registers and occupancy), 16384 under the
-    interpreter (each program is one more Python iteration)."""
+    program sharing each P tile, [BLOCK_B, BLOCK_Q, BLOCK_K] within 1024 elements compiled, 8
+    warps and 2 pipeline stages (README: the AOT report's registers and occupancy; on 4 warps
+    the backward spilled at K = 64), 16384 under the interpreter (each program is one more
+    Python iteration)."""
     compiled = compiled_for_gpu(device)
     tile = 16 if compiled else 32
     bq, bk = min(block_size(tq, 16), tile), min(block_size(tk, 16), tile)
     bb = max(1, min(block_size(b), ((1 << 10) if compiled else (1 << 14)) // (bq * bk)))
     return {"BLOCK_B": bb, "BLOCK_Q": bq, "BLOCK_K": bk, "BLOCK_D": block_size(k, 16),
             "BLOCK_V": block_size(v, 16), "PRECISION": dot_precision(torch.float32, device),
-            "num_stages": 2}
+            "num_warps": 8, "num_stages": 2}
 
 
 def pe_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: torch.Tensor,

@@ -82,7 +82,10 @@ def sample_icl_stats_kernel(seed: int, step: int, batch: int, context: int,
     # BLOCK_B must not depend on the batch size: compiled code sums in an order set by the block
     # shape, so a batch-dependent block would change the rounding of the first rows with B
     bb = max(1, budget // (bn * bd))
+    # the warps with no spill on sm_80 and sm_90 at every planned shape (`fastattn kernels`);
+    # 4 spilled a register in each dtype at one shape
     _k_sample[(triton.cdiv(batch, bb),)](mix_seed(seed, step), lmat, mu, fmat, sigma, beta, xq, yq,
                                          batch, context, d,
-                                         BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd)
+                                         BLOCK_B=bb, BLOCK_N=bn, BLOCK_D=bd,
+                                         num_warps=8 if dtype.itemsize <= 4 else 2)
     return beta, xq, yq

@@ -259,17 +259,19 @@ def _use_tiled(k: torch.Tensor, dtype: torch.dtype, tiled: bool | None) -> bool:
     return tiled
 
 
-def _dot_blocks(h: int, m: int, kdim: int, vdim: int, device, block_m: int | None
-                ) -> dict[str, int | str]:
+def _dot_blocks(h: int, m: int, kdim: int, vdim: int, device, block_m: int | None,
+                backward: bool = False) -> dict[str, int | str]:
     """Constexprs of the tiled kernels: every head in BLOCK_H >= 16 rows, K and V padded to 16
     (``tl.dot``'s smallest operand), BLOCK_M keys per step: 32 compiled with 2 pipeline stages
-    (README: the AOT report's registers, shared memory and occupancy), up to 256 under the
+    (README: the AOT report's registers, shared memory and occupancy), 16 in the backward at
+    K or V = 128 (its [BLOCK_M, 128] dk and dv tiles spilled at 32), up to 256 under the
     interpreter (each step is one more Python iteration)."""
+    bk, bv = block_size(kdim, 16), block_size(vdim, 16)
+    step = 16 if backward and max(bk, bv) >= 128 else 32
     bm = block_size(block_m, 16) if block_m is not None else \
-        min(block_size(m, 16), 32 if compiled_for_gpu(device) else 256)
-    return {"BLOCK_H": block_size(h, 16), "BLOCK_M": bm, "BLOCK_K": block_size(kdim, 16),
-            "BLOCK_V": block_size(vdim, 16), "PRECISION": dot_precision(torch.float32, device),
-            "num_stages": 2}
+        min(block_size(m, 16), step if compiled_for_gpu(device) else 256)
+    return {"BLOCK_H": block_size(h, 16), "BLOCK_M": bm, "BLOCK_K": bk, "BLOCK_V": bv,
+            "PRECISION": dot_precision(torch.float32, device), "num_stages": 2}
 
 
 def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = None,
@@ -293,8 +295,10 @@ def single_query_attention_forward(q, k, v, scale: float, block_m: int | None = 
         return out, lse
     bb, bm, bk, bv = _fwd_blocks(b, m, kdim, vdim, q.dtype, block_m)
     skb, skh = _strides(k, h)
+    # float64's temporaries (two registers each) spilled on 4 warps at every planned shape
     _k_fwd[(triton.cdiv(b, bb), h)](q, k, v, scale_t, out, lse, b, h, m, kdim, vdim, skb, skh,
-                                    BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv)
+                                    BLOCK_B=bb, BLOCK_M=bm, BLOCK_K=bk, BLOCK_V=bv,
+                                    num_warps=8 if q.dtype.itemsize > 4 else 4)
     return out, lse
 
 
@@ -312,7 +316,7 @@ def single_query_attention_backward(dout, q, k, v, scale: float, out, lse,
     scale_t = torch.full((1,), float(scale), dtype=q.dtype, device=q.device)
     if _use_tiled(k, q.dtype, tiled):
         _k_dot_bwd[(b,)](q, k, v, scale_t, out, lse, dout, dq, dk, dv, h, m, kdim, vdim,
-                         **_dot_blocks(h, m, kdim, vdim, q.device, block_m))
+                         **_dot_blocks(h, m, kdim, vdim, q.device, block_m, backward=True))
         return dq, dk, dv
     bb, bh, bm, bk, bv = _bwd_blocks(b, h, m, kdim, vdim, q.dtype, q.device, block_m)
     skb, skh = _strides(k, h)
