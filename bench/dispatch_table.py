@@ -46,6 +46,8 @@ def timings(bench: dict, run: dict) -> dict:
             continue
         if info["pass"] != DECIDING.get(op, "fwd+bwd"):
             continue
+        if info.get("dtype", "float32") != "float32":   # "auto" follows float32's medians only
+            continue
         key = (op, json.dumps(info["shape"]))
         row = rows.setdefault(key, {"shape": info["shape"], "dims": dispatch_dims(op, info["shape"]),
                                     "pass": info["pass"], "ms": {}})

@@ -41,6 +41,7 @@ class Case:
     pass_: str
     impls: dict[str, tuple[float, float]]
     tflops: dict[str, float]
+    dtype: str = "float32"
 
 
 def copy_rate(path: Path) -> float | None:
@@ -63,7 +64,8 @@ def cases(path: Path) -> dict[str, Case]:
             raise SystemExit(f"{path}: benchmark {bench['name']} has no group or no extra_info "
                              f"{'/'.join(missing or FIELDS)} (a run from before bench/groups.py): "
                              "rerun bench/test_kernels_bench.py to make the file")
-        case = out.setdefault(bench["group"], Case(info["op"], info["shape"], info["pass"], {}, {}))
+        case = out.setdefault(bench["group"], Case(info["op"], info["shape"], info["pass"], {}, {},
+                                                   info.get("dtype", "float32")))
         case.impls[info["impl"]] = (info["device_median_ms"], info["GB_per_s"])
         if info.get("flops"):
             case.tflops[info["impl"]] = info["TFLOP_per_s"]
@@ -94,7 +96,8 @@ def table(before: Path, after: Path | None, peak_gbs: float) -> str:
         best = min(times, key=times.get)
         cell = {k: (f"**{v:.3g}**" if k == best else f"{v:.3g}") for k, v in times.items()}
         sizes = ", ".join(f"{k}={v}" for k, v in case.shape.items())
-        cols = [f"{case.op} ({sizes})", case.pass_]
+        dtype = "" if case.dtype == "float32" else f", {case.dtype}"
+        cols = [f"{case.op} ({sizes}{dtype})", case.pass_]
         if after:  # "—": the kernel's code did not change between the two runs
             cols.append(f"{case.impls['triton'][0]:.3g}" if retimed and "triton" in case.impls
                         else "—")

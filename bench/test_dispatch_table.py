@@ -29,6 +29,9 @@ def test_rows_keep_backends_of_the_deciding_pass_and_steer_auto(monkeypatch):
         _bench("causal_linear_attention", {"B": 1, "T": 8, "H": 1, "K": 16}, "fwd+bwd", "fla", 1.0),
         _bench("causal_linear_attention", {"B": 1, "T": 8, "H": 1, "K": 16}, "fwd+bwd", "triton",
                2.0),
+        {**_bench("single_query_attention", sqa, "fwd+bwd", "triton", 0.01),
+         "extra_info": {**_bench("single_query_attention", sqa, "fwd+bwd", "triton", 0.01)[
+             "extra_info"], "dtype": "bfloat16"}},      # another dtype's median: not float32's
         _bench("sample_icl_stats", {"B": 8, "N": 4, "D": 4}, "sample", "wishart", 0.5),
         _bench("sample_icl_stats", {"B": 8, "N": 4, "D": 4}, "sample", "triton", 0.7),
     ]}

@@ -24,6 +24,8 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA benchmarks
 #: (B, T, H, K = V): flash-linear-attention's benchmark range (head dim 16-128, T up to 8192)
 SHAPES = [(16, 1024, 16, 16), (8, 2048, 16, 64), (4, 4096, 8, 128), (2, 8192, 8, 128)]
 IMPLS = ("triton", "fla", "reference", "compiled-reference")
+#: fla is usually run in bfloat16: every implementation is timed in both, each against fla in its own
+DTYPES = (torch.float32, torch.bfloat16)
 PASSES = ("fwd", "fwd+bwd")
 #: the chunk length of the FLOP count: the kernel's compiled chunk (kernel._blocks)
 CHUNK = 32
@@ -58,14 +60,17 @@ def _timed(benchmark, once, nbytes: int, flops: int) -> None:
 @cuda
 @pytest.mark.parametrize("mode", PASSES)
 @pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("b,t,h,d", SHAPES, ids=str)
-def test_cuda_causal_linear_attention(benchmark, b, t, h, d, impl, mode):
+def test_cuda_causal_linear_attention(benchmark, b, t, h, d, dtype, impl, mode):
     """Device median (triton.testing.do_bench: CUDA events, L2 flushed) of o = causal(q kᵀ) v at
-    scale K^-1/2, float32; GB/s from the fewest bytes (q, k, v read and o written once; the
-    backward also reads do and writes dq, dk, dv), TFLOP/s from :func:`_flops`."""
-    label(benchmark, "causal_linear_attention", {"B": b, "T": t, "H": h, "K": d}, mode, impl)
+    scale K^-1/2, in ``dtype`` (the group: same dtype, so fla is compared in ours); GB/s from the
+    fewest bytes (q, k, v read and o written once; the backward also reads do and writes dq, dk,
+    dv), TFLOP/s from :func:`_flops`."""
+    label(benchmark, "causal_linear_attention", {"B": b, "T": t, "H": h, "K": d}, mode, impl,
+          dtype=str(dtype).removeprefix("torch."))
     g = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(b, t, h, d, generator=g, device="cuda").requires_grad_()
+    q, k, v = (torch.randn(b, t, h, d, generator=g, device="cuda", dtype=dtype).requires_grad_()
                for _ in range(3))
     scale = d**-0.5
     if impl == "triton":
@@ -86,7 +91,8 @@ def test_cuda_causal_linear_attention(benchmark, b, t, h, d, impl, mode):
             torch.autograd.grad(out.sum(), (q, k, v))
 
     elems = 4 * b * t * h * d
-    _timed(benchmark, once, 4 * (elems if mode == "fwd" else 2 * elems + 3 * b * t * h * d),
+    _timed(benchmark, once,
+           dtype.itemsize * (elems if mode == "fwd" else 2 * elems + 3 * b * t * h * d),
            _flops(b, t, h, d, mode))
 
 

@@ -100,3 +100,33 @@ def induction_head(N_T: int, N_P: int, c: float, b: float, g: float, self_penalt
     WQ2 = b * E2[:, :N_T] @ T.T - self_penalty * T @ T.T
     Wo = g * E3[:, :N_T].T
     return CircuitWeights(T, P, WQ1, eye, eye, R1, WQ2, eye, eye, R2, Wo)
+
+
+def half_precision_bound(dtype: torch.dtype) -> float:
+    """Relative RMS error bound of causal linear attention's output and each gradient with
+    bfloat16 / float16 inputs, against float64 on the same rounded inputs (and output gradient).
+
+    Every float32 accumulation is exact to ~1e-7, far below; the error is the kernel's roundings
+    of float32 values to the input dtype, each a relative perturbation of at most u_r:
+    u_r = 2^-8 (bfloat16) or 2^-11 (float16) rounding to nearest, as compiled; 2^-7 for bfloat16
+    under Triton 3.9's interpreter, whose float32 -> bfloat16 cast truncates (it ignores the
+    rounding mode). Each output is an inter-chunk sum (q h, do hᵀ, v dhᵀ, k dh: the state
+    rounded where it meets the half operand) plus an intra-chunk sum (A v, dA k, ...: A or dA
+    rounded), then rounded itself. In each sum the rounded factor multiplies an independent
+    zero-mean input (q_t is independent of h and of k_m, v_m of A_tm, ...), so its error's RMS is
+    at most u_r times the sum's RMS; the two sums are uncorrelated, so their RMS add to at most
+    √2 |o|; the final rounding adds u_r |o|. Bound: (1 + √2) u_r relative RMS, for any length T
+    (no error accumulates across chunks: the states stay float32).
+    """
+    from fastattn.triton_kernels._launch import interpreting
+
+    u = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]
+    if dtype == torch.bfloat16 and interpreting():
+        u *= 2
+    return (1 + 2**0.5) * u
+
+
+def relative_rms(got: torch.Tensor, want: torch.Tensor) -> float:
+    """‖got - want‖ / ‖want‖ in float64 (``got`` may be on another device)."""
+    want = want.detach().double()
+    return float((got.detach().double().to(want.device) - want).norm() / want.norm())

@@ -9,9 +9,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 
-__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "dot_precision",
-           "interpreting", "persistent_programs", "recording_launches", "register_budget", "sm_count",
-           "triton_available"]
+__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "dot_inputs",
+           "dot_precision", "interpreting", "persistent_programs", "recording_launches",
+           "register_budget", "sm_count", "triton_available"]
 
 
 @dataclass
@@ -93,9 +93,24 @@ def compiled_for_gpu(device) -> bool:
 def dot_precision(dtype, device) -> str:
     """``input_precision`` of a float32 ``tl.dot``: "tf32x3" compiled (three TF32 tensor-core
     products recover float32's accuracy), "ieee" under the interpreter (its only one)."""
-    import torch
+    return dot_inputs(dtype, device)["PRECISION"]
 
-    return "tf32x3" if compiled_for_gpu(device) and dtype == torch.float32 else "ieee"
+
+def dot_inputs(dtype, device) -> dict:
+    """Constexprs of a kernel whose loads are ``dtype`` and whose ``tl.dot`` operands are cast to
+    ``DOT`` with ``input_precision=PRECISION``. float32: "tf32x3" compiled, "ieee" interpreted
+    (:func:`dot_precision`). bfloat16, float16: compiled, the operands stay in ``dtype`` (tensor
+    cores, float32 accumulation; the precision is unused); the interpreter has no half
+    ``tl.dot``, so there they are upcast, exactly, to float32 and multiplied in "ieee": the
+    interpreter checks the half-precision loads, casts, masks and stores, not the tensor-core
+    product (the AOT report compiles that)."""
+    import torch
+    import triton.language as tl
+
+    compiled = compiled_for_gpu(device)
+    upcast = not compiled and dtype in (torch.bfloat16, torch.float16)
+    return {"DOT": tl.float32 if upcast else getattr(tl, str(dtype).removeprefix("torch.")),
+            "PRECISION": "tf32x3" if compiled and dtype == torch.float32 else "ieee"}
 
 
 def sm_count(device) -> int:

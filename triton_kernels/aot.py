@@ -66,6 +66,9 @@ TARGETS = {
 
 #: Shapes the workloads plan launches for (the library's own shapes and the dispatch limits).
 _DTYPES = (torch.float32, torch.float64)
+#: Workloads planned for other dtypes than :data:`_DTYPES`: the chunked linear attention runs
+#: float32 and half precision (the interpreter, which tests it, has no float64 tl.dot).
+_WORKLOAD_DTYPES = {"linear_attention": (torch.float32, torch.bfloat16, torch.float16)}
 
 
 def _meta(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -157,8 +160,6 @@ def _linear_attention(dt: torch.dtype) -> None:
         causal_linear_attention_forward,
     )
 
-    if dt != torch.float32:   # float32 only (the interpreter, which tests it, has no fp64 tl.dot)
-        return
     # (B, T, H, K, V, strict): flash-linear-attention's benchmark shapes (head dim 16-128, T up to
     # 8192) and the next-token read-out's (K = D, V = 1, strict)
     for b, t, h, kd, vd, strict in [(8, 2048, 16, 64, 64, False), (2, 8192, 8, 128, 128, False),
@@ -191,7 +192,7 @@ def kernel_name(launch: Launch) -> str:
 def planned_launches(target: Target) -> Iterator[tuple[str, Launch]]:
     """(workload, launch) for every launch the workloads' launchers issue, planned for ``target``."""
     for name, workload in WORKLOADS.items():
-        for dt in _DTYPES:
+        for dt in _WORKLOAD_DTYPES.get(name, _DTYPES):
             with recording_launches(target.sms) as launches:
                 workload(dt)
             for launch in launches:
@@ -222,7 +223,7 @@ class KernelReport:
     occupancy: float | None = None    # resident warps / max warps per SM
     limiter: str | None = None        # what bounds the occupancy
     mma: int | None = None            # tensor-core instructions (HMMA/DMMA/HGMMA) in the SASS
-    requested_dots: dict | None = None  # tt.dot from a tl.dot call in the source, by precision
+    requested_dots: dict | None = None  # tt.dot from a tl.dot call in the source, by precision or half type
     implicit_dots: int | None = None  # tt.dot the compiler made from a broadcast-multiply-sum
     loads: dict | None = None         # global loads in the SASS by width in bits
     vector_loads: int | None = None   # global loads wider than one element
@@ -294,7 +295,7 @@ def _compile(launch: Launch, target: Target):
 
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)$", re.M)
-_DOT = re.compile(r"\btt\.dot\b(?:[^\n]*inputPrecision = (\w+))?[^\n]* loc\((.*)\)$", re.M)
+_DOT = re.compile(r"\btt\.dot\b([^\n]*) loc\((.*)\)$", re.M)
 _REQUESTED = re.compile(r"tl\.dot\s*\(")
 
 
@@ -320,7 +321,8 @@ def _frames(loc: str, aliases: dict[str, str]) -> list[tuple[str, int, int]]:
 
 
 def _dots(ttir: str, fn: Callable) -> tuple[list[str], list[str]]:
-    """Input precisions of the TTIR's ``tt.dot`` ops, split into (requested, implicit): requested
+    """Input precisions of the TTIR's ``tt.dot`` ops (half-precision operands, which have no
+    precision choice, by their type: "bf16", "f16"), split into (requested, implicit): requested
     when the op's location in the kernel's own file is a ``tl.dot(`` call (the column Triton
     records is the call's start), implicit otherwise (a broadcast-multiply-sum the compiler turned
     into a dot, or a dot with no location).
@@ -334,8 +336,13 @@ def _dots(ttir: str, fn: Callable) -> tuple[list[str], list[str]]:
     tail = Path(source).parts[-2:]
     aliases = dict(_LOC_ALIAS.findall(ttir))
     requested, implicit = [], []
-    for precision, loc in _DOT.findall(ttir):
-        precision = (precision or "ieee").lower()
+    for body, loc in _DOT.findall(ttir):
+        operand = re.search(r": tensor<(?:\d+x)+(\w+)>", body)
+        precision = re.search(r"inputPrecision = (\w+)", body)
+        if operand and operand[1] in ("bf16", "f16"):
+            precision = operand[1]
+        else:
+            precision = (precision[1] if precision else "ieee").lower()
         here = [(ln, col) for f, ln, col in _frames(loc, aliases) if Path(f).parts[-2:] == tail]
         text = linecache.getline(source, here[0][0])[here[0][1] - 1:] if here else ""
         (requested if _REQUESTED.match(text) else implicit).append(precision)

@@ -89,10 +89,10 @@ _TRITON = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 64,
 _TRITON_ATTN = Backend("triton", True, ("cuda", "cpu"), _FLOATS, 128,
                        "fused Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), "
                        "float32/float64, K and V <= 128")
-_CHUNKED = Backend("triton", True, ("cuda", "cpu"), (torch.float32,), None,
-                   "chunked Triton kernel on tensor cores: CUDA tensors (or CPU with "
-                   "TRITON_INTERPRET=1), float32 (the interpreter that tests it has no float64 "
-                   "tl.dot)")
+_CHUNKED = Backend("triton", True, ("cuda", "cpu"), (torch.float32, torch.bfloat16, torch.float16),
+                   None, "chunked Triton kernel on tensor cores: CUDA tensors (or CPU with "
+                   "TRITON_INTERPRET=1), float32, bfloat16 or float16 (the interpreter that tests "
+                   "it has no float64 tl.dot)")
 _READOUT_CHUNKED = Backend("chunked", True, ("cuda", "cpu"), (torch.float32,), None,
                            "the read-out as strict causal linear attention on the chunked "
                            "Triton kernel: CUDA tensors (or CPU with TRITON_INTERPRET=1), float32")

@@ -71,9 +71,12 @@ def causal_linear_attention(q: Tensor, k: Tensor, v: Tensor, *, scale: float = 1
     The Triton backend is chunked linear attention (flash-linear-attention's ``chunk_linear_attn``
     with ``normalize=False``, same [B, T, H, K] layout; its default scale is K^-1/2, ours is 1):
     per chunk of tokens, the state before the chunk and the masked scores inside it, all
-    products on tensor cores in float32 accuracy. Keys and values may be broadcast over heads
-    (``expand``, stride 0): the kernel reads them in place. Differentiable to any order and under
-    every torch.func transform, as :func:`fastattn.ops.icl_readout`.
+    products on tensor cores in float32 accuracy for float32 inputs; bfloat16 and float16 inputs
+    are multiplied in their dtype with float32 accumulation and float32 states, and the output
+    and gradients come back in it (the reference computes them in float32). Keys and values may
+    be broadcast over heads (``expand``, stride 0): the kernel reads them in place.
+    Differentiable to any order and under every torch.func transform, as
+    :func:`fastattn.ops.icl_readout`.
 
     Args:
         q: [B, T, H, K] queries.
@@ -81,11 +84,11 @@ def causal_linear_attention(q: Tensor, k: Tensor, v: Tensor, *, scale: float = 1
         v: [B, T, H, V] values.
         scale: multiplies every score.
         strict: exclude the diagonal.
-        backend: "auto" (Triton on CUDA, or on CPU under TRITON_INTERPRET=1, for float32; else
-            the reference), "triton" or "reference".
+        backend: "auto" (Triton on CUDA, or on CPU under TRITON_INTERPRET=1, for float32,
+            bfloat16 and float16; else the reference), "triton" or "reference".
 
     Returns:
-        [B, T, H, V].
+        [B, T, H, V] in q's dtype.
     """
     check("q", q, "[B, T, H, K]", (None, None, None, None))
     b, t, h, kd = q.shape

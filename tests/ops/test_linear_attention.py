@@ -10,7 +10,7 @@ import fastattn.ops as ops
 from fastattn.ops._dispatch import backend_reason, select_backend
 from fastattn.triton_kernels.icl_readout.reference import icl_readout_next_token_reference
 from fastattn.triton_kernels.linear_attention.reference import causal_linear_attention_reference
-from helpers import seeded_torch, triton_device
+from helpers import half_precision_bound, relative_rms, seeded_torch, triton_device
 
 
 @pytest.fixture(params=[pytest.param("interpreter", marks=pytest.mark.interpreter), "cuda"])
@@ -23,11 +23,6 @@ def _qkv(g, device, b=2, t=19, h=3, kd=5, vd=4, dtype=torch.float32):
                  for d in (kd, kd, vd))
 
 
-def _rel(a, b):
-    a, b = a.detach().double(), b.detach().double()
-    return float((a - b).norm() / b.norm())
-
-
 @pytest.mark.parametrize("strict", [False, True], ids=["inclusive", "strict"])
 def test_kernel_matches_the_float64_reference_through_autograd(strict, device, rng):
     q, k, v = _qkv(seeded_torch(rng), device)
@@ -37,12 +32,47 @@ def test_kernel_matches_the_float64_reference_through_autograd(strict, device, r
     out = ops.causal_linear_attention(*leaves, scale=0.7, strict=strict, backend="triton")
     ref = causal_linear_attention_reference(*ref_leaves, 0.7, strict)
     dout = torch.randn_like(out)
-    assert _rel(out, ref) < 1e-5
+    assert relative_rms(out, ref) < 1e-5
     for a, b in zip(torch.autograd.grad(out, leaves, dout),
                     torch.autograd.grad(ref, ref_leaves, dout.double()), strict=True):
-        assert _rel(a, b) < 1e-5
+        assert relative_rms(a, b) < 1e-5
     torch.library.opcheck(torch.ops.fastattn.causal_linear_attention.default,
                           (q, k, v, 0.7, strict))
+
+
+@pytest.mark.parametrize("backend", ["triton", "auto"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_inputs_through_autograd(dtype, backend, device, rng):
+    """bfloat16 / float16 inputs run the kernel ("auto" too) and come back in their dtype, output
+    and gradients within :func:`half_precision_bound` of float64 on the same rounded inputs."""
+    g = seeded_torch(rng)
+    q, k, v = (x.to(dtype) for x in _qkv(g, device, t=41))
+    dout = torch.randn(2, 41, 3, 4, generator=g).to(device, dtype)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    ref_leaves = [x.double().requires_grad_() for x in (q, k, v)]
+    out = ops.causal_linear_attention(*leaves, scale=0.7, strict=True, backend=backend)
+    ref = causal_linear_attention_reference(*ref_leaves, 0.7, True)
+    got = [out, *torch.autograd.grad(out, leaves, dout)]
+    want = [ref, *torch.autograd.grad(ref, ref_leaves, dout.double())]
+    for name, a, b in zip(["out", "dq", "dk", "dv"], got, want, strict=True):
+        assert a.dtype == dtype, name
+        assert relative_rms(a, b) <= half_precision_bound(dtype), name
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_reference_backend_computes_half_inputs_in_float32(dtype, rng):
+    """The reference backend returns the inputs' dtype, each element one rounding (to nearest,
+    relative 2^-8 bfloat16, 2^-11 float16) from float64 on the same inputs; float32 sums of
+    n = K + T terms add at most n 2^-24 of the terms' absolute sum. Scores computed in the half
+    dtype would be rounded too (~u / √T of that sum, far above)."""
+    q, k, v = (x.to(dtype) for x in _qkv(seeded_torch(rng), "cpu", t=64, kd=16, vd=8))
+    out = ops.causal_linear_attention(q, k, v, backend="reference")
+    ref = causal_linear_attention_reference(q.double(), k.double(), v.double())
+    terms = causal_linear_attention_reference(q.double().abs(), k.double().abs(),
+                                              v.double().abs())
+    u = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]
+    assert out.dtype == dtype
+    assert ((out.double() - ref).abs() <= u * ref.abs() + (16 + 64) * 2.0**-24 * terms).all()
 
 
 def test_double_backward_records_the_reference(device, rng):
@@ -58,7 +88,7 @@ def test_double_backward_records_the_reference(device, rng):
         grads = torch.autograd.grad(loss, leaves, create_graph=True)
         dot = sum((gr * t).sum() for gr, t in zip(grads, tangents, strict=True))
         hvps[backend] = torch.cat([x.flatten() for x in torch.autograd.grad(dot, leaves)])
-    assert _rel(hvps["triton"], hvps["reference"]) < 1e-5
+    assert relative_rms(hvps["triton"], hvps["reference"]) < 1e-5
 
 
 def test_torch_func_runs_the_reference_and_an_explicit_kernel_fails_in_one_line(device, rng):
@@ -98,8 +128,10 @@ def test_dispatch_says_why_float64_runs_the_reference(monkeypatch):
     assert select_backend("causal_linear_attention", "auto", cpu, torch.float32, dims) == "triton"
     assert select_backend("causal_linear_attention", "auto", cpu, torch.float64, dims) == \
         "reference"
-    assert "float64 is not supported" in backend_reason("causal_linear_attention", "reference",
-                                                        cpu, torch.float64, dims)
+    for half in (torch.bfloat16, torch.float16):
+        assert select_backend("causal_linear_attention", "auto", cpu, half, dims) == "triton"
+    assert "float64 is not supported (supported: float32, bfloat16, float16)" in backend_reason(
+        "causal_linear_attention", "reference", cpu, torch.float64, dims)
     with pytest.raises(ops.BackendUnavailableError, match="float64 is not supported"):
         select_backend("causal_linear_attention", "triton", cpu, torch.float64, dims)
     # the read-out: the chunked kernel first for float32, the serial kernel for float64
@@ -134,7 +166,7 @@ def test_next_token_readout_chunked_equals_the_serial_kernel_and_the_reference(d
     for backend in ("chunked", "triton"):
         leaves = [a.clone().requires_grad_() for a in (x, y, gamma)]
         out = ops.icl_readout_next_token(*leaves, backend=backend)
-        assert _rel(out, ref) < 1e-5, backend
+        assert relative_rms(out, ref) < 1e-5, backend
         for name, a, b in zip("x y gamma".split(), torch.autograd.grad(out, leaves, dout),
                               ref_grads, strict=True):
-            assert _rel(a, b) < 1e-5, (backend, name)
+            assert relative_rms(a, b) < 1e-5, (backend, name)

@@ -11,6 +11,7 @@ from fastattn.triton_kernels.linear_attention.reference import (
     causal_linear_attention_recurrent,
     causal_linear_attention_reference,
 )
+from helpers import half_precision_bound, relative_rms
 
 #: (B, T, H, K, V): one chunk, a partial last chunk, several chunks (16 a chunk under the
 #: interpreter), feature sizes below, at and above one 16-wide tile, V = 1 (the read-out)
@@ -66,6 +67,38 @@ def test_kernel_forward_backward(b, t, h, kd, vd, strict, device, rms_close, see
     tri = K.causal_linear_attention_backward(dout.float(), *low, states, 0.5, strict)
     for name, g_ref, g_tri in zip(["dq", "dk", "dv"], grads, tri, strict=True):
         rms_close(name, g_ref, g_tri, torch.float32)
+
+
+#: (B, T, H, K, V) for half-precision inputs: odd sizes as above, and a long sequence (32 chunks
+#: interpreted, 512 compiled), where a state accumulated in the input dtype instead of float32
+#: drifts past the bound (each chunk's rounding of the growing state adds up; the bound does not
+#: grow with T)
+HALF_CASES = [(2, 37, 3, 5, 7), (1, 50, 2, 33, 17), (1, 512, 1, 16, 16),
+              pytest.param(1, 16384, 2, 64, 64, marks=pytest.mark.cuda_only)]
+
+
+@pytest.mark.usefixtures("poison_empty")
+@pytest.mark.parametrize("strict", [False, True], ids=["inclusive", "strict"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("b,t,h,kd,vd", HALF_CASES, ids=str)
+def test_kernel_half_precision(b, t, h, kd, vd, dtype, strict, device, seed):
+    """bfloat16 / float16 inputs: output and gradients in the input dtype, within
+    :func:`half_precision_bound` of the float64 reference on the same rounded inputs."""
+    inputs = [x.to(dtype) for x in _inputs(b, t, h, kd, vd, seed, device)]
+    dout = torch.randn(b, t, h, vd, generator=torch.Generator(device).manual_seed(seed + 1),
+                       device=device).to(dtype)
+    leaves = [x.double().requires_grad_() for x in inputs]
+    ref = causal_linear_attention_reference(*leaves, 0.5, strict)
+    grads = torch.autograd.grad(ref, leaves, dout.double())
+    out, states = K.causal_linear_attention_forward(*inputs, 0.5, strict)
+    tri = K.causal_linear_attention_backward(dout, *inputs, states, 0.5, strict)
+    bound = half_precision_bound(dtype)
+    assert states.dtype == torch.float32
+    for name, want, got in zip(["out", "dq", "dk", "dv"], [ref, *grads], [out, *tri],
+                               strict=True):
+        assert got.dtype == dtype, f"{name}: {got.dtype}"
+        err = relative_rms(got, want)
+        assert err <= bound, f"{name}: relative RMS error {err:.3e} > {bound:.3e}"
 
 
 def test_kernel_reads_keys_and_values_broadcast_over_heads(device, rms_close, seed):

@@ -1,5 +1,6 @@
-"""Pure-torch ground truth for causal linear attention (any dtype, float64 included): the quadratic
-form, and the recurrent form written the other way (a running state), for tests to cross-check."""
+"""Pure-torch ground truth for causal linear attention (any floating dtype, float64 included): the
+quadratic form, and the recurrent form written the other way (a running state), for tests to
+cross-check."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ def causal_linear_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch
         strict: exclude the diagonal (token t does not read itself: next-token prediction).
 
     Returns:
-        [B, T, H, V].
+        [B, T, H, V] in q's dtype; bfloat16 and float16 inputs are computed in float32 (the
+        scores of half-precision inputs would otherwise be rounded to it).
     """
     t = q.shape[1]
-    scores = torch.einsum("bthk,bshk->bhts", q, k) * scale
+    wide = torch.promote_types(q.dtype, torch.float32)
+    scores = torch.einsum("bthk,bshk->bhts", q.to(wide), k.to(wide)) * scale
     keep = torch.ones(t, t, dtype=torch.bool, device=q.device).tril(-1 if strict else 0)
-    return torch.einsum("bhts,bshv->bthv", scores * keep, v)
+    return torch.einsum("bhts,bshv->bthv", scores * keep, v.to(wide)).to(q.dtype)
 
 
 def causal_linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
