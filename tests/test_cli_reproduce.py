@@ -176,3 +176,18 @@ def test_a_folder_holds_one_engine_s_runs(small, tmp_path, monkeypatch, capsys):
     Output(tmp_path, "reproduce").remove(tmp_path / f"{E2}.json")     # the figure is unfinished
     assert main(["reproduce", E2, "--quick", "--out", str(tmp_path), "--device", "cpu"]) == 0
     assert _records(tmp_path, E2)[label].backend["engine"] == ENGINE_GPU
+
+
+def test_workers_hand_the_device_to_every_figure_s_process(small, tmp_path, monkeypatch):
+    """--workers N with --device: allowed, and each worker's figure gets the device (a thread
+    pool stands in for the process pool, a recorder for the figure)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    given = []
+    monkeypatch.setattr(batch, "ProcessPoolExecutor",
+                        lambda n, mp_context, initializer: ThreadPoolExecutor(n))
+    monkeypatch.setattr(batch, "_run_one", lambda name, out, quick, workers, resume, device:
+                        given.append((name, workers, device)) or (name, 0.0, "", ""))
+    batch.run_all([E13, E2], tmp_path, quick=True, workers=2, device="cuda:1")
+    assert sorted(given) == sorted([(E13, 2, "cuda:1"), (E2, 2, "cuda:1")])
+    assert json.loads((tmp_path / batch.MANIFEST).read_text())["device"] == "cuda"
