@@ -139,36 +139,15 @@ def _title(resolved) -> str:
 DIVERGED = 3
 
 
-def _step_device(args: argparse.Namespace):
-    """The torch device of --device, checked before any work (None: not given)."""
-    from fastattn.cli_options import CommandError
-    from fastattn.triton_kernels._launch import interpreting, triton_available
-
-    if args.device is None:
-        return None
-    import torch
-
-    try:
-        device = torch.device(args.device)
-    except (RuntimeError, ValueError):
-        raise CommandError(f"--device {args.device} is no torch device; give cuda or cuda:N") \
-            from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise CommandError(f"--device {args.device}: no CUDA device is visible here; drop "
-                           "--device to train on the C++ core")
-    if device.type == "cpu" and not interpreting():
-        raise CommandError("--device cpu runs the Triton kernels only under TRITON_INTERPRET=1 "
-                           "(tests); drop --device to train on the C++ core")
-    if device.type not in ("cuda", "cpu"):
-        raise CommandError(f"--device {args.device}: the fused step's kernels run on cuda")
-    if not triton_available():
-        raise CommandError("--device needs triton (pip install triton); drop --device to train "
-                           "on the C++ core")
-    return device
-
-
 def _cmd_train(args: argparse.Namespace) -> int:
-    from fastattn.cli_options import INTERRUPTED, CommandError, build_run, given, in_cli_words
+    from fastattn.cli_options import (
+        INTERRUPTED,
+        CommandError,
+        build_run,
+        given,
+        in_cli_words,
+        step_device,
+    )
     from fastattn.configs import options_for, resolve
     from fastattn.configs.options import check_method_fields
     from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
@@ -177,7 +156,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if not args.out.strip():
         raise CommandError("--out '' names no folder; give a directory (--out . for this one)")
-    device = _step_device(args)
+    device = step_device(args.device)
     lrs = _lr_list(args)
     if lrs is not None:                  # one run per value: the runs' lr, not one option value
         args = argparse.Namespace(**{**vars(args), "lr": None})

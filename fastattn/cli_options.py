@@ -47,6 +47,33 @@ class CommandError(Exception):
     """Bad input to a subcommand: printed as one line `fastattn <cmd>: error: …`, exit status 2."""
 
 
+def step_device(given: str | None):
+    """The torch device of `--device` (`train`, `reproduce`): where the fused He step's Triton
+    kernels run, checked before any work (None: not given, the C++ core)."""
+    from fastattn.triton_kernels._launch import interpreting, triton_available
+
+    if given is None:
+        return None
+    import torch
+
+    try:
+        device = torch.device(given)
+    except (RuntimeError, ValueError):
+        raise CommandError(f"--device {given} is no torch device; give cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise CommandError(f"--device {given}: no CUDA device is visible here; drop --device to "
+                           "train on the C++ core")
+    if device.type == "cpu" and not interpreting():
+        raise CommandError("--device cpu runs the Triton kernels only under TRITON_INTERPRET=1 "
+                           "(tests); drop --device to train on the C++ core")
+    if device.type not in ("cuda", "cpu"):
+        raise CommandError(f"--device {given}: the fused step's kernels run on cuda")
+    if not triton_available():
+        raise CommandError("--device needs triton (pip install triton); drop --device to train "
+                           "on the C++ core")
+    return device
+
+
 def _heading(opt: Option) -> str:
     if opt.target == "train":
         return "trainer options"

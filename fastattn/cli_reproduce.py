@@ -36,9 +36,10 @@ def _list() -> int:
     return 0
 
 
-def _one(args: argparse.Namespace) -> int:
+def _one(args: argparse.Namespace, device) -> int:
     from fastattn import experiments
     from fastattn.experiments.batch import check_figure_output
+    from fastattn.experiments.registry import device_type
 
     experiments.get(args.name)
     options = {}
@@ -47,15 +48,16 @@ def _one(args: argparse.Namespace) -> int:
             raise _Error(f"--option {o!r} must be KEY=VALUE, e.g. heads=code")
         key, value = o.split("=", 1)
         options[key] = value
-    check_figure_output(Path(args.out), args.name, args.quick, args.overwrite)
+    check_figure_output(Path(args.out), args.name, args.quick, args.overwrite,
+                        device_type(device))
     doc = experiments.reproduce(args.name, args.out, quick=args.quick,
-                                resume=not args.overwrite, **options)
+                                resume=not args.overwrite, device=device, **options)
     print(f"{args.name}: {len(doc['runs'])} runs in {doc['wall_time']:.1f} s")
     print(f"wrote {args.out}/{args.name}.png and {args.out}/{args.name}.json")
     return 0
 
 
-def _all(args: argparse.Namespace, got: list[int]) -> int:
+def _all(args: argparse.Namespace, got: list[int], device) -> int:
     from fastattn.experiments import batch
     from fastattn.experiments.claims import headline
     from fastattn.experiments.report import compute_time, write_report
@@ -77,7 +79,7 @@ def _all(args: argparse.Namespace, got: list[int]) -> int:
             raise KeyboardInterrupt
 
     result = batch.run_all(names, out, args.quick, workers=args.workers, overwrite=args.overwrite,
-                           report=report)
+                           report=report, device=None if device is None else str(device))
     ledger, page = write_report(out)
     counts: dict[str, int] = {}
     for claim in ledger:
@@ -133,16 +135,19 @@ def _signals_interrupt(got: list[int]) -> Iterator[None]:
 
 
 def _reproduce(args: argparse.Namespace, got: list[int]) -> int:
+    from fastattn.cli_options import step_device
+
     if args.list:
         return _list()
+    device = step_device(args.device)
     if args.all or args.paper:
         if args.name:
             raise _Error(f"give a figure name or --all/--paper, not both (got {args.name!r})")
-        return _all(args, got)
+        return _all(args, got, device)
     if not args.name:
         raise _Error("give a figure name (PAPER-FIGURE), --paper NAME or --all; "
                      "--list lists them")
-    return _one(args)
+    return _one(args, device)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -232,7 +237,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paper", action="append", default=[],
                    help=f"every figure of this paper (repeatable): {', '.join(papers.names())}")
     p.add_argument("--workers", type=int, default=1,
-                   help="figures computed at once, one process each (default 1)")
+                   help="figures computed at once, one process each (default 1); with --device, "
+                   "each process steps on the GPU in turn")
+    p.add_argument("--device", metavar="DEVICE",
+                   help="the runs the fused He step trains (kind 'batched') step on this GPU "
+                   "(e.g. cuda) with its Triton kernels and CUDA graphs instead of the C++ core; "
+                   "the other runs keep their engine. Records, figures and the folder say so, and "
+                   "a folder holds one engine's runs (the bits differ in rounding): neither "
+                   "engine's records are reused for the other")
     p.add_argument("--out", default="out", help="output directory (default: out)")
     p.add_argument("--quick", action="store_true", help="small settings that finish in seconds")
     p.add_argument("--overwrite", action="store_true",

@@ -7,7 +7,9 @@ with the same mode and options, and a figure in flight resumes from its finished
 records under `NAME/` whose config is the run's, `registry.run_specs`), so Ctrl-C loses only the
 runs in flight. A run that several figures list is trained once: the folder's store `runs/`
 (`experiments/store.py`) shares it, also between parallel workers. Mixing quick and full in one
-folder is refused unless `overwrite` (which recomputes everything).
+folder is refused unless `overwrite` (which recomputes everything), and so is mixing the engines
+of the He step (`reproduce --device cuda` and the C++ core): the two differ in rounding, so a
+folder's claims come from one engine; the manifest and every figure's JSON say which (`device`).
 """
 
 from __future__ import annotations
@@ -70,10 +72,11 @@ def select(papers: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
                   key=registry.figure_order)
 
 
-def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
+def prepare(out: Path, quick: bool, overwrite: bool, device: str | None = None) -> dict[str, Any]:
     """Check `out` before any work: a writable folder of `reproduce` (not a sweep's or a train
-    run's) whose earlier figures (if any) have the same mode. Returns the manifest (written to
-    `out`). `overwrite` empties the folder's run store of the records fastattn wrote there."""
+    run's) whose earlier figures (if any) have the same mode and He step `device` (a device type,
+    `registry.device_type`; None: the C++ core). Returns the manifest (written to `out`).
+    `overwrite` empties the folder's run store of the records fastattn wrote there."""
     _writable(out)
     output = Output(out, "reproduce")
     output.check_kind()
@@ -89,9 +92,13 @@ def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
         if old and old.get("mode") != mode:
             raise OutputError(f"--out {out} holds a {old.get('mode', 'unknown')} run; a {mode} run "
                               "would mix the two: give another --out, or --overwrite to replace it")
-        _check_mode(out, mode)
+        if old and old.get("device") != device:
+            raise OutputError(f"--out {out} holds a run whose He step ran on "
+                              f"{_engine(old.get('device'))}; one on {_engine(device)} would mix "
+                              "the two: give another --out, or --overwrite to replace it")
+        _check_mode(out, mode, device)
     output.check_writable(manifest_path)
-    manifest = {"mode": mode, "quick": quick, "figures": {}}
+    manifest = {"mode": mode, "quick": quick, "device": device, "figures": {}}
     if not overwrite:
         manifest["figures"] = old.get("figures", {})
     else:       # the batch trains every run again, once: figures share only what it trains
@@ -100,18 +107,32 @@ def prepare(out: Path, quick: bool, overwrite: bool) -> dict[str, Any]:
     return manifest
 
 
-def _check_mode(out: Path, mode: str) -> None:
-    """Refuse a `mode` run into `out` if a figure there is of the other mode."""
-    modes = {_mode_of(p) for p in out.glob("*.json") if p.name != MANIFEST} - {None}
+def _check_mode(out: Path, mode: str, device: str | None) -> None:
+    """Refuse a `mode` run on `device` into `out` if a figure there is of the other mode, or ran
+    the He step elsewhere (a figure written before `--device` existed ran it on the C++ core)."""
+    figures = [d for p in out.glob("*.json") if p.name != MANIFEST
+               and (d := _figure_of(p)) is not None]
+    modes = {"quick" if d["quick"] else "full" for d in figures}
     if modes - {mode}:
         raise OutputError(f"--out {out} holds {', '.join(sorted(modes))} figures; a {mode} run "
                           "would mix them: give another --out, or --overwrite")
+    devices = {d.get("device") for d in figures} - {device}
+    if devices:
+        raise OutputError(f"--out {out} holds figures whose He step ran on "
+                          f"{_engine(devices.pop())}; one on {_engine(device)} would mix them: "
+                          "give another --out, or --overwrite")
 
 
-def check_figure_output(out: Path, name: str, quick: bool, overwrite: bool) -> None:
+def _engine(device: str | None) -> str:
+    """Where a figure's He step ran, in a sentence's words."""
+    return "the C++ core" if device is None else f"--device {device}"
+
+
+def check_figure_output(out: Path, name: str, quick: bool, overwrite: bool,
+                        device: str | None = None) -> None:
     """Before one figure's work: `out` is a writable `reproduce` folder whose figures and batch
-    (`reproduce.json`) are of this mode, and a finished `NAME.json` there is replaced only with
-    `overwrite`."""
+    (`reproduce.json`) are of this mode and He step `device` (as `prepare`), and a finished
+    `NAME.json` there is replaced only with `overwrite`."""
     _writable(out)
     Output(out, "reproduce").check_kind()
     now = "quick" if quick else "full"
@@ -122,13 +143,18 @@ def check_figure_output(out: Path, name: str, quick: bool, overwrite: bool) -> N
                           "--overwrite to replace it")
     if not overwrite:
         try:
-            batch = json.loads((out / MANIFEST).read_text()).get("mode")
+            manifest = json.loads((out / MANIFEST).read_text())
+            batch, engine = manifest.get("mode"), manifest.get("device")
         except (OSError, ValueError, AttributeError):
-            batch = None
+            batch, engine = None, device
         if batch not in (None, now):
             raise OutputError(f"--out {out} holds a {batch} run; a {now} figure would mix the "
                               "two: give another --out, or --overwrite to replace it")
-        _check_mode(out, now)
+        if engine != device:
+            raise OutputError(f"--out {out} holds a run whose He step ran on {_engine(engine)}; "
+                              f"a figure on {_engine(device)} would mix the two: give another "
+                              "--out, or --overwrite to replace it")
+        _check_mode(out, now, device)
 
 
 def _writable(out: Path) -> None:
@@ -140,14 +166,20 @@ def _writable(out: Path) -> None:
         raise OutputError(f"--out {out} is not writable ({exc.strerror or exc})") from None
 
 
-def _mode_of(path: Path) -> str | None:
+def _figure_of(path: Path) -> dict[str, Any] | None:
+    """The figure JSON at `path`, or None if it is not one (the manifest, a foreign file)."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or "quick" not in doc or "summary" not in doc:
         return None
-    return "quick" if doc["quick"] else "full"
+    return doc
+
+
+def _mode_of(path: Path) -> str | None:
+    doc = _figure_of(path)
+    return None if doc is None else "quick" if doc["quick"] else "full"
 
 
 def finished(out: Path, name: str, quick: bool) -> bool:
@@ -167,11 +199,11 @@ def finished(out: Path, name: str, quick: bool) -> bool:
     return Output(out, "reproduce").complete(files)
 
 
-def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True
-             ) -> tuple[str, float, str, str]:
-    """Worker: reproduce one figure (`resume`: from the run records of an unfinished attempt),
-    one of `workers` processes sharing the machine (1: in the calling process); returns (name,
-    wall time, error line, traceback)."""
+def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True,
+             device: str | None = None) -> tuple[str, float, str, str]:
+    """Worker: reproduce one figure (`resume`: from the run records of an unfinished attempt;
+    `device`: where its batched He runs step), one of `workers` processes sharing the machine
+    (1: in the calling process); returns (name, wall time, error line, traceback)."""
     start = time.perf_counter()
     try:
         if workers > 1:
@@ -187,7 +219,7 @@ def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True
         # (`registry.run_specs`); --overwrite trains every run again. Runs shared with other
         # figures come from the folder's store (`experiments/store.py`), which `prepare` empties
         # for --overwrite
-        reproduce(name, out, quick=quick, resume=resume, share=True)
+        reproduce(name, out, quick=quick, resume=resume, share=True, device=device)
         return name, time.perf_counter() - start, "", ""
     except Exception as exc:
         line = " ".join(f"{type(exc).__name__}: {exc}".split())
@@ -195,16 +227,20 @@ def _run_one(name: str, out: str, quick: bool, workers: int, resume: bool = True
 
 
 def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int = 1,
-            overwrite: bool = False, report: Callable[[int, int, Outcome], None] | None = None
-            ) -> BatchResult:
+            overwrite: bool = False, report: Callable[[int, int, Outcome], None] | None = None,
+            device: str | None = None) -> BatchResult:
     """Reproduce `names` into `out`, skipping finished ones (unless `overwrite`), `workers`
-    processes at a time (1: in this process). `report(k, n, outcome)` is called as each figure
-    ends. Failures are collected, never raised; the result is also written to
+    processes at a time (1: in this process). `device` (e.g. "cuda"): every figure's batched He
+    runs step on that GPU (`registry.run_specs`); with `workers` > 1 each worker process drives
+    it with its own CUDA context (the GPU runs their steps in turn). `report(k, n, outcome)` is
+    called as each figure ends. Failures are collected, never raised; the result is also written to
     `out/reproduce.json` (manifest + per-figure outcomes and wall times). Ctrl-C (or SIGTERM
     turned into KeyboardInterrupt) stops the batch: the worker processes are ended, the figures
     in flight are marked "interrupted" in the manifest, and the KeyboardInterrupt propagates."""
+    from fastattn.experiments.registry import device_type
+
     out = Path(out)
-    manifest = prepare(out, quick, overwrite)
+    manifest = prepare(out, quick, overwrite, device_type(device))
     start = time.perf_counter()
     result = BatchResult()
     todo = []
@@ -232,15 +268,15 @@ def run_all(names: Sequence[str], out: str | Path, quick: bool, *, workers: int 
         if workers <= 1:
             for name in todo:
                 running.add(name)
-                record(*_run_one(name, str(out), quick, 1, not overwrite))
+                record(*_run_one(name, str(out), quick, 1, not overwrite, device))
         else:
             # spawn: a fork of a process whose OpenMP/torch threads ran can deadlock; the workers
             # ignore Ctrl-C (the terminal sends it to the whole group): this process ends them
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                        initializer=_ignore_ctrl_c)
             try:
-                names_of = {pool.submit(_run_one, name, str(out), quick, workers, not overwrite): name
-                            for name in todo}
+                names_of = {pool.submit(_run_one, name, str(out), quick, workers, not overwrite,
+                                        device): name for name in todo}
                 pending = set(names_of)
                 while pending:
                     running.update(names_of[f] for f in pending if f.running())

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from fastattn import papers
 from fastattn.analysis import find_plateaus_and_drops
@@ -94,6 +95,13 @@ def get(name: str) -> Figure:
     return FIGURES[name]
 
 
+def device_type(device: torch.device | str | None) -> str | None:
+    """What `reproduce --device` is recorded as (a run's identity, a figure's JSON, a folder's
+    manifest): the device's type ("cuda"; "cpu" under the Triton interpreter), None without one
+    (the C++ core). Not its index: `cuda:1` runs the same kernels as `cuda:0`."""
+    return None if device is None else torch.device(device).type
+
+
 def _build(spec: RunSpec) -> ICLModel:
     model = build_model(spec.model)
     if spec.init is not None:
@@ -101,11 +109,17 @@ def _build(spec: RunSpec) -> ICLModel:
     return model
 
 
-def _identity(spec: RunSpec, model: ICLModel) -> dict[str, Any]:
+def _identity(spec: RunSpec, model: ICLModel, device: str | None = None) -> dict[str, Any]:
     """The config a finished run of `spec` records (`Trajectory.config`), as plain JSON data: the
     trainer's {"task", "model", "train"} (the train config as the trainer resolves it), plus the
     hash of a hand-made `init` and the `objective` override when the spec has them. Two specs
-    with equal identities compute the same run."""
+    with equal identities compute the same run.
+
+    `device` (`reproduce --device`): a run of kind "batched" steps there with the Triton kernels,
+    and its identity says so (`step_device`: the device's type, "cuda"): its numbers differ from
+    the C++ core's in rounding, so neither engine's record stands in for the other's, in a
+    figure's folder or in the shared store; the other kinds train as without `device` and keep
+    their identity."""
     cfg = dataclasses.replace(spec.train, progress=False)
     if cfg.method in ("sgd", "adam"):          # the sampler it resolves to (exact runs: as given)
         cfg = dispatch(model, spec.task, cfg)[0]
@@ -115,6 +129,8 @@ def _identity(spec: RunSpec, model: ICLModel) -> dict[str, Any]:
                                             ).hexdigest()
     if spec.objective is not None:
         out["objective"] = objective_config(spec.objective)
+    if device is not None and trainer_kind(spec, model) == "batched":
+        out["step_device"] = device_type(device)
     return json.loads(json.dumps(to_jsonable(out)))
 
 
@@ -136,13 +152,15 @@ def _cached(spec: RunSpec, model: ICLModel, identity: dict[str, Any], path: Path
 
 
 def _train(specs: list[RunSpec], models: list[ICLModel],
-           on_done: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
+           on_done: Callable[[int, Trajectory], None] | None = None,
+           device: torch.device | str | None = None) -> list[Trajectory]:
     """Train runs whose kinds may share one call: `train_many` (which batches the runs the fused
-    He step can take together), or the exact flow of a spec's `objective` override. Each run is
-    handed to `on_done(index, trajectory)` as it ends."""
+    He step can take together, on `device` when given), or the exact flow of a spec's `objective`
+    override. Each run is handed to `on_done(index, trajectory)` as it ends."""
     if specs[0].objective is None:
         return train_many(models, [s.task for s in specs],
-                          [dataclasses.replace(s.train, progress=False) for s in specs], on_done)
+                          [dataclasses.replace(s.train, progress=False) for s in specs], on_done,
+                          device=device)
     (spec,), (model,) = specs, models
     cfg = dataclasses.replace(spec.train, progress=False)
     objective = spec.objective
@@ -161,7 +179,8 @@ def _train(specs: list[RunSpec], models: list[ICLModel],
 
 
 def run_specs(specs: list[RunSpec], records: str | Path | None = None,
-              store: RunStore | None = None, output: Output | None = None) -> list[Run]:
+              store: RunStore | None = None, output: Output | None = None,
+              device: torch.device | str | None = None) -> list[Run]:
     """Train `specs` through `fastattn.training.train_many` and return the finished runs in order.
 
     `records`: a folder of run records (`reproduce`'s `DIR/NAME`): a run whose record
@@ -179,6 +198,12 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
 
     `output` (with `records`): the output folder's manifest (`fastattn.outputs`): only records
     fastattn wrote are reused or replaced, and every record written is entered there.
+
+    `device` (e.g. "cuda"): the runs of kind "batched" step on that GPU with the fused He step's
+    Triton kernels (`train_many(device=...)`; their records' `backend` names the engine and the
+    device) and are identified as such (`_identity`: a C++ core record is not reused for them,
+    nor theirs for a run without `device`). The other kinds have no GPU step and train as
+    without `device` (their records name their engine): a figure that mixes kinds runs whole.
     """
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
@@ -187,7 +212,7 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
     if store is not None and folder is None:
         raise ValueError("run_specs: a store shares run records; give the figure's records folder")
     models = [_build(s) for s in specs]
-    identities = [_identity(s, m) for s, m in zip(specs, models, strict=True)]
+    identities = [_identity(s, m, device) for s, m in zip(specs, models, strict=True)]
     trajs: list[Trajectory | None] = [None] * len(specs)
     if folder is not None:
         trajs = [_cached(s, m, i, folder / s.label, output)
@@ -226,7 +251,7 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
                     store.publish(identities[k], folder / specs[k].label)
 
         try:
-            _train([specs[k] for k in call], [models[k] for k in call], keep)
+            _train([specs[k] for k in call], [models[k] for k in call], keep, device)
         except RunsInterrupted:              # the runs that ended are kept; the rest never started
             pass
         # the trainers end a run on Ctrl-C with status "interrupted" (its record kept); the
@@ -260,7 +285,8 @@ def run_specs(specs: list[RunSpec], records: str | Path | None = None,
 
 
 def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = True,
-              share: bool | None = None, **options: Any) -> dict[str, Any]:
+              share: bool | None = None, device: torch.device | str | None = None,
+              **options: Any) -> dict[str, Any]:
     """Run figure `name`, write `out/NAME.png`, `out/NAME.json` and `out/NAME/<run>.{json,npz}`.
 
     `resume`: reuse the run records already in `out/NAME/` that are the same runs (`run_specs`),
@@ -271,6 +297,9 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     (`experiments/store.py`) and publish the runs trained here to it; False: neither; None
     (default): as `resume` (`reproduce --all --overwrite` gives False and True: it empties the
     store first, so every run is trained again, once).
+    `device` (`reproduce --device`): the runs of kind "batched" step on that GPU (`run_specs`);
+    the figure's JSON says so (`device`: the device's type, or None for the C++ core), and each
+    run's entry there names its engine.
 
     The folder's manifest (`fastattn.outputs`) lists what fastattn wrote: nothing else there is
     deleted or replaced, and no symlink is followed out of `out` (both refused in one line, before
@@ -315,13 +344,14 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
     drawn = png if resume else output.path(f".{name}.png.new")
     output.check_writable(drawn)
     try:
-        runs = run_specs(specs, folder, store, output)
+        runs = run_specs(specs, folder, store, output, device)
         summary = summarize(recipe, runs, quick)
         records = {}
         for run in runs:
             records[run.spec.label] = {
                 "record": f"{name}/{run.spec.label}.json",
                 "kind": trainer_kind(run.spec, run.model), "group": run.spec.group,
+                "engine": (run.traj.backend or {}).get("engine"),
                 "status": run.traj.status, "final_loss": run.traj.final_loss,
                 "n_evals": run.traj.n_evals, "wall_time": run.traj.wall_time,
                 "config": run.traj.config}
@@ -333,8 +363,9 @@ def reproduce(name: str, out: str | Path, quick: bool = False, resume: bool = Tr
         plots.suptitle(fig, figure.title, caption)
         plots.save(fig, drawn, output)
         doc = {"name": name, "title": title, "caption": caption, "quick": quick,
-               "options": options, "png": png.name, "wall_time": time.perf_counter() - start,
-               "summary": summary, "runs": records, "meta": environment()}
+               "options": options, "device": device_type(device), "png": png.name,
+               "wall_time": time.perf_counter() - start, "summary": summary, "runs": records,
+               "meta": environment()}
         text = json.dumps(to_jsonable(doc), indent=2, allow_nan=True)
         if resume:
             output.write(js, lambda fh: fh.write(text), "w")

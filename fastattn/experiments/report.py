@@ -475,7 +475,12 @@ def page(folder: Path, rows: list[dict[str, Any]]) -> str:
     revisions = sorted({d["meta"].get("git_revision") or "unknown" for d in figures.values()
                         if "meta" in d}) or [git_revision() or "unknown"]
     created = sorted(d["meta"].get("created", "") for d in figures.values() if "meta" in d)
+    # `reproduce --device`: a folder holds one engine's figures (`batch.prepare`) unless one was
+    # replaced with --overwrite; then the row lists both
+    steps = sorted({"C++ core" if d.get("device") is None else f"Triton kernels on {d['device']}"
+                    for d in figures.values() if "meta" in d})
     env = {"mode": mode, "git revision" + ("s" if len(revisions) > 1 else ""): ", ".join(revisions),
+           "He step of the batched runs": ", ".join(steps),
            "host": meta.get("host", platform.node()), "CPU": _cpu(),
            "platform": platform.platform(),
            "figures written": f"{created[0]} … {created[-1]}" if created else "",

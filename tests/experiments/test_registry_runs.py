@@ -88,7 +88,7 @@ def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_
     specs = _small_fig9()
     real, calls = registry._train, []
 
-    def ctrl_c_in_second(specs_, models, on_done):
+    def ctrl_c_in_second(specs_, models, on_done, *rest):
         calls.append(specs_[0].label)
 
         def cut_second(j, traj):
@@ -96,7 +96,7 @@ def test_ctrl_c_inside_a_run_stops_the_figure_and_the_rerun_trains_that_run(tmp_
                 traj.status = "interrupted"
             on_done(j, traj)
 
-        return real(specs_, models, cut_second)
+        return real(specs_, models, cut_second, *rest)
 
     monkeypatch.setattr(registry, "_train", ctrl_c_in_second)
     with pytest.raises(KeyboardInterrupt, match=specs[1].label):
