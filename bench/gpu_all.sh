@@ -3,24 +3,32 @@
 # (bench/test_kernels_bench.py, test_linear_attention_bench.py, test_he_step_gpu_bench.py; -k cuda),
 # then the tables and one JSON summary.
 #
-# usage, from the repository root on the GPU machine (python3 with torch and triton; the C++ core
-# installed with `pip install --no-build-isolation --no-deps .`):
-#     OUT=/some/dir bash bench/gpu_all.sh            (or PART=tests, then PART=bench: two calls)
-# The GPU machine has no network: to compare with flash-linear-attention, download its wheels here
-#     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops
-# and carry bench/wheels (git-ignored); FLA_WHEELS=bench/wheels installs them first.
-# writes $OUT/cuda_tests.log, cuda_tests.xml, bench.log, bench.json, gpu_table.md (docs/gpu.md's
-# table), cuda_timings.json (what backend="auto" would follow, bench/dispatch_table.py) and
-# gpu_all.json (the summary: device, versions, test counts and failures, each benchmark's device
-# median in ms).
+# usage, from the repository root on the GPU machine (python3 with torch and triton):
+#     WHEELS=bench/wheels OUT=/some/dir bash bench/gpu_all.sh
+# or PART=tests, then PART=bench (each fits one 10-minute device call; the second on the machine
+# the first left warm). The GPU machine has no network: download the wheels it lacks here first,
+#     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops cmeel "cmeel-eigen>=3.4"
+# (all pure Python; bench/wheels is git-ignored) and carry bench/wheels. WHEELS=DIR installs them,
+# then builds the C++ core (`pip install --no-build-isolation --no-deps .`, about 34 s on 16 cores)
+# unless fastattn is installed already; fla (flash-linear-attention) is compared where it imports.
+# writes $OUT/install.log (WHEELS); cuda_tests.log and cuda_tests.xml (PART=tests); bench.log,
+# bench.json, gpu_table.md (docs/gpu.md's table) and cuda_timings.json (what backend="auto" would
+# follow, bench/dispatch_table.py) (PART=bench); gpu_all.json (the summary: device, versions, test
+# counts and failures, each benchmark's device median in ms). At most 8 files: the device tool's
+# limit a call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out/gpu}
 mkdir -p "$out"
 py=${PYTHON:-python3}
+parts=$(mktemp -d)
 
-if [ -n "${FLA_WHEELS:-}" ]; then
-    "$py" -m pip install -q --no-deps --no-index "$FLA_WHEELS"/*.whl > "$out/fla_install.log" 2>&1
+# both halves need the core, and compare with fla (tests/ops: the same inputs; bench: the same run)
+if [ -n "${WHEELS:-}" ]; then
+    {
+        "$py" -m pip install -q --no-deps --no-index "$WHEELS"/*.whl
+        "$py" -m pip show -q fastattn || "$py" -m pip install -q --no-build-isolation --no-deps .
+    } > "$out/install.log" 2>&1
 fi
 
 # PART=tests or PART=bench runs one half (each fits one 10-minute device call); default both
@@ -34,15 +42,32 @@ if [ "$part" != bench ]; then
     tests_rc=$?
 fi
 if [ "$part" != tests ]; then
-    timeout 420 "$py" -m pytest bench/test_kernels_bench.py bench/test_linear_attention_bench.py \
-        bench/test_he_step_gpu_bench.py -q -p no:cacheprovider -k cuda \
-        --benchmark-json "$out/bench.json" > "$out/bench.log" 2>&1
-    bench_rc=$?
+    # one pytest per file, each with its own limit: pytest-benchmark writes its JSON at the end of
+    # a session, so a file that runs over loses its own cases only
+    bench_rc=0
+    for spec in test_kernels_bench.py:200 test_linear_attention_bench.py:200 \
+                test_he_step_gpu_bench.py:120; do
+        file=${spec%%:*}
+        echo "== $file" >> "$out/bench.log"
+        timeout "${spec##*:}" "$py" -m pytest "bench/$file" -q -p no:cacheprovider -k cuda \
+            --benchmark-json "$parts/$file.json" >> "$out/bench.log" 2>&1
+        rc=$?
+        [ "$rc" -ne 0 ] && bench_rc=$rc
+    done
+    "$py" - "$out/bench.json" "$parts"/*.json <<'PY' >> "$out/bench.log" 2>&1
+import json, sys
+runs = []
+for path in sys.argv[2:]:
+    try:
+        runs.append(json.load(open(path)))
+    except (OSError, ValueError):       # killed by its limit, or nothing ran
+        print(f"{path}: no benchmark JSON")
+if runs:
+    merged = dict(runs[0], benchmarks=[b for r in runs for b in r["benchmarks"]])
+    json.dump(merged, open(sys.argv[1], "w"), indent=1)
+print(f"bench.json: {sum(len(r['benchmarks']) for r in runs)} benchmarks from {len(runs)} files")
+PY
 fi
-# the tables for docs/gpu.md and the measured dispatch table (copy it to fastattn/ops/ to adopt it)
-"$py" bench/gpu_table.py "$out/bench.json" > "$out/gpu_table.md" 2> "$out/gpu_table.log"
-"$py" bench/dispatch_table.py "$out/bench.json" --out "$out/cuda_timings.json" \
-    >> "$out/gpu_table.log" 2>&1
 
 "$py" - "$out" "$tests_rc" "$bench_rc" <<'PY'
 import json, pathlib, sys
@@ -77,3 +102,11 @@ except (OSError, ValueError, KeyError) as exc:
 (out / "gpu_all.json").write_text(json.dumps(summary, indent=1))
 print(json.dumps({k: v for k, v in summary.items() if k != "bench_median_ms"}, indent=1))
 PY
+# the tables for docs/gpu.md and the measured dispatch table (copy it to fastattn/ops/ to adopt
+# it), after gpu_all.json, whose device and versions the dispatch table records
+if [ -f "$out/bench.json" ]; then
+    "$py" bench/gpu_table.py "$out/bench.json" > "$out/gpu_table.md" 2>> "$out/bench.log"
+    "$py" bench/dispatch_table.py "$out/bench.json" --out "$out/cuda_timings.json" \
+        >> "$out/bench.log" 2>&1
+fi
+rm -rf "$parts"

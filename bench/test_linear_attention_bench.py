@@ -6,7 +6,7 @@ next-token read-out's chunked backend beside the serial kernel of bench/test_ker
     pytest bench/test_linear_attention_bench.py -k cuda --benchmark-json la.json
 
 fla is compared where ``import fla`` works (``pip install fla-core``; bench/gpu_all.sh installs
-the wheels of ``$FLA_WHEELS``). Skipped without a GPU; no timing asserts.
+the wheels of ``$WHEELS``). Skipped without a GPU; no timing asserts.
 """
 
 from __future__ import annotations
