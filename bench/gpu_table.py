@@ -4,9 +4,10 @@
 
 One row per benchmark group (op, shape, pass; bench/groups.py): the device median (ms) of the Triton
 kernel, of the implementations only some ops have (:data:`EXTRA`: the read-out's chunked backend,
-flash-linear-attention), shown where the file has them, of the eager reference and torch.compile of
-it, the Triton GB/s (the fewest bytes the pass must move over its time) and that as a share of
-``--peak-gbs`` (the card's nominal memory bandwidth; H200 4800, H100 SXM 3350) and, when the run
+the linear-attention kernel with one TF32 product a dot, flash-linear-attention), shown where the
+file has them, of the eager reference and torch.compile of it, the Triton GB/s (the fewest bytes
+the pass must move over its time) and that as a share of ``--peak-gbs`` (the card's nominal memory
+bandwidth; H200 4800, H100 SXM 3350) and, when the run
 measured it (test_cuda_copy_bandwidth), of the device's copy rate ("of copy": the issue's 80 %
 goal); where the bench counts flops, the Triton TFLOP/s. With ``--after`` (a later run of some
 Triton cases), its Triton time and GB/s are the ones shown and the first file's Triton time is shown
@@ -28,7 +29,7 @@ from groups import FIELDS
 from test_kernels_bench import CUDA_IMPLS
 
 #: implementations some groups add (bench/test_linear_attention_bench.py), columns after Triton's
-EXTRA = ("chunked", "fla")
+EXTRA = ("chunked", "triton-tf32", "fla")
 
 
 @dataclass(frozen=True)

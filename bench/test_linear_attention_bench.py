@@ -23,7 +23,9 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA benchmarks
 
 #: (B, T, H, K = V): flash-linear-attention's benchmark range (head dim 16-128, T up to 8192)
 SHAPES = [(16, 1024, 16, 16), (8, 2048, 16, 64), (4, 4096, 8, 128), (2, 8192, 8, 128)]
-IMPLS = ("triton", "fla", "reference", "compiled-reference")
+#: "triton-tf32": the kernel at torch.set_float32_matmul_precision("high"), one TF32 product per
+#: tl.dot instead of three (float32 only): what fla's float32 kernels compute with
+IMPLS = ("triton", "triton-tf32", "fla", "reference", "compiled-reference")
 #: fla is usually run in bfloat16: every implementation is timed in both, each against fla in its own
 DTYPES = (torch.float32, torch.bfloat16)
 PASSES = ("fwd", "fwd+bwd")
@@ -73,7 +75,9 @@ def test_cuda_causal_linear_attention(benchmark, b, t, h, d, dtype, impl, mode):
     q, k, v = (torch.randn(b, t, h, d, generator=g, device="cuda", dtype=dtype).requires_grad_()
                for _ in range(3))
     scale = d**-0.5
-    if impl == "triton":
+    if impl == "triton-tf32" and dtype != torch.float32:
+        pytest.skip("TF32 is a float32 setting")
+    if impl.startswith("triton"):
         fn = lambda: ops.causal_linear_attention(q, k, v, scale=scale, backend="triton")  # noqa: E731
     elif impl == "fla":
         fla = pytest.importorskip("fla.ops.linear_attn")
@@ -91,9 +95,14 @@ def test_cuda_causal_linear_attention(benchmark, b, t, h, d, dtype, impl, mode):
             torch.autograd.grad(out.sum(), (q, k, v))
 
     elems = 4 * b * t * h * d
-    _timed(benchmark, once,
-           dtype.itemsize * (elems if mode == "fwd" else 2 * elems + 3 * b * t * h * d),
-           _flops(b, t, h, d, mode))
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if impl == "triton-tf32" else "highest")
+    try:
+        _timed(benchmark, once,
+               dtype.itemsize * (elems if mode == "fwd" else 2 * elems + 3 * b * t * h * d),
+               _flops(b, t, h, d, mode))
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @cuda

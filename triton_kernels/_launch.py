@@ -91,8 +91,11 @@ def compiled_for_gpu(device) -> bool:
 
 
 def dot_precision(dtype, device) -> str:
-    """``input_precision`` of a float32 ``tl.dot``: "tf32x3" compiled (three TF32 tensor-core
-    products recover float32's accuracy), "ieee" under the interpreter (its only one)."""
+    """``input_precision`` of a float32 ``tl.dot``. Compiled, it follows torch's own setting for
+    float32 matrix products (``torch.set_float32_matmul_precision``): "tf32x3" at "highest" (the
+    default: three TF32 tensor-core products recover float32's accuracy), one TF32 product,
+    "tf32", at "high" or "medium" (about 1e-3 relative error, as torch's own matmuls then have).
+    "ieee" under the interpreter (its only one)."""
     return dot_inputs(dtype, device)["PRECISION"]
 
 
@@ -109,8 +112,11 @@ def dot_inputs(dtype, device) -> dict:
 
     compiled = compiled_for_gpu(device)
     upcast = not compiled and dtype in (torch.bfloat16, torch.float16)
+    precision = "ieee"
+    if compiled and dtype == torch.float32:
+        precision = "tf32x3" if torch.get_float32_matmul_precision() == "highest" else "tf32"
     return {"DOT": tl.float32 if upcast else getattr(tl, str(dtype).removeprefix("torch.")),
-            "PRECISION": "tf32x3" if compiled and dtype == torch.float32 else "ieee"}
+            "PRECISION": precision}
 
 
 def sm_count(device) -> int:
