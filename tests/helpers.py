@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 
 def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -22,6 +23,31 @@ def seeded_torch(rng: np.random.Generator) -> torch.Generator:
 def mc_mean_and_se(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Monte-Carlo mean and its standard error over axis 0."""
     return samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
+
+
+#: the chance that an exact value fails `assert_mc_agrees` (all its components together): every
+#: test draws a fresh seed, so a fixed number of standard errors fails a correct value in some run
+#: (4 SE over 19 components: once in 800 runs)
+MC_ALPHA = 1e-6
+
+
+def mc_z_bound(n_components: int, alpha: float = MC_ALPHA) -> float:
+    """The two-sided normal quantile at alpha / n_components (Bonferroni): 4.9 for one component,
+    5.3 for 9, 5.5 for 33."""
+    return float(stats.norm.isf(alpha / (2 * n_components)))
+
+
+def assert_mc_agrees(mean, se, exact, atol: float = 0.0, alpha: float = MC_ALPHA) -> None:
+    """Monte-Carlo means with their standard errors (arrays of one shape, or scalars) agree with the
+    exact values: |mean − exact| < z·se + atol in every component, z = `mc_z_bound(components)`."""
+    mean, se, exact = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (mean, se, exact)))
+    z = mc_z_bound(mean.size, alpha)
+    off = np.abs(mean - exact) - atol
+    bad = off >= z * se
+    worst = np.unravel_index(np.argmax(off / np.maximum(se, 1e-300)), mean.shape)
+    assert not bad.any(), (
+        f"{bad.sum()} of {mean.size} components beyond {z:.2f} standard errors; the worst, at "
+        f"{tuple(map(int, worst))}: mean {mean[worst]:.6g} ± {se[worst]:.3g}, exact {exact[worst]:.6g}")
 
 
 def ellipsis_pattern(expected: str) -> re.Pattern:

@@ -14,6 +14,7 @@ from fastattn.population import objective_for
 from fastattn.population.autoregressive_augmented import AugmentedUnitaryObjective
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as theory
+from helpers import assert_mc_agrees
 
 
 @pytest.mark.parametrize("s0", ["zero", "backward"])
@@ -45,7 +46,7 @@ def test_monte_carlo_and_finite_differences(s0):
             per.append((model.predict(b.tokens) - b.targets).abs().square().sum((-1, -2)))
     v = torch.cat(per).numpy()
     se = v.std() / np.sqrt(v.size)
-    assert abs(v.mean() - loss) < 4 * se, (v.mean(), loss, se)
+    assert_mc_agrees(v.mean(), se, loss)
     eps = 1e-6
     fd = np.array([(objective.loss_grad(x + eps * e)[0] - objective.loss_grad(x - eps * e)[0]) / (2 * eps)
                    for e in np.eye(6)])

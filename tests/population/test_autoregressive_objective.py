@@ -17,6 +17,7 @@ from fastattn.models.autoregressive import diag_forward
 from fastattn.population import AutoRegressiveObjective, PEOnlyObjective, objective_for
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as th
+from helpers import assert_mc_agrees
 
 C_EX = np.array([[1.0, 2.0], [3.0, 4.0]])
 P_EX = np.array([0.5, -1.0, 2.0])
@@ -74,7 +75,7 @@ def test_core_equals_the_grid_expectation_at_random_points(context, rng):
 
 
 @pytest.mark.parametrize("context", ["unitary", "orthogonal"])
-def test_core_equals_monte_carlo_of_the_model_within_4_standard_errors(context):
+def test_core_equals_monte_carlo_of_the_model_within_its_standard_errors(context):
     """The exact loss of random (A, B, P) against the DIAG model's forward on sampled sequences."""
     d, H, tmax, n = 4, 3, 6, 20000
     task = AutoRegressive(dim=d, context=tmax, context_dist=context, data_seed=5)
@@ -84,7 +85,7 @@ def test_core_equals_monte_carlo_of_the_model_within_4_standard_errors(context):
         per_seq = (model.predict(batch.tokens) - batch.targets).abs().square().sum((1, 2)).numpy()
     exact = objective_for(task, model).loss_grad(model.to_flat())[0]
     se = per_seq.std(ddof=1) / np.sqrt(n)
-    assert abs(per_seq.mean() - exact) < 4 * se, (per_seq.mean(), exact, se)
+    assert_mc_agrees(per_seq.mean(), se, exact)
     with torch.no_grad():
         assert float(task.loss(model, batch)) == pytest.approx(per_seq.mean(), rel=1e-12)
 
@@ -140,7 +141,7 @@ def test_pe_only_objective_matches_prop7_and_monte_carlo():
     with torch.no_grad():
         per_seq = (model.predict(batch.tokens) - batch.targets).abs().square().sum((1, 2)).numpy()
     se = per_seq.std(ddof=1) / np.sqrt(n)
-    assert abs(per_seq.mean() - exact) < 4 * se
+    assert_mc_agrees(per_seq.mean(), se, exact)
     # under 𝒞_U and 𝒞_O the PE-only rows are l_U(I, p), l_O(I, p)
     rng = np.random.default_rng(0)
     P = rng.standard_normal((tmax, tmax))

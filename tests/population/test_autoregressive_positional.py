@@ -17,6 +17,7 @@ from fastattn.population.autoregressive import AutoRegressiveObjective
 from fastattn.population.autoregressive_positional import PositionalDiagObjective, loss_grad_cp
 from fastattn.tasks import AutoRegressive
 from fastattn.theory import sander2024 as theory
+from helpers import assert_mc_agrees
 
 D, H, TMAX = 3, 2, 6
 
@@ -64,7 +65,7 @@ def test_monte_carlo_of_the_model_on_the_tasks_samples(mu):
             per_seq.append((model.predict(b.tokens) - b.targets).abs().square().sum((-1, -2)))
     v = torch.cat(per_seq).numpy()
     se = v.std() / np.sqrt(v.size)
-    assert abs(v.mean() - exact) < 4 * se, (v.mean(), exact, se)
+    assert_mc_agrees(v.mean(), se, exact)
 
 
 def test_gradient_matches_finite_differences():

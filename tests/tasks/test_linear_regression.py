@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fastattn.tasks import LinearRegression, split_tokens
-from helpers import mc_mean_and_se, random_spd
+from helpers import assert_mc_agrees, mc_mean_and_se, random_spd
 
 
 def test_token_layout_query_last_with_zero_label(rng):
@@ -41,18 +41,18 @@ def test_sampled_moments_match_exact_moments(rng, context):
     cov_hat = torch.einsum("bnd,bne->bde", b.x, b.x) / n[:, None, None]
     sq = (cov_hat @ cov_hat).reshape(len(b), -1).numpy()
     mean, se = mc_mean_and_se(sq)
-    assert np.all(np.abs(mean - task.expected_cov_hat_sq().ravel()) < 5 * se + 1e-12)
+    assert_mc_agrees(mean, se, task.expected_cov_hat_sq().ravel(), atol=1e-12)
     mean, se = mc_mean_and_se(cov_hat.reshape(len(b), -1).numpy())
-    assert np.all(np.abs(mean - task.expected_cov_hat().ravel()) < 5 * se + 1e-12)
+    assert_mc_agrees(mean, se, task.expected_cov_hat().ravel(), atol=1e-12)
     mean, se = mc_mean_and_se((1 / n).numpy()[:, None])
-    assert abs(mean[0] - task.inv_context_mean()) < 5 * se[0] + 1e-15
+    assert_mc_agrees(mean[0], se[0], task.inv_context_mean(), atol=1e-15)
     ww = torch.einsum("bd,be->bde", b.w, b.w).reshape(len(b), -1).numpy()
     mean, se = mc_mean_and_se(ww)
-    assert np.all(np.abs(mean - task.w_second_moment().ravel()) < 5 * se)
+    assert_mc_agrees(mean, se, task.w_second_moment().ravel())
     # label noise: E y_q² = tr(S_w Λ) + σ²
     mean, se = mc_mean_and_se((b.y_q**2).numpy()[:, None])
     exact = np.trace(task.w_second_moment() @ task.cov_matrix) + task.noise
-    assert abs(mean[0] - exact) < 5 * se[0]
+    assert_mc_agrees(mean[0], se[0], exact)
 
 
 def test_fixed_task_fraction_and_test_sets():

@@ -6,6 +6,7 @@ import torch
 
 from fastattn.tasks import MultiTaskRegression, build_task
 from fastattn.tasks.multitask_regression import PAPER_SUPPORTS
+from helpers import assert_mc_agrees
 
 
 def test_responses_read_their_supports_with_noise_sigma2():
@@ -20,7 +21,7 @@ def test_responses_read_their_supports_with_noise_sigma2():
     for r in (resid, resid_q):
         r = r.reshape(-1).numpy()
         se = np.sqrt(2 / len(r)) * 0.3                      # sd of a Gaussian variance estimate
-        assert abs(r.var() - 0.3) < 4 * se
+        assert_mc_agrees(r.var(), se, 0.3)
     # β ~ N(0, I/d) on the supports
     beta = b.beta[:, 0, :4].numpy()
     np.testing.assert_allclose(beta.var(0), 1 / 6, rtol=0.05)

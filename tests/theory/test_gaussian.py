@@ -7,7 +7,7 @@ from fastattn import population
 from fastattn.models.linear_attention import MergedConfig
 from fastattn.population import Moments
 from fastattn.theory import gaussian
-from helpers import mc_mean_and_se, random_spd
+from helpers import assert_mc_agrees, mc_mean_and_se, random_spd
 
 D = 3
 
@@ -21,7 +21,7 @@ def test_fourth_moment_matches_monte_carlo(rng):
     x = _samples(rng, cov, 1, 400_000)[:, 0]                                   # [S, D]
     per = np.einsum("si,sj,jk,sk,sl->sil", x, x, a, x, x)                      # x xᵀ A x xᵀ
     mean, se = mc_mean_and_se(per)
-    assert np.all(np.abs(mean - gaussian.gaussian_fourth_moment(cov, a)) < 4 * se)
+    assert_mc_agrees(mean, se, gaussian.gaussian_fourth_moment(cov, a))
 
 
 @pytest.mark.parametrize("lengths", [(5,), (2, 7)])
@@ -33,7 +33,7 @@ def test_wishart_second_moment_matches_monte_carlo(rng, lengths):
     cov_hat = np.einsum("sni,snj->sij", x, x) / n[:, None, None]              # [S, D, D]
     mean, se = mc_mean_and_se(cov_hat @ a @ cov_hat)
     want = gaussian.wishart_second_moment(cov, a, np.mean(1 / np.asarray(lengths)))
-    assert np.all(np.abs(mean - want) < 4 * se)
+    assert_mc_agrees(mean, se, want)
 
 
 def test_beta_second_moment_matches_monte_carlo(rng):
@@ -46,7 +46,7 @@ def test_beta_second_moment_matches_monte_carlo(rng):
     beta = np.einsum("sn,snd->sd", y, x) / n
     mean, se = mc_mean_and_se(beta[:, :, None] * beta[:, None, :])
     want = gaussian.beta_second_moment(cov, w_cov + np.outer(mu, mu), noise, 1 / n)
-    assert np.all(np.abs(mean - want) < 4 * se)
+    assert_mc_agrees(mean, se, want)
 
 
 def test_eigenvalues_of_the_second_moment(rng):
