@@ -20,15 +20,15 @@ from fastattn.tasks.autoregressive import AutoRegressive
 from fastattn.tasks.haar import haar_frame
 from fastattn.tasks.linear_regression import LinearRegression
 from fastattn.tasks.wishart_tasks import WishartTasks
+from helpers import assert_mc_agrees, mc_mean_and_se
 
 K = 4000
 
 
 def _mean_within(samples: np.ndarray, want: float | np.ndarray, what: str) -> None:
-    """Mean over axis 0 equals `want` within 5 standard errors (entrywise)."""
-    mean, se = samples.mean(0), samples.std(0, ddof=1) / np.sqrt(len(samples))
-    z = np.abs(mean - want) / np.maximum(se, 1e-300)
-    assert np.all(z < 5), f"{what}: mean {mean} vs {want}, worst {z.max():.1f} s.e."
+    """Mean over axis 0 equals `want` within its standard errors (entrywise, `assert_mc_agrees`)."""
+    mean, se = mc_mean_and_se(samples)
+    assert_mc_agrees(mean, se, want, what=what)
 
 
 def assert_haar(W: np.ndarray, what: str) -> None:

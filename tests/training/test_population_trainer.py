@@ -74,7 +74,7 @@ def test_sampled_loss_and_gradient_of_the_models_match_the_closed_form(rng):
             chunks.append(np.concatenate([p.grad.reshape(-1).numpy() for p in
                                           (getattr(model, n) for n in model.PARAM_ORDER)]))
         g_mean, g_se = mc_mean_and_se(np.asarray(chunks))
-        assert np.all(np.abs(g_mean - grad) < 5 * g_se + 1e-9)
+        assert_mc_agrees(g_mean, g_se, grad, atol=1e-9, dof=len(chunks) - 1)
 
 
 def test_flow_rejects_models_without_a_closed_form():
