@@ -7,7 +7,8 @@
 #     WHEELS=bench/wheels OUT=/some/dir bash bench/gpu_all.sh
 # or PART=tests, then PART=bench (each fits one 10-minute device call; the second on the machine
 # the first left warm). The GPU machine has no network: download the wheels it lacks here first,
-#     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops cmeel "cmeel-eigen>=3.4"
+#     pip download --no-deps -d bench/wheels fla-core==0.6.0 einops cmeel "cmeel-eigen>=3.4" \
+#         pytest-xdist execnet
 # (all pure Python; bench/wheels is git-ignored) and carry bench/wheels. WHEELS=DIR installs them,
 # then builds the C++ core (`pip install --no-build-isolation --no-deps .`, about 34 s on 16 cores)
 # unless fastattn is installed already; fla (flash-linear-attention) is compared where it imports.
@@ -35,10 +36,13 @@ fi
 part=${PART:-all}
 tests_rc=-1
 bench_rc=-1
-# the kernel and op tests, CUDA cases only (the interpreter cases run in CI)
+# the kernel and op tests, CUDA cases only (the interpreter cases run in CI), on 4 workers where
+# pytest-xdist imports: most of their time is Triton compiling each kernel, on the CPU
+workers=()
+"$py" -c "import xdist" 2> /dev/null && workers=(-n 4)
 if [ "$part" != bench ]; then
     timeout 330 "$py" -m pytest tests/triton_kernels tests/ops -q -p no:cacheprovider -k cuda \
-        --junitxml "$out/cuda_tests.xml" > "$out/cuda_tests.log" 2>&1
+        "${workers[@]}" --junitxml "$out/cuda_tests.xml" > "$out/cuda_tests.log" 2>&1
     tests_rc=$?
 fi
 if [ "$part" != tests ]; then
