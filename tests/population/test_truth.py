@@ -22,9 +22,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 
 from fastattn.population import registered_objectives
+from helpers import mc_z_bound
 
 from .states import State, draw_states, in_flat_order, non_default
 
@@ -42,7 +42,7 @@ PAIRS = registered_objectives()
 
 def z_bound(n_tests: int, n_batches: int = N_BATCHES) -> float:
     """Two-sided Student-t quantile at ALPHA / n_tests (Bonferroni)."""
-    return float(stats.t.isf(ALPHA / (2 * n_tests), df=n_batches - 1))
+    return mc_z_bound(n_tests, ALPHA, dof=n_batches - 1)
 
 
 def monte_carlo(state: State, n_batches: int, batch_size: int, first_step: int = 0):
