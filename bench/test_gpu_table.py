@@ -43,7 +43,10 @@ def _run(tmp_path: Path, name: str, scale: float) -> Path:
                for i in CUDA_IMPLS for m in CUDA_PASSES}
     (tmp_path / f"stand_in_{name}.py").write_text(STAND_IN.replace("{MEDIANS}", repr(medians)))
     out = tmp_path / f"{name}.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), str(BENCH)])}
+    # without the xdist worker's variables: pytest-benchmark disables itself where PYTEST_XDIST_WORKER
+    # is set, and this run must time (its JSON is what the table reads)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(BENCH.parent), str(BENCH)])
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
                     "--rootdir", str(tmp_path), f"stand_in_{name}.py", "--benchmark-json", str(out)],
                    cwd=tmp_path, env=env, check=True, capture_output=True)
