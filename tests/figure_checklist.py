@@ -1,5 +1,5 @@
 """The figure checklist (issue 41): what a reviewer flags in a saved figure, one rule per function,
-applied to every registered figure by the all-figures smoke test (tests/experiments/test_zhang2025.py)
+applied to every registered figure by the all-figures smoke test (tests/experiments/test_registry_figures.py)
 and to the sweep and train plots. Each rule returns the defects it finds, one line each; none
 means the figure passes. Importable as `figure_checklist` (pytest puts tests/ on sys.path)."""
 
@@ -178,8 +178,8 @@ def quick_label(fig: Figure, quick: bool) -> list[str]:
 
 def theory_overlay(fig: Figure, theory: str | None) -> list[str]:
     """Where the paper overlays theory on this figure (`theory`: the words its legend entry
-    carries, e.g. "Eq. 19"), a plotted line, marker set or image of the figure is labelled with
-    them."""
+    carries, e.g. "Eq. 19", declared by the figure's index entry, `Figure.theory`), a plotted line,
+    marker set or image of the figure is labelled with them."""
     if theory is None:
         return []
     labels = [a.get_label() for ax in fig.findobj(Axes)
@@ -198,30 +198,3 @@ def defects(fig: Figure, *, quick: bool, theory: str | None, run_labels=()) -> l
             + titles(fig, run_labels) + font_sizes(fig) + quick_label(fig, quick)
             + theory_overlay(fig, theory))
 
-
-#: figure → the words of the theory its paper overlays (a legend entry of the plot carries them),
-#: or None where the paper's figure draws no theory curve (weights, landscapes, sampled-only
-#: runs). Every registered figure is declared: a new one must say which it is.
-THEORY: dict[str, str | None] = {
-    "zhang2025-fig1": "Eq. 51", "zhang2025-fig3": "Eq. 19", "zhang2025-fig4": "Eq. 19",
-    "zhang2025-fig5": None, "zhang2025-fig6": "Eq. 19", "zhang2025-fig7": "Eq. 19",
-    "zhang2025-fig8": "Eq. 26", "zhang2025-fig9": "Eq. 54", "zhang2025-fig11": "Eq. 19",
-    "zhang2025-fig12": "Eq. 19", "zhang2025-fig13": "Eq. 19", "zhang2025-fig14": "L*",
-    "he2025-e1": None, "he2025-e2": "S_γ", "he2025-e3": "η* (Theorem 1)",
-    "he2025-e4": "dGD(η*) closed form", "he2025-e5": "closed form", "he2025-e6": "Theorem 1 bound",
-    "he2025-e7": None, "he2025-e8": "μ_γ(γ̂)", "he2025-e9": None, "he2025-e10": "closed form",
-    "he2025-e11": "dGD", "he2025-e12": "closed form", "he2025-e13": "closed form",
-    "he2025-e14": "closed form",
-    "sander2024-fig1": None, "sander2024-fig2": None, "sander2024-fig3": None,
-    "sander2024-fig4": None, "sander2024-fig5": "inner GD", "sander2024-fig6": "closed form",
-    "sander2024-fig7": None, "sander2024-fig8": None, "sander2024-fig9": None,
-    "sander2024-fig10": "inner GD", "sander2024-props": None,
-    "mainali2025-fig1": "paper 1/s^∞", "mainali2025-fig2": "paper Eq. 13",
-    "mainali2025-fig3": "paper Eq. 14", "mainali2025-fig4": "paper Eqs. 13–14",
-    "mainali2025-fig5": None, "mainali2025-fig6": None, "mainali2025-fig7": None,
-    "musat2025-fig3": None, "musat2025-fig4": None, "musat2025-fig5": None, "musat2025-fig6": "N²",
-    "musat2025-fig7": None, "musat2025-fig8": None, "musat2025-fig9-11": None,
-    "musat2025-fig12-14": None, "musat2025-fig15-17": None, "musat2025-fig18": None,
-    "musat2025-fig19": None, "musat2025-fig20": None, "musat2025-gram19": None,
-    "musat2025-sweep": "1/erf", "musat2025-uniform": "N²/",
-}

@@ -74,9 +74,9 @@ _QUICK_FIGURES: dict[str, dict[str, Any]] = {}
 def quick_figure(name: str, out: Path) -> dict[str, Any]:
     """Figure `name` reproduced quick once a session (`registry.reproduce(name, out, quick=True)`):
     {"doc": its JSON document, "out": the folder of its PNG, JSON and runs, "figures": the figures
-    it saved, until the figure smoke test takes them}. The smoke test reproduces every quick figure,
-    and the tests of a quick figure's numbers (the docs' quotes, the papers' claims) read the same
-    runs instead of training them again; `out` is used by the first caller only."""
+    it saved}. The smoke test reproduces every quick figure, and the tests of a quick figure's
+    numbers (the docs' quotes, the papers' claims) read the same runs instead of training them
+    again; `out` is used by the first caller only."""
     if name not in _QUICK_FIGURES:
         from fastattn import plots
         from fastattn.experiments import registry

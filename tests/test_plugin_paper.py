@@ -175,13 +175,13 @@ FILES = {
             fig = Drawing()
             ax = fig.subplots()
             ax.loglog(runs[0].traj.time[1:], runs[0].traj.loss[1:])
-            ax.axhline(summary["theory_loss"], ls="--")
+            ax.axhline(summary["theory_loss"], ls="--", label="L* = D(D+1)/(N+D+1)")
             return fig
 
 
         RECIPE = Recipe("the flow's loss and the optimum D(D+1)/(N+D+1)", runs, summarize, plot)
         FIGURES = (Figure("toy2026-fig1", "Toy 2026, Fig. 1: the flow reaches the optimum",
-                          "toy_paper.figures:RECIPE"),)
+                          "toy_paper.figures:RECIPE", theory="L*"),)
         CLAIMS = (Claim("toy2026", "optimum", "the flow reaches L* = D(D+1)/(N+D+1)",
                         12 / 13, figure="toy2026-fig1", field="summary.final_loss", tolerance=1e-6,
                         reason="the flow to t=200 converged (rate ≈ 2), rtol 1e-8",

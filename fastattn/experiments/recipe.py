@@ -162,12 +162,17 @@ class Figure:
         title: one line for `fastattn reproduce --list` and the plot's title.
         recipe: "module:attribute" of its `Recipe`; the module is imported by `load()`.
         options: option name → allowed values; each is a keyword argument of the recipe's `runs`.
+        theory: the words of the legend entry that labels the theory the paper overlays on this
+            figure (e.g. "Eq. 19"), which the figure must plot; None where the paper's figure draws
+            no theory curve (weights, landscapes, sampled-only runs). Keyword-only and required:
+            each figure says which it is.
     """
 
     name: str
     title: str
     recipe: str
     options: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    theory: str | None = field(kw_only=True)
 
     def load(self) -> Recipe:
         """Import the recipe's module and return its `Recipe`."""
