@@ -25,12 +25,14 @@ import textwrap
 from importlib import metadata
 
 import pytest
+from figure_checklist import theory_overlay
 
 import fastattn.cli_options
 import fastattn.sweep  # noqa: F401
-from fastattn import papers
+from fastattn import papers, plots
 from fastattn.cli import main
 from fastattn.configs import MODEL_CARDS, TASK_CARDS
+from fastattn.experiments.registry import FIGURES
 from fastattn.models import MODELS
 from fastattn.population import registry as objectives
 from fastattn.tasks import TASKS
@@ -238,7 +240,7 @@ def test_the_paper_is_listed_by_every_door(toy_paper, capsys):
     assert "toy2026-fig1" in capsys.readouterr().out
 
 
-def test_the_paper_trains_reproduces_and_reports(toy_paper, tmp_path, capsys):
+def test_the_paper_trains_reproduces_and_reports(toy_paper, tmp_path, capsys, monkeypatch):
     assert main(["train", "--task", "toy_regression", "--model", "toy_shrunk", "--quiet",
                  "--out", str(tmp_path / "train")]) == 0
     record = json.loads((tmp_path / "train" / "run.json").read_text())
@@ -247,7 +249,10 @@ def test_the_paper_trains_reproduces_and_reports(toy_paper, tmp_path, capsys):
     assert record["final_loss"] == pytest.approx(OPTIMUM, rel=1e-6)
 
     out = tmp_path / "figures"
+    saved, save = [], plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path, *a: saved.append(fig) or save(fig, path, *a))
     assert main(["reproduce", "--paper", "toy2026", "--quick", "--out", str(out)]) == 0
+    assert theory_overlay(saved[0], FIGURES["toy2026-fig1"].theory) == []
     summary = json.loads((out / "toy2026-fig1.json").read_text())["summary"]
     assert summary["theory_loss"] == pytest.approx(OPTIMUM, rel=1e-12)
     assert summary["sampled_loss"] == pytest.approx(OPTIMUM, rel=0.05)   # 20 000 sequences
