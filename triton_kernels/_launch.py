@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 
-__all__ = ["Launch", "TritonKernel", "block_rows", "block_size", "compiled_for_gpu", "dot_inputs",
-           "dot_precision", "interpreting", "persistent_programs", "recording_launches",
-           "register_budget", "sm_count", "triton_available"]
+__all__ = ["COMPILE_OPTIONS", "Launch", "TritonKernel", "block_rows", "block_size",
+           "compiled_for_gpu", "dot_inputs", "dot_precision", "interpreting", "persistent_programs",
+           "recording_launches", "register_budget", "sm_count", "triton_available"]
 
 
 @dataclass
@@ -21,6 +21,11 @@ class _Recording:
     sm_count: int
     launches: list[Launch] = field(default_factory=list)
 
+
+#: compiler options every compiled launch (and the AOT report's compile) passes. Fused multiply-adds:
+#: Triton 3.9 enables them by default but warns that 3.10 will not; every timing and tolerance so
+#: far was taken with them, and an FMA rounds once where a multiply and an add round twice.
+COMPILE_OPTIONS = MappingProxyType({"enable_fp_fusion": True})
 
 _RECORDING: ContextVar[_Recording | None] = ContextVar("fastattn_triton_recording", default=None)
 
@@ -178,7 +183,8 @@ class TritonKernel:
             from triton.runtime.jit import JITFunction
 
             self._compiled = JITFunction(self.fn)
-        return self._compiled[grid]
+        launch = self._compiled[grid]
+        return lambda *args, **kwargs: launch(*args, **(COMPILE_OPTIONS | kwargs))
 
 
 def _with_interpreted_library(launch: Callable) -> Callable:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ._launch import Launch, recording_launches
+from ._launch import COMPILE_OPTIONS, Launch, recording_launches
 
 __all__ = [
     "TARGETS",
@@ -286,7 +286,7 @@ def _compile(launch: Launch, target: Target):
     gpu = GPUTarget("cuda", target.capability, 32)
     backend = make_backend(gpu)
     binder = create_function_from_signature(jit.signature, jit.params, backend)
-    kwargs = dict(launch.kwargs, debug=False)
+    kwargs = {**COMPILE_OPTIONS, **launch.kwargs, "debug": False}
     bound, specialization, options = binder(*launch.args, **kwargs)
     options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound, specialization,
                                                            options)

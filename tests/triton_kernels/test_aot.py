@@ -136,6 +136,27 @@ def test_compiles_for_sm80_and_flags_dots_the_compiler_invents(fn, monkeypatch, 
     assert rep.requested_dots == {}
 
 
+def _multiply_add(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a, b, c = tl.load(a_ptr + o), tl.load(b_ptr + o), tl.load(c_ptr + o)
+    tl.store(c_ptr + o, a * b + c)
+
+
+def test_kernels_compile_with_fused_multiply_adds_whatever_tritons_default(monkeypatch, tmp_path):
+    """`COMPILE_OPTIONS` asks for FMA contraction: Triton 3.9's default, 3.10's opposite (without
+    the option, 3.9 warns and 3.10 would round a*b+c twice). The compile the report makes, as a
+    launch makes it, contracts a*b+c into one fma and leaves the default unread."""
+    import triton.knobs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    monkeypatch.setattr(triton.knobs.language, "default_fp_fusion", False)
+    x = torch.empty(16, device="meta")
+    launch = _launch.Launch(_launch.TritonKernel(_multiply_add), (1,), (x, x, x), {"BLOCK": 16})
+    ptx = aot._compile(launch, aot.TARGETS["sm_80"]).asm["ptx"]
+    assert "fma.rn.f32" in ptx and "mul.f32" not in ptx
+
+
 def _dot_only(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + o[:, None] * BLOCK + o[None, :])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton.language as tl
 
 from fastattn.triton_kernels import _launch
 from fastattn.triton_kernels.cubic.kernel import bilinear_forward
@@ -52,3 +53,22 @@ def test_the_interpreter_multiplies_in_ieee_whatever_the_setting(monkeypatch):
         assert _launch.dot_precision(torch.float32, torch.device("cpu")) == "ieee"
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def _store_one(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def test_a_compiled_launch_passes_the_compile_options(monkeypatch):
+    """A compiled launch reaches `JITFunction.run` with `COMPILE_OPTIONS` (FMA contraction, whatever
+    Triton's default), and a launcher's own option of that name still wins."""
+    from triton.runtime.jit import JITFunction
+
+    seen = []
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, **kwargs: seen.append(kwargs))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    kernel = _launch.TritonKernel(_store_one)
+    kernel[(1,)](num_warps=4)
+    kernel[(1,)](enable_fp_fusion=False)
+    assert seen[0]["enable_fp_fusion"] is True and seen[0]["num_warps"] == 4
+    assert seen[1]["enable_fp_fusion"] is False
