@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -173,6 +174,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not folder.is_dir():
         raise _Error(f"{folder} is not a folder")
+    from fastattn import papers
+    from fastattn.outputs import WHAT, detect_kind
+
+    # a report written into another kind of folder marks it as reproduce's, and the command that
+    # owns the folder (a sweep resuming) then refuses it
+    kind = detect_kind(folder)
+    if kind not in (None, "reproduce"):
+        raise _Error(f"{folder} is {WHAT[kind]}, not one written by fastattn reproduce: give the "
+                     "folder fastattn reproduce wrote")
+    if kind is None and not any(path.name.split("-")[0] in papers.names()
+                                for path in folder.glob("*-*.json")):
+        raise _Error(f"{folder} holds no figure written by fastattn reproduce: run `fastattn "
+                     f"reproduce FIGURE --out {folder}` first, or give the folder it wrote")
+    if args.docs:
+        docs = Path(args.docs)
+        if not (docs.is_dir() and os.access(docs, os.W_OK)):
+            raise _Error(f"--docs {docs}: not a writable folder; give the docs/ folder whose "
+                         "pages carry the claims ledger blocks")
     ledger, page = write_report(folder)
     print(f"{len(ledger)} claims; wrote {folder / 'claims.json'} and {page}")
     print(headline(ledger))
@@ -182,8 +201,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         mode = folder_mode(folder)
         revisions: dict[str, set[str]] = {}       # papers with figures here → their revisions
-        from fastattn import papers
-
         for path in folder.glob("*-*.json"):
             if path.name.split("-")[0] not in papers.names():   # the manifest, a sweep's table, ...
                 continue

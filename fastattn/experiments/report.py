@@ -499,6 +499,7 @@ def write_report(folder: Path) -> tuple[list[dict[str, Any]], Path]:
     from fastattn.outputs import Output
 
     output = Output(folder, "reproduce")
+    output.check_kind()
     rows = ledger(folder, load(folder_papers(folder)))
     text = page(folder, rows)
     for path in (folder / "claims.json", folder / "index.html"):

@@ -244,10 +244,10 @@ def test_train_and_reproduce_refuse_each_others_folders(e8, tmp_path, capsys):
     assert "is a `fastattn reproduce` folder" in _one_error_line(capsys.readouterr().err, "train")
 
 
-def test_the_report_never_replaces_a_page_fastattn_did_not_write(tmp_path, capsys):
+def test_the_report_never_replaces_a_page_fastattn_did_not_write(e8, tmp_path, capsys):
     precious = _precious(tmp_path)
     out = tmp_path / "out"
-    out.mkdir()
+    registry.reproduce(NAME, out, quick=True)
     (out / "index.html").symlink_to(precious / "thesis.tex")
     assert main(["report", str(out)]) == 2
     assert "index.html is a symlink" in _one_error_line(capsys.readouterr().err, "report")
@@ -262,6 +262,36 @@ def test_the_report_never_replaces_a_page_fastattn_did_not_write(tmp_path, capsy
     assert main(["report", str(out)]) == 0
     assert main(["report", str(out)]) == 0                # its own page: replaced
     assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+def test_the_report_refuses_a_folder_reproduce_did_not_write_before_writing(e8, tmp_path,
+                                                                            capsys):
+    """A report marks its folder as reproduce's: written into a sweep's or a run's folder, it
+    would lock out the command that owns it (a sweep resuming). Checked, with --docs, first."""
+    pytest.importorskip("pyarrow")
+    from fastattn.sweep import run_sweep
+
+    sweep, run, empty = tmp_path / "sweep", tmp_path / "run", tmp_path / "empty"
+    run_sweep({"model": "separate", "dim": 2, "heads": 2, "t_end": 1.0}, sweep, workers=0,
+              progress=False)
+    assert main(["train", "--method", "sgd", "--lr", "0.01", "--steps", "3", "--batch-size", "4",
+                 "--out", str(run), "--quiet"]) == 0
+    empty.mkdir()
+    for folder, said in ((sweep, "is a sweep folder"), (run, "is a `fastattn train` folder"),
+                         (empty, "holds no figure written by fastattn reproduce")):
+        before = _files(folder)
+        assert main(["report", str(folder)]) == 2
+        assert said in _one_error_line(capsys.readouterr().err, "report")
+        assert _files(folder) == before
+    figures = tmp_path / "figures"
+    registry.reproduce(NAME, figures, quick=True)
+    before = _files(figures)
+    (tmp_path / "afile").write_text("")
+    for docs in (tmp_path / "absent", tmp_path / "afile"):
+        assert main(["report", str(figures), "--docs", str(docs)]) == 2
+        assert f"--docs {docs}: not a writable folder" in _one_error_line(
+            capsys.readouterr().err, "report")
+    assert _files(figures) == before
 
 
 def test_train_overwrite_replaces_only_its_own_record(tmp_path, capsys):
