@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from fastattn import _validate as check
 from fastattn.configs.options import METHOD_FIELDS, check_method_fields
 from fastattn.sweep import store
-from fastattn.sweep.executors import run_local, run_ray
+from fastattn.sweep.executors import check_ray_address, run_local, run_ray
 from fastattn.sweep.grid import (
     KEY_FORMAT,
     SWEEP_DEFAULTS,
@@ -178,6 +178,11 @@ def run_sweep(
         raise ValueError(f"executor must be one of {EXECUTORS}; got {executor!r}")
     if workers is not None:
         check.nonnegative_int("workers", workers)
+    if address is not None:
+        if executor != "ray":
+            raise ValueError(f"address {address!r} names a Ray cluster, but executor is "
+                             f"{executor!r}: give executor 'ray' too, or drop the address")
+        check_ray_address(address)
     if not isinstance(grid, Grid):
         grid = Grid(dict(grid), seeds)
     elif seeds is not None:

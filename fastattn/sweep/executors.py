@@ -12,6 +12,7 @@ import ipaddress
 import multiprocessing as mp
 import os
 import signal
+import socket
 import tempfile
 import threading
 from collections.abc import Callable
@@ -180,6 +181,21 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
         finally:
             if started:
                 ray.shutdown()
+
+
+def check_ray_address(address: str) -> None:
+    """Refuse a cluster address nothing answers at, before any work: given one, `ray.init` retries
+    the connection for minutes, printing Ray's logs, and ignores SIGTERM and Ctrl-C meanwhile.
+    "auto" (Ray's own lookup) and addresses without a port are left to Ray."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ValueError(f"address {address!r}: no Ray cluster answers there "
+                         f"({exc.strerror or exc}); start one (`ray start --head`) or give no "
+                         "address to start a local one") from None
 
 
 def _loopback(address: str) -> bool:

@@ -165,6 +165,7 @@ def status(argv: list[str]) -> int:
     (["--lr", "0.1"], "--lr does not apply to --method flow"),
     (["--context", "1..1000000"], "of at most 100000 lengths"),
     (["--seeds", "0..999999"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
+    (["--address", "10.0.0.1:6379"], "names a Ray cluster, but executor is 'local'"),
 ])
 def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, says):
     out = tmp_path / "sweep"
@@ -172,6 +173,21 @@ def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, s
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("fastattn sweep: error: "), err
     assert says in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_a_ray_address_nothing_answers_at_is_one_line_before_any_folder(tmp_path, capsys):
+    """Given an address, `ray.init` retried for minutes, printing Ray's logs, deaf to Ctrl-C."""
+    import socket
+
+    with socket.socket() as probe:          # a loopback port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "sweep"
+    assert status(["sweep", *TINY, "--t-end", "5", "--executor", "ray",
+                   "--address", f"127.0.0.1:{port}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no Ray cluster answers there" in err, err
     assert not out.exists()
 
 
