@@ -161,6 +161,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if lrs is not None:                  # one run per value: the runs' lr, not one option value
         args = argparse.Namespace(**{**vars(args), "lr": None})
     task_kind, model_kind, values = given(args)
+    _check_exclusive(args, values)
     resolved = resolve(task_kind, model_kind, values)
     kinds = resolved.task["kind"], resolved.model["kind"]
     _check_method(*kinds, resolved.train["method"])
@@ -247,13 +248,35 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return max(statuses, default=0)
 
 
+def _check_exclusive(args: argparse.Namespace, values: dict[str, dict]) -> None:
+    """Refuse options of which one would silently replace the other."""
+    from fastattn.cli_options import CommandError
+
+    if args.seeds is not None:
+        for target, field in (("model", "init_seed"), ("task", "data_seed")):
+            if field in values[target]:
+                flag = "--" + field.replace("_", "-")
+                raise CommandError(f"--seeds {args.seeds} sets {flag} of each run; do not also "
+                                   f"give {flag}")
+    if "dt" in values["train"] and values["train"].get("integrator") != "rk4":
+        # (a sweep may give dt to an integrator axis; one run has one integrator)
+        raise CommandError("--dt is the step of --integrator rk4; the other integrators choose "
+                           "their own steps: drop --dt or give --integrator rk4")
+    if "cov_rho" in values["task"] and "spectrum" in values["task"]:
+        raise CommandError("--cov-rho gives the input covariance (Λ_ij = ρ^|i−j|) in place of "
+                           "--spectrum's diagonal one: give one of them")
+
+
 def _lr_list(args: argparse.Namespace) -> str | None:
     """The text of a list of learning rates, one run each: --lr 1e-3,1e-2 (as a sweep's axis), or
-    the deprecated --lrs (which, as before, takes the place of a --lr beside it); None for a
-    single --lr (or none)."""
+    the deprecated --lrs (never beside --lr); None for a single --lr (or none)."""
     from fastattn._names import deprecated
+    from fastattn.cli_options import CommandError
 
     if args.lrs is not None:
+        if args.lr is not None:
+            raise CommandError(f"--lrs {args.lrs} and --lr {args.lr} both give the learning rates: "
+                               f"give one list, --lr {args.lrs}")
         deprecated(f"--lrs {args.lrs}", f"--lr {args.lrs}", " (a list: one run per value, as in a sweep)")
         return args.lrs
     return args.lr if args.lr is not None and "," in args.lr else None

@@ -43,6 +43,16 @@ class Reached(BaseException):
      "--t-end, --integrator do not apply to --method adam; drop them, or give --method flow"),
     (["--context", "1..1000000"], "of at most 100000 lengths"),               # failure 7
     (["--context", "1..100000000"], "of at most 100000 lengths"),
+    # one option that silently replaced another
+    (["--lr", "0.1,0.2", "--lrs", "0.3"], "--lrs 0.3 and --lr 0.1,0.2 both give the learning rates"),
+    (["--seeds", "0,1", "--init-seed", "3"], "--seeds 0,1 sets --init-seed of each run"),
+    (["--seeds", "0,1", "--data-seed", "3"], "--seeds 0,1 sets --data-seed of each run"),
+    (["--cov-rho", "0.5", "--spectrum", "0.4,0.3"], "--cov-rho gives the input covariance"),
+    (["--dt", "0.5"], "--dt is the step of --integrator rk4"),
+    (["--integrator", "rk4"], "--integrator rk4 takes fixed steps: give dt (e.g. --dt 0.01)"),
+    (["--target-loss", "-1"], "--target-loss must be a finite number >= 0"),
+    (["--grad-tol", "-1"], "--grad-tol must be a finite number > 0"),
+    (["--heads", "D"], "expressions of D and N are for fastattn sweep"),
 ])
 def test_bad_train_input_is_one_line_before_any_file(tmp_path, capsys, args, says):
     out = tmp_path / "out"

@@ -55,7 +55,10 @@ class Option:
             value = self.parse(text)
         except (TypeError, ValueError):
             expects = EXPECTS.get(self.parse, "a valid value")
-            raise ValueError(f"{self.flag} must be {expects}; got {text!r}") from None
+            # the sweep's expressions (--heads D) read naturally here too
+            hint = " (expressions of D and N are for fastattn sweep; give the number)" if \
+                self.parse in (int, float) and re.search(r"\b[DN]\b", text) else ""
+            raise ValueError(f"{self.flag} must be {expects}; got {text!r}{hint}") from None
         self.check(value)
         return value
 

@@ -123,7 +123,9 @@ class TrainConfig:
             check.positive_float("rtol", self.rtol)
             check.positive_float("atol", self.atol)
             if self.integrator == "rk4":
-                check.positive_float("dt", self.dt if self.dt is not None else -1)
+                if self.dt is None:
+                    raise ValueError("integrator='rk4' takes fixed steps: give dt (e.g. dt=0.01)")
+                check.positive_float("dt", self.dt)
         else:
             missing = [name for name in ("lr", "steps") if getattr(self, name) is None]
             if missing:
@@ -150,6 +152,10 @@ class TrainConfig:
             if self.method not in ("sgd", "adam") or not self.test_size:
                 raise ValueError("target_metric is checked on the held-out metrics of sampled "
                                  "training: it needs method='sgd' or 'adam' and test_size > 0")
+        if self.target_loss is not None:
+            check.nonnegative_float("target_loss", self.target_loss)
+        if self.grad_tol is not None:
+            check.positive_float("grad_tol", self.grad_tol)
         object.__setattr__(self, "patience", check.nonnegative_int("patience", self.patience))
         check.positive_int("batch_size", self.batch_size)
         if self.dataset_size is not None:

@@ -202,7 +202,7 @@ def test_train_many_trains_other_runs_alone_and_says_why():
 
 def test_cli_lrs_write_one_record_per_learning_rate(tmp_path):
     args = ["train", "--task", "linear_regression", "--model", "multihead_softmax", "--dim", "3",
-            "--context", "7", "--heads", "2", "--method", "adam", "--lr", "1e-2",
+            "--context", "7", "--heads", "2", "--method", "adam",
             "--batch-size", "8", "--steps", "10", "--lrs", "1e-3,1e-2", "--seeds", "4",
             "--out", str(tmp_path), "--quiet"]
     assert main(args) == 0
