@@ -163,6 +163,11 @@ def read_record(path: str | os.PathLike, required: tuple[str, ...] = ()
     suffix. `required`: meta keys that must be present. A missing, truncated or foreign file
     raises RecordError (FileNotFoundError when the JSON file does not exist)."""
     p = Path(path)
+    if p.is_dir():
+        # `fastattn train --out DIR` writes DIR/NAME.json (default NAME: run)
+        names = sorted(q.stem for q in p.glob("*.json") if q.with_suffix(".npz").is_file())
+        raise FileNotFoundError(f"{p} is a folder; give one of its run records: "
+                                + (", ".join(str(p / n) for n in names[:5]) or "(none there)"))
     json_path = p if p.suffix == ".json" else p.with_name(p.name + ".json")
     try:
         meta = json.loads(json_path.read_text())

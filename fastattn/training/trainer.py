@@ -52,6 +52,9 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     loss record as it is known (live logging: `fastattn.training.callbacks`, e.g.
     `TensorBoardLogger(dir)`), and `close()` when the run ends.
     """
+    if isinstance(task, torch.nn.Module) or not isinstance(model, torch.nn.Module):
+        raise TypeError(f"train(model, task, ...) takes a model then a task; got "
+                        f"{type(model).__name__} then {type(task).__name__}")
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
         cfg = dataclasses.replace(config, **kwargs)

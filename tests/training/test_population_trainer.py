@@ -133,3 +133,10 @@ def test_events_reach_the_trajectory_and_its_record(tmp_path):
     assert cfg.events == (LossEvent(0.8), LossEvent(0.5, terminal=True))
     with pytest.raises(ValueError, match="events are located on exact flows"):
         train(m, TASK, method="sgd", lr=0.1, steps=2, events=(LossEvent(0.5),))
+
+
+def test_a_task_and_model_given_the_other_way_round_is_one_clear_type_error():
+    """`train(task, model)` failed on a missing attribute of the task, deep inside."""
+    with pytest.raises(TypeError, match=r"takes a model then a task; got LinearRegression then "
+                                        r"SeparateKQ"):
+        train(TASK, SeparateKQ(dim=4, heads=2), method="flow", t_end=1.0)

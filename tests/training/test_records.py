@@ -109,6 +109,14 @@ def test_a_damaged_record_raises_one_error_naming_the_file(damage, tmp_path):
         Trajectory.load(path)
 
 
+def test_loading_an_out_folder_names_the_records_in_it(tmp_path):
+    """`Trajectory.load(DIR)` of a `train --out DIR` looked for DIR.json beside it."""
+    _, path = _record(tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"is a folder; give one of its run records: "
+                                                f"{re.escape(str(path.with_suffix('')))}$"):
+        Trajectory.load(tmp_path)
+
+
 def test_records_are_strict_json_with_null_for_nan_and_follow_the_umask(tmp_path):
     old = os.umask(0o022)
     try:
