@@ -66,8 +66,6 @@ def _all(args: argparse.Namespace, got: list[int], device) -> int:
     if args.option:
         raise _Error("--option applies to one figure (fastattn reproduce NAME --option K=V), "
                      "not to --all/--paper")
-    if args.workers < 1:
-        raise _Error(f"--workers must be at least 1; got {args.workers}")
     names = batch.select(args.paper)
     out = Path(args.out)
     # one line per figure as it ends, piped or not: a batch runs for minutes between figures
@@ -140,6 +138,8 @@ def _reproduce(args: argparse.Namespace, got: list[int]) -> int:
 
     if args.list:
         return _list()
+    if args.workers < 1:                # every path: one figure ignored the value
+        raise _Error(f"--workers must be at least 1; got {args.workers}")
     device = step_device(args.device)
     if args.all or args.paper:
         if args.name:

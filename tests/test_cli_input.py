@@ -153,6 +153,26 @@ def test_an_unknown_kernel_is_an_error_not_an_empty_report(capsys):
     assert "--kernel nope is no kernel" in _one_error_line(capsys, "kernels")
 
 
+@pytest.mark.parametrize(("argv", "says"), [
+    (["kernels", "--jobs", "-3"], "--jobs must be at least 1; got -3"),
+    (["reproduce", "zhang2025-fig8", "--quick", "--workers", "-1"],      # one figure ran anyway
+     "--workers must be at least 1; got -1"),
+    (["reproduce", "--paper", "zhang2025", "--quick", "--workers", "0"],
+     "--workers must be at least 1; got 0"),
+])
+def test_a_count_below_one_is_refused_on_every_path(tmp_path, capsys, monkeypatch, argv, says):
+    pytest.importorskip("triton")
+    from fastattn.experiments import registry
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(registry, "reproduce", reached)
+    assert main([*argv, *(["--out", str(tmp_path / "o")] if argv[0] == "reproduce" else [])]) == 2
+    assert says in _one_error_line(capsys, argv[0])
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_truncated_figure_json_is_named(tmp_path, capsys):
     """"Unterminated string starting at: line 7" named no file (failure 10)."""
     from fastattn.experiments.registry import FIGURES

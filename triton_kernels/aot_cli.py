@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the report for parsed ``args``."""
     from fastattn.triton_kernels.aot import kernel_names, run_report
 
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1; got {args.jobs}")
     if args.kernel:                     # an unknown name would compile nothing and exit 0
         names = kernel_names()
         unknown = [k for k in args.kernel if not any(n == k or n.startswith(k + ".") for n in names)]
