@@ -45,6 +45,9 @@ SETTINGS: dict[str, Callable[[str, Any], Any]] = {
     "max_run_seconds": check.positive_float,
 }
 
+#: the other settings a sweep file's [sweep] table may hold (its `seeds` is the grid's)
+FILE_SETTINGS = ("out", "executor", "address", "retry_failed")
+
 #: a grid of more runs than this is stated on stderr before planning (each run is built and checked)
 STATE_SIZE_ABOVE = 100
 
@@ -53,6 +56,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     settings: dict = {}
     if args.config:
         file_grid, settings = load_config(args.config)
+        known = (*SETTINGS, *FILE_SETTINGS)
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            from fastattn._names import closest
+
+            match = closest(unknown[0], known)
+            raise CommandError(f"sweep file {args.config}: [sweep] {unknown[0]} is no sweep "
+                               "setting" + (f"; did you mean {match}?" if match else
+                                            f"; the settings: {', '.join(known)}"))
 
     def opt(name, default=None):
         value = getattr(args, name, None)

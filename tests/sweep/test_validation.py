@@ -226,6 +226,9 @@ def test_settings_from_a_sweep_file_are_checked_too(tmp_path, capsys):
     cfg.write_text('dim = 2\nheads = 2\ncontext = 8\ntime = 5.0\ninit = nan\n')
     assert status(["sweep", str(cfg), "--out", str(tmp_path / "s")]) == 2
     assert "--init-scale must be finite" in capsys.readouterr().err
+    cfg.write_text('dim = 2\nheads = 2\ncontext = 8\nt_end = 5.0\n[sweep]\nworkerz = 2\n')
+    assert status(["sweep", str(cfg), "--out", str(tmp_path / "s")]) == 2   # it was ignored
+    assert "[sweep] workerz is no sweep setting; did you mean workers?" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
 
