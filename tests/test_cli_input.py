@@ -53,6 +53,7 @@ class Reached(BaseException):
     (["--target-loss", "-1"], "--target-loss must be a finite number >= 0"),
     (["--grad-tol", "-1"], "--grad-tol must be a finite number > 0"),
     (["--heads", "D"], "expressions of D and N are for fastattn sweep"),
+    (["--seeds", "3..1"], "--seeds 3..1 is an empty range: LO..HI needs LO <= HI (e.g. 1..3)"),
 ])
 def test_bad_train_input_is_one_line_before_any_file(tmp_path, capsys, args, says):
     out = tmp_path / "out"

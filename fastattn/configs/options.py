@@ -138,6 +138,9 @@ def run_list(text: str, parse: type = int, limit: int | None = None, what: str =
         raise ValueError(f"{what} {text} lists {size} runs, above the limit of {limit} a command "
                          "starts unasked; give --yes to start them, or a shorter list")
     if span:
+        if size < 1:
+            raise ValueError(f"{what} {text} is an empty range: LO..HI needs LO <= HI (e.g. "
+                             f"{span[2]}..{span[1]})")
         return list(range(int(span[1]), int(span[2]) + 1))
     try:
         values = [parse(v) for v in split_values(what, text)]

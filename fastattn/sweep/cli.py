@@ -207,7 +207,7 @@ def add_parsers(subparsers) -> None:
                    help="integrate up to this many compatible flow runs per C++ call (default 1); "
                    "train up to this many batched sampled runs per call (default 64)")
     g.add_argument("--converge-rel", type=float,
-                   help="flow without --t-end: stop at L <= (1 + this)·L* (default 0.05)")
+                   help="flow without --target-loss: stop at L <= (1 + this)·L* (default 0.05)")
     g.add_argument("--horizon-factor", type=float,
                    help="flow without --t-end: t_end = this × theory time estimate (default 100)")
     g.add_argument("--max-evals", type=int, help="cap on gradient evaluations per run (default 5e6)")

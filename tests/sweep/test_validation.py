@@ -166,6 +166,7 @@ def status(argv: list[str]) -> int:
     (["--context", "1..1000000"], "of at most 100000 lengths"),
     (["--seeds", "0..999999"], "the grid has 1000000 runs (seed 1000000), above the limit of 10000"),
     (["--address", "10.0.0.1:6379"], "names a Ray cluster, but executor is 'local'"),
+    (["--seeds", "3..1"], "--seeds 3..1 is an empty range"),
 ])
 def test_bad_sweep_input_is_one_line_before_any_folder(tmp_path, capsys, args, says):
     out = tmp_path / "sweep"
