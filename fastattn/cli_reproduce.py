@@ -248,7 +248,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         description="Reproduce one figure (NAME), a paper's figures (--paper) or all of them (--all) "
         "into --out. Many figures: resumable (finished figures are skipped), failures are listed at "
         "the end (exit 1), and the folder gets claims.json (each claim of the papers measured) and "
-        "index.html (the report page).")
+        "index.html (the report page). One figure already in --out is refused unless --overwrite.")
     p.add_argument("name", nargs="?", help="figure name, PAPER-FIGURE (--list lists them)")
     p.add_argument("--all", action="store_true", help="every listed figure")
     p.add_argument("--paper", action="append", default=[],
