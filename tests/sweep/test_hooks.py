@@ -191,3 +191,26 @@ def test_zhang_hook_reads_the_initial_value_weights_off_the_family(kind, scheme)
     assert typical_value_weight(task, options) == pytest.approx(drawn, rel=0.15)
     assert typical_value_weight(task, options) == pytest.approx(
         0.1 / np.sqrt(400) if scheme == "paper" else 0.1)
+
+
+@pytest.mark.parametrize(("heads", "rank"), [(2, 1), (1, 2), (3, 1)])
+def test_zhang_separate_heads_fewer_than_directions_stop_where_the_flow_ends(tmp_path, heads,
+                                                                             rank):
+    """H separate heads of rank R learn HR < D directions: the sweep's L* is the level L(M_HR)
+    (it was L(M_D), which such a run never reaches: each ran to its full horizon). Truth: the
+    exact flow run 8x past the planned horizon ends at that level."""
+    from fastattn.models import SeparateKQ
+    from fastattn.tasks import LinearRegression, spectrum
+    from fastattn.training import train
+
+    dim = 4
+    table = run_sweep({"model": "separate", "dim": dim, "heads": heads, "rank": rank},
+                      tmp_path, workers=0, progress=False)
+    (row,) = table.to_dict("records")
+    assert row["status"] == "target_loss", row["status"]
+    assert len(row["theory_levels"]) == heads * rank + 1       # the levels the run visits
+    task = LinearRegression(dim=dim, context=31, spectrum=spectrum("linear", dim), rotate=True)
+    traj = train(SeparateKQ(dim, heads, rank=rank, init_scale=0.01, init_seed=0), task,
+                 method="flow", t_end=8 * row["t_end"], progress=False)
+    assert traj.loss[-1] == pytest.approx(row["theory_Lstar"], rel=1e-6)
+    assert row["final_loss"] <= 1.05 * row["theory_Lstar"] * (1 + 1e-9)

@@ -1,5 +1,6 @@
-"""Zhang et al. 2025's theory in a sweep: plateau levels (Eq. 19/26), the minimum L* (Eq. 25/46),
-first-plateau durations (Eq. 72 for separate KQ, Eq. 54 for merged KQ) and the horizon they give.
+"""Zhang et al. 2025's theory in a sweep: plateau levels (Eq. 19/26), the minimum L* (Eq. 25/46;
+for H separate heads of rank R with HR < D, the level L(M_HR) they end at), first-plateau
+durations (Eq. 72 for separate KQ, Eq. 54 for merged KQ) and the horizon they give.
 
 Every linear-regression run gets these columns; they are NaN where the formulas do not apply
 (label noise, a task-prior mean, in-weight tasks). Plots: `zhang2025_plots`.
@@ -62,11 +63,15 @@ def predictions(task: LinearRegression, model: Mapping[str, Any], params0: np.nd
     out["v0_rms"] = v0
     if theory_applies(task):
         levels = th.fixed_point_losses(lam, inv_n)
+        # H separate heads of rank R are HR tied rank-1 heads, each learning one direction
+        # (Eq. 20): with HR < D the flow ends at M_HR, not M_D
+        reach = min(lam.size, heads * int(model.get("rank", 1))) if name in SEPARATE_MODELS \
+            else lam.size
         out["theory_L0"] = float(levels[0])
-        out["theory_Lstar"] = float(levels[-1])
-        out["theory_levels"] = [float(x) for x in levels]
-        target = (1 + horizon.converge_rel) * levels[-1]
-        m = int(np.argmax(levels <= target * (1 - 1e-12))) if np.any(levels <= target) else lam.size
+        out["theory_Lstar"] = float(levels[reach])
+        out["theory_levels"] = [float(x) for x in levels[:reach + 1]]   # the levels it visits
+        target = (1 + horizon.converge_rel) * levels[reach]
+        m = int(np.argmax(levels <= target * (1 - 1e-12)))
         out["theory_m_target"] = m
     else:
         m = lam.size
