@@ -49,7 +49,7 @@ class Reached(BaseException):
     (["--seeds", "0,1", "--data-seed", "3"], "--seeds 0,1 sets --data-seed of each run"),
     (["--cov-rho", "0.5", "--spectrum", "0.4,0.3"], "--cov-rho gives the input covariance"),
     (["--dt", "0.5"], "--dt is the step of --integrator rk4"),
-    (["--integrator", "rk4"], "--integrator rk4 takes fixed steps: give dt (e.g. --dt 0.01)"),
+    (["--integrator", "rk4"], "--integrator rk4 needs --dt STEP, its fixed step (e.g. --dt 0.01)"),
     (["--target-loss", "-1"], "--target-loss must be a finite number >= 0"),
     (["--grad-tol", "-1"], "--grad-tol must be a finite number > 0"),
     (["--heads", "D"], "expressions of D and N are for fastattn sweep"),

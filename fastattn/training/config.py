@@ -124,7 +124,7 @@ class TrainConfig:
             check.positive_float("atol", self.atol)
             if self.integrator == "rk4":
                 if self.dt is None:
-                    raise ValueError("integrator='rk4' takes fixed steps: give dt (e.g. dt=0.01)")
+                    raise ValueError("integrator='rk4' needs dt=STEP, its fixed step (e.g. dt=0.01)")
                 check.positive_float("dt", self.dt)
         else:
             missing = [name for name in ("lr", "steps") if getattr(self, name) is None]

@@ -6,7 +6,7 @@ from fastattn import population
 from fastattn.models import CubicMLP, MergedKQ, SeparateKQ
 from fastattn.population import reference
 from fastattn.tasks import LinearRegression
-from fastattn.training import train
+from fastattn.training import TrainConfig, train
 from helpers import assert_mc_agrees, mc_mean_and_se, random_spd
 
 TASK = LinearRegression(4, context=31, spectrum=[0.4, 0.3, 0.2, 0.1], rotate=True)
@@ -140,3 +140,15 @@ def test_a_task_and_model_given_the_other_way_round_is_one_clear_type_error():
     with pytest.raises(TypeError, match=r"takes a model then a task; got LinearRegression then "
                                         r"SeparateKQ"):
         train(TASK, SeparateKQ(dim=4, heads=2), method="flow", t_end=1.0)
+
+
+def test_a_keyword_the_method_does_not_read_is_refused_as_the_cli_refuses_its_option():
+    """`train(model, task, method="flow", lr=0.1)` ran the flow and ignored lr, where `fastattn
+    train --method flow --lr 0.1` is refused."""
+    m = SeparateKQ(dim=4, heads=2)
+    with pytest.raises(ValueError, match=r"^lr does not apply to method='flow'; drop it, or give "
+                                         r"method='adam' \| 'gd' \| 'sgd' \| 'task_sgd'$"):
+        train(m, TASK, method="flow", lr=0.1, t_end=1.0)
+    with pytest.raises(ValueError, match=r"^t_end, dt do not apply to method='gd'; drop them"):
+        train(m, TASK, TrainConfig(method="flow", t_end=1.0), method="gd", lr=0.1, steps=2,
+              t_end=1.0, dt=0.1)
