@@ -345,14 +345,20 @@ METHOD_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_method_fields(method: str, fields: Iterable[str], why: str = "") -> None:
+def check_method_fields(method: str, fields: Iterable[str], why: str = "",
+                        python: bool = False) -> None:
     """A ValueError in one line if a trainer field in `fields` (given by the user) is one that
-    `method` does not read (`METHOD_FIELDS`); `why` says where the method came from."""
+    `method` does not read (`METHOD_FIELDS`); `why` says where the method came from. `python`:
+    in `train()`'s words (lr, method='flow') rather than the command line's (--lr, --method flow)."""
     flags = {f.name: f.option for f in TRAIN}
     unused = [f for f in fields if method not in METHOD_FIELDS.get(f, (method,))]
     if unused:
         users = sorted({m for f in unused for m in METHOD_FIELDS[f]})
-        unused = [flags[f] for f in unused]
-        raise ValueError(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to "
-                         f"--method {method}{why}; drop {'it' if len(unused) == 1 else 'them'}, or "
-                         f"give --method {' | '.join(users)}")
+        def said(m: str) -> str:
+            return f"method={m!r}" if python else f"--method {m}"
+
+        names = unused if python else [flags[f] for f in unused]
+        alternatives = " | ".join(map(repr, users)) if python else " | ".join(users)
+        raise ValueError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to "
+                         f"{said(method)}{why}; drop {'it' if len(names) == 1 else 'them'}, or "
+                         f"give {'method=' if python else '--method '}{alternatives}")

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from fastattn.configs.options import check_method_fields
 from fastattn.models.base import ICLModel, config_to_dict
 from fastattn.population.stops import Stop
 from fastattn.tasks.base import Task
@@ -58,7 +59,8 @@ def train(model: ICLModel, task: Task, config: TrainConfig | None = None, *,
     cfg = config if config is not None else TrainConfig(**kwargs)
     if config is not None and kwargs:
         cfg = dataclasses.replace(config, **kwargs)
-    _check_method_fields(cfg.method, [k for k, v in kwargs.items() if v is not None])
+    check_method_fields(cfg.method, [k for k, v in kwargs.items() if v is not None],
+                        python=True)
     if checkpoint is not None and cfg.method not in ("sgd", "adam"):
         raise ValueError(f"checkpoints are for sampled runs (sgd, adam); method={cfg.method!r} "
                          "is an exact population run")
@@ -218,20 +220,6 @@ def rebuild_run(config: Mapping[str, Any]) -> tuple[Task, ICLModel, TrainConfig]
 
     return (build_task(config["task"]), build_model(config_from_dict(config["model"])),
             TrainConfig(**config["train"]))
-
-
-def _check_method_fields(method: str, given: Sequence[str]) -> None:
-    """Refuse a keyword argument `method` does not read, as `fastattn train` refuses its option
-    (`train(m, t, method="flow", lr=0.1)` ran the flow and ignored lr). Only what the caller gave:
-    a sweep's TrainConfig of a mixed-method grid carries every point's fields."""
-    from fastattn.configs.options import METHOD_FIELDS
-
-    unused = [f for f in given if method not in METHOD_FIELDS.get(f, (method,))]
-    if unused:
-        users = sorted({m for f in unused for m in METHOD_FIELDS[f]})
-        raise ValueError(f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply to "
-                         f"method={method!r}; drop {'it' if len(unused) == 1 else 'them'}, or give "
-                         f"method={' | '.join(map(repr, users))}")
 
 
 def _check_finite(model: ICLModel) -> None:
