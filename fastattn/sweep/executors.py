@@ -133,8 +133,12 @@ def run_ray(groups: list[list[RunItem]], out: str, horizon: Horizon, workers: in
     started = False
     with contextlib.ExitStack() as stack:
         if not ray.is_initialized():
+            # No address: an instance of the sweep's own ("local"). Left None, Ray would join
+            # whatever cluster was last started on this machine (/tmp/ray/ray_current_cluster or
+            # RAY_ADDRESS), which may listen on every interface and has its own CPU count.
             kw: dict[str, Any] = {"address": address} if address else \
-                {"num_cpus": workers or default_workers(), "include_dashboard": False}
+                {"address": "local", "num_cpus": workers or default_workers(),
+                 "include_dashboard": False}
             if not address or _loopback(address):
                 # a cluster on this machine (started here, or by `ray start --node-ip-address
                 # 127.0.0.1`): the driver stays on loopback too, or Ray would look for the

@@ -94,6 +94,30 @@ def test_local_ray_cluster_listens_on_loopback_only_and_equals_local(tmp_path, m
     assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") is None
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sweep_without_an_address_starts_its_own_instance_beside_a_running_cluster(tmp_path):
+    """A cluster someone left running on this machine (recorded in /tmp/ray/ray_current_cluster,
+    which Ray joins when given no address) is not joined: the sweep's instance is its own."""
+    from ray.cluster_utils import Cluster
+
+    from fastattn.sweep.executors import loopback_only
+
+    with loopback_only():
+        other = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+    joined: set[str] = set()
+    try:
+        remote = run_sweep({**TINY, "dim": 2, "context": 8}, tmp_path / "ray", seeds=1,
+                           executor="ray", workers=1, progress=False,
+                           on_row=lambda row: joined.add(ray.get_runtime_context().gcs_address))
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        other.shutdown()
+    assert (remote["status"] != "error").all(), remote[["key", "error"]]
+    assert joined and other.address not in joined, (other.address, joined)
+
+
 #: runs long enough (about 1-2 s each: a fixed-step RK4 flow) that a node is killed while it runs one
 SLOW = {"model": "separate", "dim": [2, 3], "context": [8, 32], "heads": "D", "rank": 1,
         "init_scale": 1e-2, "spectrum": "linear", "n_records": 60, "integrator": "rk4", "dt": 1e-3,

@@ -40,8 +40,7 @@ def test_a_signal_stops_a_ray_sweep_and_leaves_no_marker(tmp_path, signum):
     import time
 
     out = tmp_path / "s"
-    # RAY_ADDRESS=local: a cluster of its own, not one that `ray start` left running here
-    env = dict(os.environ, RAY_ADDRESS="local", PYTHONPATH=os.pathsep.join(
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     proc = subprocess.Popen([sys.executable, "-m", "fastattn.cli", "sweep", *ENDLESS,
                              "--executor", "ray", "--workers", "2", "--out", str(out), "--quiet"],
