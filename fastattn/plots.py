@@ -5,6 +5,7 @@ plots); the CLI selects Agg for itself, and matplotlib falls back to Agg where n
 
 from __future__ import annotations
 
+import errno
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fastattn.outputs import Output, OutputError
+from fastattn import __version__
+from fastattn.outputs import Output, OutputError, probe
 from fastattn.training.records import atomic_write
 from fastattn.training.trajectory import RECORD_TIME, Trajectory
 
@@ -89,20 +91,54 @@ def category_colors(values) -> dict:
     return {v: cmap(i) for i, v in enumerate(vals)}
 
 
-def save(fig: plt.Figure, path: str | Path, output: Output | None = None) -> Path:
-    """Draw `fig` into the PNG `path` through a temporary name renamed into place (a failed write
-    leaves the old file whole), never through a symlink at `path` (refused); with `output` (the
-    folder's `fastattn.outputs.Output`), only over a file fastattn wrote, and entered in its
-    manifest."""
-    path = Path(path)
+#: the PNG text chunk fastattn signs its figures with: a file given as --out outside a folder
+#: fastattn keeps a manifest of is replaced only if it carries it
+SIGNATURE = ("Software", "fastattn")
+
+
+def drawn_by_fastattn(path: Path) -> bool:
+    """Whether `path` is a PNG that carries fastattn's signature (its text chunks are read, never
+    its pixels)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path, formats=["PNG"]) as im:
+            return str(im.text.get(SIGNATURE[0], "")).startswith(SIGNATURE[1] + " ")
+    except OSError:                                   # not a PNG, unreadable
+        return False
+
+
+def check_target(path: Path) -> None:
+    """Refuse a figure path fastattn may not write: a symlink, a folder, a file it did not draw, a
+    folder it cannot create a file in. Raises OutputError naming the path and the way out."""
     if path.is_symlink():
         raise OutputError(f"{path} is a symlink; fastattn writes no figure through links: remove "
                           "the link or give another --out")
+    if path.exists() and not (path.is_file() and drawn_by_fastattn(path)):
+        raise OutputError(f"{path} exists and is not a figure fastattn drew: it is left alone; move "
+                          "it away or give another --out")
+    try:
+        probe(path.parent)
+    except OSError as exc:
+        why = (f"{exc.filename} is not a folder" if exc.errno in (errno.EEXIST, errno.ENOTDIR)
+               else f"{path.parent} is unwritable ({exc.strerror})")
+        raise OutputError(f"cannot write the figure {path}: {why}; give another --out") from None
+
+
+def save(fig: plt.Figure, path: str | Path, output: Output | None = None) -> Path:
+    """Draw `fig` into the PNG `path`, signed (`SIGNATURE`), through a temporary name renamed into
+    place (a failed write leaves the old file whole). With `output` (the folder's
+    `fastattn.outputs.Output`), only over a file fastattn wrote, and entered in its manifest;
+    without, only where `check_target` allows."""
+    path = Path(path)
+    if output is None:
+        check_target(path)
     if fig.get_layout_engine() is None:   # a figure made with layout="constrained" lays itself out
         fig.tight_layout()
     try:
         def draw(fh) -> None:
-            fig.savefig(fh, dpi=130, format="png")
+            fig.savefig(fh, dpi=130, format="png",
+                        metadata={SIGNATURE[0]: f"{SIGNATURE[1]} {__version__}"})
 
         if output is not None:
             output.write(path, draw, "wb")

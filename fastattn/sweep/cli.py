@@ -144,11 +144,13 @@ def _shape(grid: Grid) -> str:
     return " × ".join(f"{k} {v}" for k, v in grid.shape.items())
 
 
-def plot_paths(out: str | None, kinds: list[str]) -> dict[str, Path | None]:
+def plot_paths(sweep_dir: str, out: str | None, kinds: list[str]) -> dict[str, Path]:
     """Where each plot kind goes: --out FILE for one kind; for several, FILE's name with the kind
-    appended (fig.png → fig_duration.png, fig_heatmap.png …); None: the default DIR/plot_KIND.png."""
+    appended (fig.png → fig_duration.png, fig_heatmap.png …); no --out: DIR/plot_KIND.png."""
+    from fastattn.sweep.plots import default_path
+
     if not out:
-        return dict.fromkeys(kinds)
+        return {k: default_path(sweep_dir, k) for k in kinds}
     path = Path(out)
     if len(kinds) == 1:
         return {kinds[0]: path}
@@ -157,6 +159,7 @@ def plot_paths(out: str | None, kinds: list[str]) -> dict[str, Path | None]:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from fastattn.plots import check_target
     from fastattn.sweep.plots import KINDS, plot_sweep  # matplotlib: only for `fastattn plot`
     from fastattn.sweep.store import read_table
 
@@ -167,8 +170,11 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     table = read_table(args.dir)          # unreadable, or nothing to plot: exit 2, one line
     if table.empty:
         raise CommandError(f"{args.dir} holds no finished runs to plot")
+    targets = plot_paths(args.dir, args.out, kinds)
+    for path in targets.values():         # before any plot is drawn
+        check_target(path)
     written, skipped = [], []
-    for kind, out in plot_paths(args.out, kinds).items():
+    for kind, out in targets.items():
         try:
             path = plot_sweep(args.dir, kind, out=out, x=args.x, y=args.y, value=args.value)
         except ValueError as exc:

@@ -90,6 +90,11 @@ def plot_heatmap(df, fig, x: str, y: str, value: str):
     fig.colorbar(im, ax=ax)
 
 
+def default_path(sweep_dir: str | Path, kind: str) -> Path:
+    """Where plot `kind` of the sweep in `sweep_dir` goes unless told: DIR/plot_KIND.png."""
+    return Path(sweep_dir) / f"plot_{kind}.png"
+
+
 def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, *, x: str | None = None,
                y: str | None = None, value: str = "final_loss") -> Path:
     """Draw plot `kind` of the sweep in `sweep_dir` to `out` (default DIR/plot_KIND.png)."""
@@ -115,4 +120,4 @@ def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, 
     except Exception:
         plots.plt.close(fig)
         raise
-    return plots.save(fig, out or Path(sweep_dir) / f"plot_{kind}.png")
+    return plots.save(fig, out or default_path(sweep_dir, kind))

@@ -6,6 +6,7 @@ folders say so in one line."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,43 @@ def test_plot_honours_out_without_kind_and_fails_on_nothing_to_plot(tmp_path, ca
     capsys.readouterr()
     assert main(["plot", str(empty)]) == 2
     assert "unreadable" in capsys.readouterr().err
+
+
+def test_plot_replaces_only_a_figure_fastattn_drew_and_checks_every_target_first(tmp_path, capsys):
+    import matplotlib.pyplot as plt
+
+    out = tmp_path / "s"
+    assert main(["sweep", *TINY, "--dim", "2,3", "--init-scale", "1e-2,2e-2", "--t-end", "5",
+                 "--out", str(out)]) == 0
+    ours = tmp_path / "ours.png"
+    assert main(["plot", str(out), "--kind", "heatmap", "--out", str(ours)]) == 0
+    assert main(["plot", str(out), "--kind", "heatmap", "--out", str(ours)]) == 0   # ours: redrawn
+    theirs = tmp_path / "theirs.png"
+    fig = plt.figure()
+    fig.savefig(theirs)                     # a matplotlib PNG, not fastattn's
+    plt.close(fig)
+    notes = tmp_path / "notes.png"
+    notes.write_text("precious")
+    (tmp_path / "folder.png").mkdir()
+    (tmp_path / "link.png").symlink_to(ours)
+    (tmp_path / "file").write_text("x")
+    refused = {theirs: "is not a figure fastattn drew", notes: "is not a figure fastattn drew",
+               tmp_path / "folder.png": "is not a figure fastattn drew",
+               tmp_path / "link.png": "is a symlink",
+               tmp_path / "file" / "x.png": "file is not a folder",
+               Path("/proc/x.png"): "/proc is unwritable"}
+    before = {p: p.read_bytes() for p in (theirs, notes, ours)}
+    capsys.readouterr()
+    for path, says in refused.items():
+        assert main(["plot", str(out), "--kind", "heatmap", "--out", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err and str(path) in err and len(err.splitlines()) == 1, err
+    # several kinds: one refused target, and no plot is drawn at all
+    (tmp_path / "fig_heatmap.png").write_text("mine")
+    assert main(["plot", str(out), "--out", str(tmp_path / "fig.png")]) == 2
+    assert not list(tmp_path.glob("fig_*[!p].png")) and not (tmp_path / "fig_dynamics.png").exists()
+    assert {p: p.read_bytes() for p in before} == before
+    assert (tmp_path / "fig_heatmap.png").read_text() == "mine"
 
 
 def test_a_broken_sweep_file_is_named(tmp_path, capsys):
