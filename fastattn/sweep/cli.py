@@ -89,6 +89,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                       max_evals=int(opt("max_evals", 5_000_000)),
                       max_run_seconds=opt("max_run_seconds"))
     if args.dry_run:
+        from fastattn.sweep.store import check_folder
+
+        check_folder(Path(out))                     # a folder a real run would refuse
         items = plan(grid, horizon)     # a bad point: the same error as a real run
         for it in items:
             tr = it.spec["train"]

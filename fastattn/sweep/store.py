@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from fastattn.outputs import Output
+from fastattn.outputs import Output, OutputError
 from fastattn.sweep.schema import TABLE, legacy_columns, upgrade_columns
 from fastattn.training.records import atomic_write, to_jsonable
 
@@ -33,14 +33,22 @@ def save_row(out: Path, row: dict[str, Any]) -> Path:
     return path
 
 
+def check_folder(out: Path) -> None:
+    """Refuse, touching nothing, an `out` that cannot be a sweep folder: a file, or a folder
+    another kind of command wrote (`fastattn.outputs`: a `reproduce` or `train` folder)."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file; a sweep writes a folder: give another --out")
+    Output(out, "sweep").check_kind()
+
+
 def check_writable(out: Path) -> None:
     """Create the sweep folder `out` (and runs/, records/) and check that files can be written
     there, before any run starts; a clear OSError naming the folder otherwise. A folder of
     another kind (`fastattn.outputs`: a `reproduce` or `train` folder), or runs/ or records/ that
     are symlinks, raise `OutputError`."""
     out = Path(out)
+    check_folder(out)
     output = Output(out, "sweep")
-    output.check_kind()             # not a `reproduce` or `train` folder
     try:
         for d in (out, output.path(RUNS), output.path(RECORDS)):
             d.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,23 @@ def test_bad_grid_points_fail_before_any_folder_exists(tmp_path, capsys, args, s
     assert not out.exists()
 
 
+@pytest.mark.parametrize("dry", [False, True])
+def test_an_out_that_cannot_be_a_sweep_folder_is_refused_by_a_dry_run_too(tmp_path, capsys, dry):
+    """A dry run promises what a real run would do: it refuses the same --out, touching it not."""
+    train = tmp_path / "train"
+    (tmp_path / "file").write_text("mine")
+    assert main(["train", *TINY[:8], "--t-end", "2", "--quiet", "--out", str(train)]) == 0
+    before = sorted(p.name for p in train.iterdir())
+    capsys.readouterr()
+    for out, says in ((train, "is a `fastattn train` folder"), (tmp_path / "file", "is a file")):
+        argv = ["sweep", *TINY, "--t-end", "2", "--out", str(out)] + (["--dry-run"] if dry else [])
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and says in err, err
+    assert sorted(p.name for p in train.iterdir()) == before
+    assert (tmp_path / "file").read_text() == "mine"
+
+
 def test_plan_names_the_first_bad_point_and_counts_the_others():
     with pytest.raises(GridError, match=r"--dim 3 --heads D/2: .*D=3.*\(and 1 more of the 4 runs\)"):
         plan(Grid({"dim": [2, 3, 4, 5], "heads": "D/2"}))
