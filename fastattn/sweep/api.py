@@ -31,7 +31,7 @@ from fastattn.sweep.runner import RunItem, batch_key, check_run, plan_flow
 from fastattn.sweep.worker import clear_stale_inflight
 from fastattn.training.interrupt import terminate_as_interrupt
 from fastattn.training.progress import interactive
-from fastattn.training.records import atomic_write, environment, to_jsonable
+from fastattn.training.records import environment, to_jsonable
 
 EXECUTORS = ("local", "ray")
 
@@ -203,8 +203,9 @@ def run_sweep(
            "horizon": horizon.__dict__,
            "executor": executor, "workers": workers, "batch": batch, "n_runs": len(items),
            "keys": [it.key for it in items], "meta": environment()}
-    atomic_write(out / store.SWEEP,
-                 lambda fh: fh.write(json.dumps(to_jsonable(doc), indent=1, default=str)), "w")
+    store.sweep_output(out).write(
+        out / store.SWEEP, lambda fh: fh.write(json.dumps(to_jsonable(doc), indent=1, default=str)),
+        "w")
     groups = batches(todo, batch)
     bar = _progress(len(items), len(items) - len(todo), progress)
     state = {"failed": 0, "last": time.monotonic()}

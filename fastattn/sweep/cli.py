@@ -179,7 +179,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     written, skipped = [], []
     for kind, out in targets.items():
         try:
-            path = plot_sweep(args.dir, kind, out=out, x=args.x, y=args.y, value=args.value)
+            path = plot_sweep(args.dir, kind, out=out, x=args.x, y=args.y, value=args.value,
+                              table=table)
         except ValueError as exc:
             if len(kinds) == 1:
                 raise CommandError(f"--kind {kind}: {exc}") from None

@@ -96,9 +96,10 @@ def default_path(sweep_dir: str | Path, kind: str) -> Path:
 
 
 def plot_sweep(sweep_dir: str | Path, kind: str, out: str | Path | None = None, *, x: str | None = None,
-               y: str | None = None, value: str = "final_loss") -> Path:
-    """Draw plot `kind` of the sweep in `sweep_dir` to `out` (default DIR/plot_KIND.png)."""
-    df = read_table(sweep_dir)
+               y: str | None = None, value: str = "final_loss", table=None) -> Path:
+    """Draw plot `kind` of the sweep in `sweep_dir` to `out` (default DIR/plot_KIND.png), from
+    `table` (its `read_table`, read here unless given)."""
+    df = read_table(sweep_dir) if table is None else table
     fig = plots.plt.figure(figsize=(11, 4.5) if kind != "heatmap" else (7, 5))
     try:
         if kind in PAPER_PLOTS:

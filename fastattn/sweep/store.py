@@ -41,6 +41,26 @@ def check_folder(out: Path) -> None:
     Output(out, "sweep").check_kind()
 
 
+def sweep_output(out: Path) -> Output:
+    """The sweep folder `out` as an `Output`. A folder a sweep wrote before sweeps entered their
+    files in the manifest (it lists none, and its sweep.json is a sweep's) has its sweep.json and
+    results.parquet entered as the sweep's; a file of those names in any other folder stays the
+    user's, which the sweep never replaces."""
+    output = Output(out, "sweep")
+    doc = output.manifest()
+    if not doc["files"] and doc.get("kind") == "sweep" and _is_sweep_doc(out / SWEEP):
+        output.record(*(p for p in (out / SWEEP, out / TABLE) if p.is_file() and not p.is_symlink()))
+    return output
+
+
+def _is_sweep_doc(path: Path) -> bool:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and {"grid", "keys", "horizon"} <= doc.keys()
+
+
 def check_writable(out: Path) -> None:
     """Create the sweep folder `out` (and runs/, records/) and check that files can be written
     there, before any run starts; a clear OSError naming the folder otherwise. A folder of
@@ -48,7 +68,9 @@ def check_writable(out: Path) -> None:
     are symlinks, raise `OutputError`."""
     out = Path(out)
     check_folder(out)
-    output = Output(out, "sweep")
+    output = sweep_output(out)
+    for name in (SWEEP, TABLE):       # a user's file of the sweep's names: refused, left alone
+        output.check_writable(out / name)
     try:
         for d in (out, output.path(RUNS), output.path(RECORDS)):
             d.mkdir(parents=True, exist_ok=True)
@@ -116,7 +138,8 @@ def load_rows(out: Path) -> list[dict[str, Any]]:
 
 
 def write_table(out: Path) -> Path:
-    """Rebuild DIR/results.parquet from DIR/runs/ atomically; returns its path. Every column has the
+    """Rebuild DIR/results.parquet from DIR/runs/ atomically (over a table the sweep wrote only:
+    `sweep_output`); returns its path. Every column has the
     type `fastattn.sweep.schema` declares (never null), columns with a unit (the papers' hooks'
     `units`) carry it in their field metadata ("unit"), and the schema its version."""
     import pyarrow.parquet as pq
@@ -125,9 +148,8 @@ def write_table(out: Path) -> Path:
     from fastattn.sweep.schema import to_table
 
     table = to_table(load_rows(out), units())
-    path = Path(out) / TABLE
-    atomic_write(path, lambda fh: pq.write_table(table, fh), "wb")
-    return path
+    return sweep_output(Path(out)).write(Path(out) / TABLE, lambda fh: pq.write_table(table, fh),
+                                         "wb")
 
 
 def column_units(out: str | Path) -> dict[str, str]:
@@ -151,18 +173,26 @@ def read_table(out: str | Path):
     if not runs and not path.exists():
         raise FileNotFoundError(f"{out} has no {TABLE} and no finished runs in {out / RUNS}")
     newest = max((p.stat().st_mtime for p in runs), default=0.0)
-    table = None
+    table, unreadable = None, ""
     if path.exists() and path.stat().st_mtime >= newest:
         try:
             table = pd.read_parquet(path)
         except Exception as exc:            # truncated or foreign: rebuilt from the row files
-            warnings.warn(f"{path}: unreadable ({type(exc).__name__}: {exc}); rebuilt from "
-                          f"{out / RUNS}", stacklevel=2)
+            unreadable = f"{path}: unreadable ({type(exc).__name__}: {exc}); "
     if table is None or (runs and len(table) != len(runs)):
         if not runs:
             raise ValueError(f"{path} is unreadable and {out / RUNS} holds no run to rebuild it from")
-        write_table(out)
-        table = pd.read_parquet(path)
+        try:
+            table = pd.read_parquet(write_table(out))
+            if unreadable:
+                warnings.warn(f"{unreadable}rebuilt from {out / RUNS}", stacklevel=2)
+        except OutputError:                 # a table the sweep did not write: left alone
+            from fastattn.sweep.hooks import units
+            from fastattn.sweep.schema import to_table
+
+            table = to_table(load_rows(out), units()).to_pandas()
+            warnings.warn(f"{unreadable}rebuilt from {out / RUNS} in memory only ({path} is not "
+                          "the table the sweep wrote: it is left alone)", stacklevel=2)
     legacy = legacy_columns()
     stale = [c for c in table.columns if c in legacy and legacy[c] in table.columns]
     return table.drop(columns=stale).rename(columns=legacy)

@@ -123,13 +123,16 @@ def test_a_corrupt_row_is_reported_and_rerun_and_a_corrupt_table_rebuilt(tmp_pat
     assert json.loads(row.read_text())["status"] == first["status"].iloc[1]
     table = tmp_path / store.TABLE
     table.write_bytes(table.read_bytes()[:100])
+    corrupt = table.read_bytes()
     capsys.readouterr()
     assert main(["plot", str(tmp_path), "--kind", "heatmap"]) == 0
     # the command line shows a warning as one line of its own (fastattn.cli._one_line_warning)
     warned = [ln for ln in capsys.readouterr().err.splitlines() if ": warning: " in ln]
     assert len(warned) == 1 and "results.parquet: unreadable" in warned[0]
     assert warned[0].startswith("fastattn plot: warning: ")
-    assert len(read_table(tmp_path)) == 4
+    with pytest.warns(UserWarning, match="in memory only"):
+        assert len(read_table(tmp_path)) == 4
+    assert table.read_bytes() == corrupt          # no longer the sweep's: rebuilt in memory only
 
 
 def test_swept_options_appear_in_the_table_as_given(tmp_path):

@@ -5,6 +5,7 @@ folders say so in one line."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -56,6 +57,26 @@ def test_an_out_that_cannot_be_a_sweep_folder_is_refused_by_a_dry_run_too(tmp_pa
         assert len(err.splitlines()) == 1 and says in err, err
     assert sorted(p.name for p in train.iterdir()) == before
     assert (tmp_path / "file").read_text() == "mine"
+
+
+@pytest.mark.parametrize("name", [store.SWEEP, store.TABLE])
+def test_a_sweep_replaces_no_file_of_its_names_that_it_did_not_write(tmp_path, capsys, name):
+    """A folder holding a user's sweep.json or results.parquet: refused in one line before any
+    run, the file untouched; the sweep's own files are in the manifest, and a resume replaces
+    them."""
+    from fastattn.outputs import MANIFEST
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / name).write_text("precious")
+    assert main(["sweep", *TINY, "--t-end", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{out / name} was not written by fastattn" in err, err
+    assert (out / name).read_text() == "precious" and not (out / store.RUNS).exists()
+    ours = tmp_path / "ours"
+    for t_end in ("2", "3"):                        # the second grid rewrites both files
+        assert main(["sweep", *TINY, "--t-end", t_end, "--out", str(ours)]) == 0
+    assert {store.SWEEP, store.TABLE} <= json.loads((ours / MANIFEST).read_text())["files"].keys()
 
 
 def test_plan_names_the_first_bad_point_and_counts_the_others():
