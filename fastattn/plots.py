@@ -13,10 +13,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fastattn import __version__
 from fastattn.outputs import Output, OutputError, probe
 from fastattn.training.records import atomic_write
 from fastattn.training.trajectory import RECORD_TIME, Trajectory
+from fastattn.versions import versions
 
 
 def loss_axes(ax: plt.Axes, log_time: bool = True, log_loss: bool = False,
@@ -138,7 +138,7 @@ def save(fig: plt.Figure, path: str | Path, output: Output | None = None) -> Pat
     try:
         def draw(fh) -> None:
             fig.savefig(fh, dpi=130, format="png",
-                        metadata={SIGNATURE[0]: f"{SIGNATURE[1]} {__version__}"})
+                        metadata={SIGNATURE[0]: f"{SIGNATURE[1]} {versions()['fastattn']}"})
 
         if output is not None:
             output.write(path, draw, "wb")
