@@ -121,11 +121,13 @@ def split_values(flag: str, text: str) -> list[str]:
     return parts
 
 
-def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds") -> list:
+def run_list(text: str, parse: type = int, limit: int | None = None, what: str = "--seeds",
+             lazy: bool = False) -> list | range:
     """"0..4" → [0, 1, 2, 3, 4]; "0,2,5" → [0, 2, 5] (the --seeds / --lr lists,
     `LIST_GRAMMAR`; "0-4", the old range form, still works with a deprecation
     note). A list longer than `limit` is refused before it is built (a range's size is computed,
-    not listed): give --yes to go above it."""
+    not listed): give --yes to go above it. `lazy`: a range LO..HI is returned as a `range`,
+    never listed (a caller that counts before it plans)."""
     from fastattn._names import deprecated
 
     text = text.strip()
@@ -141,7 +143,8 @@ def run_list(text: str, parse: type = int, limit: int | None = None, what: str =
         if size < 1:
             raise ValueError(f"{what} {text} is an empty range: LO..HI needs LO <= HI (e.g. "
                              f"{span[2]}..{span[1]})")
-        return list(range(int(span[1]), int(span[2]) + 1))
+        seeds = range(int(span[1]), int(span[2]) + 1)
+        return seeds if lazy else list(seeds)
     try:
         values = [parse(v) for v in split_values(what, text)]
     except ValueError as exc:

@@ -26,7 +26,7 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,15 +212,16 @@ class Grid:
         axes: option name → values. A name absent from `axes` takes the run's pair's value (its
             preset, else its card's default), as in `train`.
         seeds: None, or the seeds: every run is repeated for each seed s, which sets init_seed,
-            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s. A list of integers
-            (Python), or text in the command line's list grammar as `train --seeds` reads it
+            rotation_seed and data_seed to s and eval_seed to 1_000_000 + s. A list or a range
+            of integers (Python; a range, as "LO..HI" text becomes, is never listed), or text
+            in the command line's list grammar as `train --seeds` reads it
             ("0..4", "0,3,7"; `configs.options.LIST_GRAMMAR`); a Python int K is 0..K-1, and so,
             with a deprecation line, is bare text "K" (the sweep's old count, which `train`
             reads as the one seed K).
     """
 
     axes: dict[str, list[Any]] = field(default_factory=dict)
-    seeds: int | list[int] | str | None = None
+    seeds: int | list[int] | range | str | None = None
 
     def __post_init__(self) -> None:
         self.axes = {normalize_name(k): (list(v) if isinstance(v, (list, tuple)) else [v])
@@ -230,7 +231,10 @@ class Grid:
                 raise ValueError(f"axis {name!r} has no values")
         if isinstance(self.seeds, str):
             self.seeds = _seeds_text(self.seeds)
-        if isinstance(self.seeds, (list, tuple, range)):
+        if isinstance(self.seeds, range):       # kept as a range: --seeds 0..10**8 is counted
+            if not self.seeds or self.seeds.step != 1 or self.seeds.start < 0:   # (and refused)
+                raise ValueError(f"--seeds must list distinct integers >= 0; got {self.seeds}")
+        elif isinstance(self.seeds, (list, tuple)):
             self.seeds = list(self.seeds)
             if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                                      for s in self.seeds) or len(set(self.seeds)) < len(self.seeds):
@@ -250,11 +254,12 @@ class Grid:
             out["seed"] = len(self.seed_values())
         return out
 
-    def seed_values(self) -> list[int]:
-        """The seeds each point is repeated for ([] when seeds are not swept)."""
+    def seed_values(self) -> Sequence[int]:
+        """The seeds each point is repeated for ([] when seeds are not swept); a range is not
+        listed, so a grid is counted (`len`) before anything is built."""
         if self.seeds is None:
             return []
-        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+        return range(self.seeds) if isinstance(self.seeds, int) else self.seeds
 
     def __len__(self) -> int:
         return math.prod(self.shape.values())
@@ -273,7 +278,8 @@ class Grid:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"axes": self.axes, "seeds": self.seeds}
+        seeds = list(self.seeds) if isinstance(self.seeds, range) else self.seeds
+        return {"axes": self.axes, "seeds": seeds}
 
 
 def _seeds_text(text: str) -> int | list[int]:
@@ -286,7 +292,7 @@ def _seeds_text(text: str) -> int | list[int]:
         deprecated(f"--seeds {k} (a count)", f"--seeds 0..{k - 1}",
                    f"; a bare number will be one seed, as in train (--seeds {k}: seed {k})")
         return k
-    return run_list(text, int, None, "--seeds")
+    return run_list(text, int, None, "--seeds", lazy=True)
 
 
 def grid_from_args(args: Any) -> Grid:

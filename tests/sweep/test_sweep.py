@@ -98,14 +98,14 @@ def test_seeds_are_one_list_grammar_in_train_and_sweep(text, tmp_path, capsys):
     if text == "7":
         with pytest.warns(FutureWarning, match=r"^--seeds 7 \(a count\) is deprecated; write "
                           r"--seeds 0\.\.6; a bare number will be one seed, as in train"):
-            assert Grid({}, text).seed_values() == list(range(7)) != want
+            assert list(Grid({}, text).seed_values()) == list(range(7)) != want
         return
-    assert Grid({}, text).seed_values() == want
+    assert list(Grid({}, text).seed_values()) == want
     path = tmp_path / "s.toml"
     for seeds in (repr(text).replace("'", '"'), str(want)):
         path.write_text(f'[sweep]\nseeds = {seeds}\n[grid]\nmodel = "separate"\ndim = 2\n'
                         'heads = 2\nt_end = 1.0\n')
-        assert load_config(str(path))[0].seed_values() == want
+        assert list(load_config(str(path))[0].seed_values()) == want
         assert main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "o")]) == 0
         out = capsys.readouterr().out
         assert out.endswith(f"{len(want)} runs\n") and f"'seed': {want[-1]}}}" in out

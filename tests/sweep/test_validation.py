@@ -79,6 +79,30 @@ def test_a_sweep_replaces_no_file_of_its_names_that_it_did_not_write(tmp_path, c
     assert {store.SWEEP, store.TABLE} <= json.loads((ours / MANIFEST).read_text())["files"].keys()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="limits the child's address space (POSIX)")
+@pytest.mark.parametrize("seeds", ["1..100000000", "100000000"])
+def test_a_huge_seed_list_is_counted_not_built(tmp_path, seeds):
+    """--seeds 1..10**8 is refused by its size before the list exists (it was built first: 4 GB,
+    and CI's fuzz run was killed); in a child limited to 2 GiB of address space."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-m", "fastattn.cli", "sweep", *TINY, "--seeds", seeds,
+                           "--out", str(tmp_path / "s"), "--dry-run"], preexec_fn=limit, env=env,
+                          capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in done.stderr.splitlines() if ": warning: " not in ln]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "the grid has 100000000 runs" in lines[0] and "give --yes" in lines[0], lines
+    assert not (tmp_path / "s").exists()
+
+
 def test_plan_names_the_first_bad_point_and_counts_the_others():
     with pytest.raises(GridError, match=r"--dim 3 --heads D/2: .*D=3.*\(and 1 more of the 4 runs\)"):
         plan(Grid({"dim": [2, 3, 4, 5], "heads": "D/2"}))
