@@ -219,10 +219,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         name, task, model, config = built[0]
         checkpoint = None
         if config.method in ("sgd", "adam"):
+            from fastattn.outputs import Output
+
+            output = Output(out, "train")
+            ckpt = output.path(f"{name}.ckpt")          # not through a symlink
+            if not args.resume:           # a file of that name it did not write: left alone
+                output.check_writable(ckpt)
             try:
-                checkpoint = Checkpointing(out / f"{name}.ckpt", every=args.checkpoint_every,
+                checkpoint = Checkpointing(ckpt, every=args.checkpoint_every,
                                            every_steps=args.checkpoint_every_steps,
-                                           resume=args.resume)
+                                           resume=args.resume, output=output)
             except ValueError:
                 raise CommandError(f"--checkpoint-every {args.checkpoint_every} and "
                                    f"--checkpoint-every-steps {args.checkpoint_every_steps} take "

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastattn.outputs import Output
 from fastattn.training.records import RecordError, atomic_write
 
 #: the `format` entry of a checkpoint file of this layout
@@ -48,12 +49,17 @@ class Checkpointing:
         every: seconds between checkpoints (0: before every step).
         every_steps: steps between checkpoints (None: by time only).
         resume: continue from `path` (which must exist and belong to the same run).
+        output: the output folder `path` is in (`fastattn.outputs.Output`), or None: the file is
+            then written, replaced and removed only as that folder's manifest allows (a file
+            fastattn did not write is never replaced or deleted), and a checkpoint resumed from
+            is entered there once it has proved to be this run's.
     """
 
     path: str | os.PathLike
     every: float = 60.0
     every_steps: int | None = EVERY_STEPS
     resume: bool = False
+    output: Output | None = None
 
     def __post_init__(self) -> None:
         if not self.every >= 0:
@@ -84,7 +90,10 @@ class Checkpointer:
         path = Path(self.spec.path)
         doc = {"format": FORMAT, "config": json.dumps(self.config, sort_keys=True),
                "state": _encode(state)}
-        atomic_write(path, lambda fh: torch.save(doc, fh), "wb")
+        if self.spec.output is not None:
+            self.spec.output.write(path, lambda fh: torch.save(doc, fh), "wb")
+        else:
+            atomic_write(path, lambda fh: torch.save(doc, fh), "wb")
         self.last, self.last_step = time.monotonic(), state.get("step", self.last_step)
 
     def load(self) -> dict[str, Any] | None:
@@ -109,10 +118,16 @@ class Checkpointer:
             raise ValueError(f"{path} is the checkpoint of another run (its task, model or trainer "
                              "options differ); resume with the options it was written with")
         self.last_step = state.get("step", 0)
+        if self.spec.output is not None:        # this run's: it may be replaced as it goes
+            self.spec.output.record(path)
         return state
 
     def remove(self) -> None:
-        if self.spec is not None:
+        if self.spec is None:
+            return
+        if self.spec.output is not None:
+            self.spec.output.remove(Path(self.spec.path))
+        else:
             Path(self.spec.path).unlink(missing_ok=True)
 
 

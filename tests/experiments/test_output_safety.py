@@ -125,6 +125,30 @@ def test_train_refuses_a_run_png_symlink_before_training(tmp_path, capsys):
     assert not (out / "run.json").exists()
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_train_neither_replaces_nor_deletes_a_checkpoint_it_did_not_write(tmp_path, capsys, resume):
+    """OUT/NAME.ckpt is written every few steps and deleted when the run ends: a user's file of
+    that name was both (found by an audit), and a symlink there was written through."""
+    precious = _precious(tmp_path)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.ckpt").write_bytes(b"my own checkpoint")
+    (out / "link.ckpt").symlink_to(precious / "pic.png")
+    train = ["train", "--method", "sgd", "--lr", "0.01", "--steps", "12", "--batch-size", "4",
+             "--checkpoint-every-steps", "3", "--out", str(out), "--quiet"]
+    assert main([*train, *(["--resume"] if resume else [])]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert ("not a checkpoint" if resume else "was not written by fastattn") in line, line
+    assert main([*train, "--name", "link", *(["--resume"] if resume else [])]) == 2
+    assert "symlink" in _one_error_line(capsys.readouterr().err, "train")
+    assert (out / "run.ckpt").read_bytes() == b"my own checkpoint"
+    assert (precious / "pic.png").read_bytes() == b"not a figure of fastattn"
+    assert not (out / "run.json").exists() and not (out / "link.json").exists()
+    # its own checkpoint: written, entered in the manifest, and deleted at the end
+    assert main([*train, "--name", "mine"]) == 0
+    assert not (out / "mine.ckpt").exists() and (out / "run.ckpt").exists()
+
+
 def test_a_failed_png_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     path = tmp_path / "a.png"
     fig, _ = plots.plt.subplots()
