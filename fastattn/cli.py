@@ -151,7 +151,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from fastattn.configs import options_for, resolve
     from fastattn.configs.options import check_method_fields
     from fastattn.training import Checkpointing, RunsInterrupted, train, train_many
-    from fastattn.training.callbacks import logger
+    from fastattn.training.callbacks import check_log, logger
     from fastattn.training.interrupt import terminate_as_interrupt
 
     if not args.out.strip():
@@ -184,6 +184,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CommandError(in_cli_words(str(exc), {o.field: o for o in options_for(*kinds)})) from None
     if args.quiet:
         built = [(n, t, m, dataclasses.replace(c, progress=False)) for n, t, m, c in built]
+    if args.log and (len(built) > 1 or device is not None):
+        raise CommandError("--log follows one run; it takes no --seeds or --lr lists and no "
+                           "--device (train each seed with its own --log, or use train_many's "
+                           "on_done in Python)")
+    for spec in args.log or ():
+        check_log(spec)
     out = Path(args.out)
     for name, _ in runs:
         check_output(out, name, args.overwrite or args.resume)
@@ -194,10 +200,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         traj.meta["preset"] = {"name": resolved.preset.name, "source": resolved.preset.source}
         statuses.append(_report_run(out, name, resolved, config, traj, task, runs[k][1]["model"]))
 
-    if args.log and (len(built) > 1 or device is not None):
-        raise CommandError("--log follows one run; it takes no --seeds or --lr lists and no "
-                           "--device (train each seed with its own --log, or use train_many's "
-                           "on_done in Python)")
     try:
         loggers = [logger(spec) for spec in args.log or ()]
     except (ImportError, ValueError) as exc:

@@ -54,6 +54,8 @@ class Reached(BaseException):
     (["--grad-tol", "-1"], "--grad-tol must be a finite number > 0"),
     (["--heads", "D"], "expressions of D and N are for fastattn sweep"),
     (["--seeds", "3..1"], "--seeds 3..1 is an empty range: LO..HI needs LO <= HI (e.g. 1..3)"),
+    (["--log", f"tensorboard:{__file__}"], "test_cli_input.py is not a folder; give a writable"),
+    (["--log", "tensorboard:/proc/tb"], "--log tensorboard:/proc/tb: /proc/tb cannot be written"),
 ])
 def test_bad_train_input_is_one_line_before_any_file(tmp_path, capsys, args, says):
     out = tmp_path / "out"

@@ -162,13 +162,29 @@ class WandbLogger:
         self.run.finish()
 
 
-def logger(spec: str) -> Callback:
-    """The callback of a `--log` value: "tensorboard:DIR" or "wandb" / "wandb:PROJECT"."""
+def check_log(spec: str) -> None:
+    """Refuse a `--log` value in one line before anything is written: an unknown kind, or a
+    TensorBoard folder that cannot be created or written (it is created here, as `--out` is)."""
+    from fastattn.outputs import probe
+
     kind, _, arg = spec.partition(":")
     if kind == "tensorboard":
         if not arg:
             raise ValueError("--log tensorboard needs a folder: --log tensorboard:DIR")
+        try:
+            probe(Path(arg))
+        except OSError as exc:
+            why = "is not a folder" if Path(arg).exists() and not Path(arg).is_dir() else \
+                f"cannot be written ({exc.strerror or exc})"
+            raise ValueError(f"--log {spec}: {arg} {why}; give a writable folder") from None
+    elif kind != "wandb":
+        raise ValueError(f"--log {spec!r}: give tensorboard:DIR or wandb[:PROJECT]")
+
+
+def logger(spec: str) -> Callback:
+    """The callback of a `--log` value: "tensorboard:DIR" or "wandb" / "wandb:PROJECT"."""
+    check_log(spec)
+    kind, _, arg = spec.partition(":")
+    if kind == "tensorboard":
         return TensorBoardLogger(arg)
-    if kind == "wandb":
-        return WandbLogger(**({"project": arg} if arg else {}))
-    raise ValueError(f"--log {spec!r}: give tensorboard:DIR or wandb[:PROJECT]")
+    return WandbLogger(**({"project": arg} if arg else {}))
