@@ -19,13 +19,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from fastattn.outputs import Output
 from fastattn.training.records import RecordError, atomic_write
+
+if TYPE_CHECKING:
+    from fastattn.outputs import Output
 
 #: the `format` entry of a checkpoint file of this layout
 FORMAT = "fastattn-checkpoint-2"
