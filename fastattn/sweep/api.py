@@ -12,7 +12,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from fastattn import _validate as check
-from fastattn.configs.options import METHOD_FIELDS, check_method_fields
+from fastattn.configs.options import INNER_LIST, METHOD_FIELDS, check_method_fields
 from fastattn.sweep import store
 from fastattn.sweep.executors import check_ray_address, run_local, run_ray
 from fastattn.sweep.grid import (
@@ -48,6 +48,21 @@ def point_flags(point: Mapping[str, Any]) -> str:
 
     return " ".join(f"--{k.replace('_', '-')} {text(v)}" if k != "seed" else f"seed {v}"
                     for k, v in point.items())
+
+
+def _inner_list_hint(grid: Grid, error: str) -> str:
+    """When the error is about an option whose value is itself a list (`INNER_LIST`) and that
+    option is swept over single values, the likely mistake: train's `--spectrum 0.4,0.3` is,
+    in a sweep, two runs of one eigenvalue each. Says how to write the one list."""
+    for name in INNER_LIST:
+        values = grid.axes.get(name, [])
+        if len(values) > 1 and name in error.partition(": ")[2] \
+                and not any(isinstance(v, (list, tuple)) for v in values):
+            flag = f"--{name.replace('_', '-')}"
+            return (f"; in a sweep a comma separates swept values, so {flag} "
+                    f"{','.join(map(str, values))} is {len(values)} runs of one value each: write "
+                    f"one list with '/' ({flag} {'/'.join(map(str, values))})")
+    return ""
 
 
 def check_axes(grid: Grid, families: list[tuple[str, str]], methods: list[str] = ()) -> None:
@@ -105,7 +120,7 @@ def plan(grid: Grid, horizon: Horizon | None = None, defaults: Mapping[str, Any]
         items.append(RunItem(key, point, spec, columns, theory=theory))
     if bad:
         more = f" (and {len(bad) - 1} more of the {len(grid)} runs)" if len(bad) > 1 else ""
-        raise GridError(bad[0] + more)
+        raise GridError(bad[0] + more + _inner_list_hint(grid, bad[0]))
     check_axes(grid, sorted({(it.spec["task"]["kind"], it.spec["model"]["kind"]) for it in items}),
                sorted({it.spec["train"].get("method", "flow") for it in items}))
     for it in items:

@@ -30,6 +30,8 @@ TINY = ["--model", "separate", "--dim", "2", "--context", "8", "--heads", "2", "
     (["--dim", "3", "--heads", "D/2"], ("--heads D/2", "gives 1.5 at D=3")),
     (["--method", "gd"], ("--method gd", "needs lr")),
     (["--rank", "2", "--model", "merged"], ("--rank applies to model separate",)),
+    (["--spectrum", "0.6,0.4"], ("spectrum '0.6' has 1 values; dim=2 needs 2", "is 2 runs of one "
+                                 "value each: write one list with '/' (--spectrum 0.6/0.4)")),
 ])
 @pytest.mark.parametrize("dry", [False, True])
 def test_bad_grid_points_fail_before_any_folder_exists(tmp_path, capsys, args, says, dry):
