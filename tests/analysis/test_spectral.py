@@ -38,6 +38,19 @@ def test_marginalized_by_mode_drops_the_earliest_modes():
     np.testing.assert_allclose(np.sort(sp.mode_components(mats), 1), np.sort(c, 1), atol=1e-12)
 
 
+def test_mode_components_recover_the_coefficients_of_a_non_symmetric_matrix(rng):
+    """M(t) = U diag(c(t)) Vᵀ with U ≠ V random orthogonal and non-square: c_i(t) is recovered in
+    the final matrix's singular basis, each mode by its own pair (u_i, v_i). Diagonal matrices
+    alone cannot tell M from Mᵀ."""
+    for m, n in ((5, 3), (4, 4)):
+        u = np.linalg.qr(rng.standard_normal((m, m)))[0][:, :n]
+        v = np.linalg.qr(rng.standard_normal((n, n)))[0]
+        c = rng.uniform(0.1, 1.0, (6, n))
+        c[-1] = np.arange(n, 0, -1)          # distinct final values: the basis is defined
+        mats = np.einsum("mi,ti,ni->tmn", u, c, v)
+        np.testing.assert_allclose(sp.mode_components(mats), c, atol=1e-12)
+
+
 def test_subspace_distance_known_values(rng):
     m = rng.standard_normal((5, 2)) @ rng.standard_normal((2, 5))          # rank 2
     assert sp.subspace_distance(m, m)[0] == pytest.approx(0, abs=1e-10)
