@@ -53,6 +53,13 @@ def test_sampled_moments_match_exact_moments(rng, context):
     mean, se = mc_mean_and_se((b.y_q**2).numpy()[:, None])
     exact = np.trace(task.w_second_moment() @ task.cov_matrix) + task.noise
     assert_mc_agrees(mean[0], se[0], exact)
+    # and on every context label: E (y_n − x_nᵀw)² = σ² over the filled rows (its weight in the
+    # loss is too small for the loss's own Monte-Carlo check to see it dropped)
+    resid = (b.y - torch.einsum("bnd,bd->bn", b.x, b.w)) ** 2
+    filled = torch.arange(b.y.shape[1])[None] < b.lengths[:, None]
+    mean, se = mc_mean_and_se((resid.sum(1) / n).numpy()[:, None])
+    assert_mc_agrees(mean[0], se[0], task.noise)
+    assert torch.equal(resid[~filled], torch.zeros_like(resid[~filled]))
 
 
 def test_fixed_task_fraction_and_test_sets():
