@@ -96,6 +96,20 @@ def test_mu_gamma_minimises_the_approximate_loss_on_the_manifold():
                         rel_tol=1e-6)
 
 
+@pytest.mark.parametrize(("d", "L", "sigma2"), SETTINGS)
+def test_the_single_head_reference_is_the_best_scale_at_its_width(d, L, sigma2):
+    """§1.6's single head (ω, μ) = (1/√d, √d/(1 + (1+σ²)(d/L)e)): μ minimises the approximate
+    loss L̃ over μ at ω = 1/√d, found here by a bounded scalar search on L̃ itself."""
+    from scipy.optimize import minimize_scalar
+
+    omega, mu = th.single_head_nw(d, L, sigma2)
+    assert omega == pytest.approx(1 / math.sqrt(d))
+    best = minimize_scalar(lambda m: th.approx_loss([omega], [m], d, L, sigma2),
+                           bounds=(0.0, 2 * math.sqrt(d)), method="bounded",
+                           options={"xatol": 1e-10})
+    assert mu == pytest.approx(best.x, rel=1e-6)
+
+
 def test_reduced_loss_equals_monte_carlo_of_the_reduced_model():
     from fastattn.models import KernelRegressors
 
