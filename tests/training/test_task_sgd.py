@@ -24,6 +24,31 @@ def test_records_time_unit_and_frozen_null_blocks():
     assert sorted(task_order(task, 3)) == [0, 1, 2, 3]
 
 
+def test_a_record_is_the_mean_batch_loss_of_the_updates_since_the_last():
+    """The recorded loss at step k is the mean of the batch losses of the updates since the
+    previous record, as a plain loop over the same task order and batches computes them."""
+    import torch
+
+    task = WishartTasks(2, spectrum="2,0.5", context=8, tasks=3, data_seed=5)
+    lr, steps, batch = 0.03, 8, 16
+    traj = train(LinearTransformer(2, init_scale=0.2, reduced=True), task, method="task_sgd",
+                 lr=lr, steps=steps, batch_size=batch, n_records=8)
+    model = LinearTransformer(2, init_scale=0.2, reduced=True)
+    params = {n: getattr(model, n) for n in model.PARAM_ORDER if getattr(model, n).requires_grad}
+    losses = []
+    for k in range(steps):
+        mu = task_order(task, k // 3)[k % 3]
+        b = task.sample_task(int(mu), batch, k, dtype=model.config.torch_dtype)
+        loss, grads = model.query_loss_grad(b.x, b.y, b.x_q, b.y_q)
+        losses.append(loss)
+        with torch.no_grad():
+            for name, p in params.items():
+                p.sub_(lr * grads[name])
+    assert traj.step[-1] == steps and np.diff(traj.step).max() > 1     # records span updates
+    for before, at, recorded in zip(traj.step[:-1], traj.step[1:], traj.loss[1:], strict=True):
+        assert recorded == pytest.approx(np.mean(losses[before:at]), rel=1e-12), (before, at)
+
+
 def test_tracks_the_exact_flow_with_small_steps():
     """At small η the SGD path is the population flow at τ = 2ηk (spec §4.3): the exact loss of the
     SGD iterate equals the flow's, up to SGD noise."""
