@@ -56,6 +56,20 @@ def test_tolerance_in_standard_errors(tmp_path):
     assert missing["status"] == "not_run" and missing["not_run_reason"] == "value"
 
 
+@pytest.mark.parametrize(("compare", "meets"), [
+    ("at_most", {0.9: True, 1.1: True, 1.3: False}),      # measured ≤ 1 + 0.2
+    ("at_least", {1.1: True, 0.9: True, 0.7: False}),     # measured ≥ 1 − 0.2
+    ("approx", {1.15: True, 0.85: True, 1.3: False, 0.7: False}),
+])
+def test_a_bound_is_met_on_its_side_only(compare, meets):
+    """The three comparisons on numbers either side of paper_value 1 with absolute tolerance 0.2
+    (an `at_least` that tested `at_most`'s side passed every claim test but the docs ledger's)."""
+    claim = Claim(key="k", claim="c", paper="p", figure="f", field="summary.x", paper_value=1.0,
+                  tolerance=0.2, relative=False, compare=compare, reason="r", source="derived",
+                  where="Eq. 1")
+    assert {m: claim.within(m, 1.0) for m in meets} == meets
+
+
 def test_full_only_claim_in_a_quick_folder_is_not_run_quick(tmp_path):
     _write_fig(tmp_path, "zhang2025-fig1", {"x": 1.0})
     row = claims.evaluate(Claim("p", "k", "c", 1.0, "zhang2025-fig1", "summary.x", reason="r",
