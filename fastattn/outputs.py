@@ -122,6 +122,13 @@ def detect_kind(root: Path) -> str | None:
     return None
 
 
+def _inside(rel: str) -> bool:
+    """Whether `rel` is a normalised relative path below the folder (no "..", not absolute)."""
+    path = Path(rel)
+    return bool(rel) and not path.is_absolute() and ".." not in path.parts \
+        and path.as_posix() == rel
+
+
 class Output:
     """The output folder `root` of kind `kind`, and its manifest of the files fastattn wrote."""
 
@@ -184,6 +191,10 @@ class Output:
         try:
             doc = json.loads((self.root / MANIFEST).read_text())
             if isinstance(doc, dict) and isinstance(doc.get("files"), dict):
+                # an entry naming a path outside the folder ("a/../../x", "/x") is not one
+                # fastattn wrote: a crafted manifest must not aim a removal outside --out
+                doc["files"] = {rel: entry for rel, entry in doc["files"].items()
+                                if isinstance(rel, str) and _inside(rel)}
                 return doc
         except (OSError, ValueError):
             pass

@@ -56,3 +56,26 @@ def test_without_a_signal_the_handlers_are_restored(handlers):
     with signals_held():
         pass
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_manifest_entry_naming_a_path_outside_the_folder_is_ignored(tmp_path):
+    """A crafted manifest ("a/../../victim" with the victim's size and hash) must not aim a
+    removal outside the folder."""
+    import json
+
+    from fastattn.outputs import MANIFEST, Output, sha256
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("years of work")
+    out = tmp_path / "out"
+    output = Output(out, "reproduce")
+    output.write(out / "a.txt", lambda fh: fh.write("x"), "w")
+    doc = json.loads((out / MANIFEST).read_text())
+    entry = {"size": victim.stat().st_size, "sha256": sha256(victim)}
+    doc["files"] |= {"a/../../victim.txt": entry, "../victim.txt": entry, str(victim): entry}
+    (out / MANIFEST).write_text(json.dumps(doc))
+    assert set(output.manifest()["files"]) == {"a.txt"}
+    assert not output.remove(victim) and not output.remove(out / "a" / ".." / ".." / "victim.txt")
+    (out / "a").mkdir()
+    output.remove_tree(out / "a")
+    assert victim.read_text() == "years of work"

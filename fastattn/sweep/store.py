@@ -23,6 +23,8 @@ from fastattn.training.records import atomic_write, to_jsonable
 
 RUNS = "runs"
 RECORDS = "records"
+#: in-flight markers of running batches (`worker.mark_inflight`)
+INFLIGHT = ".inflight"
 SWEEP = "sweep.json"
 
 
@@ -47,6 +49,7 @@ def sweep_output(out: Path) -> Output:
     results.parquet entered as the sweep's; a file of those names in any other folder stays the
     user's, which the sweep never replaces."""
     output = Output(out, "sweep")
+    output.check_kind()               # never into another command's folder (`fastattn plot R`)
     doc = output.manifest()
     if not doc["files"] and doc.get("kind") == "sweep" and _is_sweep_doc(out / SWEEP):
         output.record(*(p for p in (out / SWEEP, out / TABLE) if p.is_file() and not p.is_symlink()))
@@ -72,7 +75,7 @@ def check_writable(out: Path) -> None:
     for name in (SWEEP, TABLE):       # a user's file of the sweep's names: refused, left alone
         output.check_writable(out / name)
     try:
-        for d in (out, output.path(RUNS), output.path(RECORDS)):
+        for d in (out, output.path(RUNS), output.path(RECORDS), output.path(INFLIGHT)):
             d.mkdir(parents=True, exist_ok=True)
         output.claim()                # writes the manifest: files can be written there
     except OSError as exc:
@@ -186,13 +189,13 @@ def read_table(out: str | Path):
             table = pd.read_parquet(write_table(out))
             if unreadable:
                 warnings.warn(f"{unreadable}rebuilt from {out / RUNS}", stacklevel=2)
-        except OutputError:                 # a table the sweep did not write: left alone
+        except OutputError as exc:          # not the sweep's table, or not a sweep folder
             from fastattn.sweep.hooks import units
             from fastattn.sweep.schema import to_table
 
             table = to_table(load_rows(out), units()).to_pandas()
-            warnings.warn(f"{unreadable}rebuilt from {out / RUNS} in memory only ({path} is not "
-                          "the table the sweep wrote: it is left alone)", stacklevel=2)
+            warnings.warn(f"{unreadable}rebuilt from {out / RUNS} in memory only; nothing is "
+                          f"written: {exc}", stacklevel=2)
     legacy = legacy_columns()
     stale = [c for c in table.columns if c in legacy and legacy[c] in table.columns]
     return table.drop(columns=stale).rename(columns=legacy)

@@ -33,7 +33,6 @@ from fastattn.sweep.runner import (
 from fastattn.training import train
 
 #: directory of in-flight markers, one per running batch (named after its first run's key)
-INFLIGHT = ".inflight"
 
 
 def init_worker() -> None:
@@ -130,17 +129,20 @@ def error_row(item: RunItem, exc: BaseException, wall: float) -> dict[str, Any]:
 def mark_inflight(group: list[RunItem], out: str) -> None:
     """Mark the group as running, with the worker's PID (removed when its rows are collected).
     A marker left by a dead worker tells the pool that the group had started."""
-    d = Path(out) / INFLIGHT
+    d = Path(out) / store.INFLIGHT
     d.mkdir(parents=True, exist_ok=True)
-    (d / group[0].key).write_text(str(os.getpid()))
+    # O_NOFOLLOW: a symlink planted at the marker's name is refused, never written through
+    fd = os.open(d / group[0].key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(str(os.getpid()))
 
 
 def is_inflight(group: list[RunItem], out: str) -> bool:
-    return (Path(out) / INFLIGHT / group[0].key).exists()
+    return (Path(out) / store.INFLIGHT / group[0].key).exists()
 
 
 def clear_inflight(group: list[RunItem], out: str) -> None:
-    (Path(out) / INFLIGHT / group[0].key).unlink(missing_ok=True)
+    (Path(out) / store.INFLIGHT / group[0].key).unlink(missing_ok=True)
 
 
 def process_alive(pid: int) -> bool:
@@ -160,7 +162,7 @@ def process_alive(pid: int) -> bool:
 
 def clear_stale_inflight(out: str | Path) -> None:
     """Remove the markers of workers that no longer run (left by a sweep that was killed)."""
-    for marker in (Path(out) / INFLIGHT).glob("*"):
+    for marker in (Path(out) / store.INFLIGHT).glob("*"):
         try:
             pid = int(marker.read_text())
         except (OSError, ValueError):

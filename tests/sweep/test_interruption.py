@@ -20,7 +20,8 @@ pytest.importorskip("pyarrow")
 
 from fastattn.cli import main  # noqa: E402
 from fastattn.sweep import read_table, run_sweep, store  # noqa: E402
-from fastattn.sweep.worker import INFLIGHT, process_alive  # noqa: E402
+from fastattn.sweep.store import INFLIGHT  # noqa: E402
+from fastattn.sweep.worker import process_alive  # noqa: E402
 from fastattn.tasks import LinearRegression  # noqa: E402
 
 # flow runs that would take minutes (rk4, 1e8 steps; the sweep's cap of 5e6 evaluations and its

@@ -134,7 +134,7 @@ def test_a_sweep_on_a_multi_node_cluster_survives_a_node_killed_mid_run(tmp_path
     from ray.cluster_utils import Cluster
 
     from fastattn.sweep.executors import loopback_only
-    from fastattn.sweep.worker import INFLIGHT
+    from fastattn.sweep.store import INFLIGHT
 
     local = run_sweep(SLOW, tmp_path / "local", seeds=2, workers=0, progress=False)
     with loopback_only():

@@ -18,7 +18,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastattn[ray]')")
 
 from fastattn.sweep import store
-from fastattn.sweep.worker import INFLIGHT
+from fastattn.sweep.store import INFLIGHT
 
 ROOT = Path(__file__).resolve().parents[2]
 # flow runs that would take minutes (rk4, 1e8 steps; the sweep's cap of 5e6 evaluations and its

@@ -105,6 +105,41 @@ def test_a_huge_seed_list_is_counted_not_built(tmp_path, seeds):
     assert not (tmp_path / "s").exists()
 
 
+def test_a_sweep_writes_nothing_through_a_symlinked_inflight_folder(tmp_path, capsys):
+    """OUT/.inflight holds the running batches' markers, which a sweep writes and clears: a symlink
+    there (to a folder of the user's) is refused before any run, the folder untouched."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("years of work")
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / store.INFLIGHT).symlink_to(mine)
+    assert main(["sweep", *TINY, "--t-end", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a symlink" in err, err
+    assert [p.name for p in mine.iterdir()] == ["thesis.txt"]
+
+
+def test_reading_another_commands_folder_as_a_sweep_writes_nothing_there(tmp_path):
+    """read_table (so `fastattn plot`) on a folder another command wrote, holding rows: the table
+    is built in memory and the folder keeps its kind and files (it once got a results.parquet and
+    became a sweep folder, refused by its own command)."""
+    from fastattn.outputs import MANIFEST, Output
+
+    sweep = tmp_path / "s"
+    assert main(["sweep", *TINY, "--t-end", "2", "--out", str(sweep)]) == 0
+    other = tmp_path / "r"
+    Output(other, "reproduce").claim()
+    (other / store.RUNS).mkdir()
+    for row in (sweep / store.RUNS).glob("*.json"):
+        (other / store.RUNS / row.name).write_text(row.read_text())
+    before = sorted(p.relative_to(other).as_posix() for p in other.rglob("*"))
+    with pytest.warns(UserWarning, match="in memory only; nothing is written"):
+        assert len(store.read_table(other)) == 1
+    assert sorted(p.relative_to(other).as_posix() for p in other.rglob("*")) == before
+    assert json.loads((other / MANIFEST).read_text())["kind"] == "reproduce"
+
+
 def test_plan_names_the_first_bad_point_and_counts_the_others():
     with pytest.raises(GridError, match=r"--dim 3 --heads D/2: .*D=3.*\(and 1 more of the 4 runs\)"):
         plan(Grid({"dim": [2, 3, 4, 5], "heads": "D/2"}))
