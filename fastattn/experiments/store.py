@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,14 +48,17 @@ def link_record(src: Path, dst: Path, output: Output | None = None) -> None:
         output.check_writable(npz)
         output.check_writable(js)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = npz.with_name(npz.name + ".link")
-    tmp.unlink(missing_ok=True)
+    # a name of this call's own (never a file someone else left under a fixed name)
+    tmp = npz.with_name(f".{npz.name}.{uuid.uuid4().hex}.link")
     with signals_held():                   # the files and their manifest entries together
         try:
-            os.link(src.with_name(src.name + ".npz"), tmp)
-        except OSError:
-            shutil.copy2(src.with_name(src.name + ".npz"), tmp)
-        os.replace(tmp, npz)
+            try:
+                os.link(src.with_name(src.name + ".npz"), tmp)
+            except OSError:
+                shutil.copy2(src.with_name(src.name + ".npz"), tmp)
+            os.replace(tmp, npz)
+        finally:
+            tmp.unlink(missing_ok=True)
         meta = {**json.loads(src.with_name(src.name + ".json").read_text()), "arrays": npz.name}
         atomic_write(js, lambda fh: fh.write(json.dumps(meta, indent=2, allow_nan=False)), "w")
         if output is not None:

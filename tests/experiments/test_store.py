@@ -147,3 +147,22 @@ def test_mainali_figs_5_and_6_list_the_same_runs(quick):
                 for s in registry.get(name).load().runs(quick)}
 
     assert identities("mainali2025-fig5") == identities("mainali2025-fig6")
+
+
+def test_linking_a_record_leaves_a_file_of_any_other_name_alone(tmp_path):
+    """link_record's temporary name is its own: a user's `<label>.npz.link` (once the fixed
+    temporary name, deleted unseen) is left whole, and the linked record reads as the source."""
+    from fastattn.experiments.store import link_record
+    from fastattn.training.records import read_record, write_record
+
+    src = tmp_path / "store" / "abc"
+    src.parent.mkdir()
+    write_record(src, {"status": "t_end"}, {"loss": np.arange(3.0)})
+    dst = tmp_path / "fig" / "run"
+    dst.parent.mkdir()
+    mine = dst.with_name("run.npz.link")
+    mine.write_text("my notes")
+    link_record(src, dst)
+    assert mine.read_text() == "my notes"
+    assert sorted(p.name for p in dst.parent.iterdir()) == ["run.json", "run.npz", "run.npz.link"]
+    np.testing.assert_array_equal(read_record(dst)[1]["loss"], np.arange(3.0))
