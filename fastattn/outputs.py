@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import signal
 import tempfile
 import threading
@@ -257,9 +256,13 @@ class Output:
                     del doc["files"][rel]
                 elif rel.startswith(prefix) and not (self.root / rel).exists():
                     del doc["files"][rel]
-        left = [p for p in folder.rglob("*") if not p.is_dir()] if folder.is_dir() else []
-        if folder.is_dir() and not left:
-            shutil.rmtree(folder)
+        # a symlink (to a folder too) is the user's: it stays, and so does the folder
+        left = [p for p in folder.rglob("*") if p.is_symlink() or not p.is_dir()] \
+            if folder.is_dir() else []
+        if folder.is_dir() and not left:          # only empty folders remain: deepest first
+            for d in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                d.rmdir()
+            folder.rmdir()
         return left
 
     def rename(self, src: Path, dst: Path) -> None:

@@ -79,3 +79,23 @@ def test_a_manifest_entry_naming_a_path_outside_the_folder_is_ignored(tmp_path):
     (out / "a").mkdir()
     output.remove_tree(out / "a")
     assert victim.read_text() == "years of work"
+
+
+def test_removing_a_tree_keeps_a_users_symlink_and_the_folder_around_it(tmp_path):
+    """remove_tree deletes fastattn's files; a symlink the user put there (to a folder, whose
+    `is_dir` is true) is neither deleted nor followed, so the folder stays."""
+    from fastattn.outputs import Output
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x.csv").write_text("1,2")
+    out = tmp_path / "out"
+    output = Output(out, "reproduce")
+    output.write(out / "fig" / "run.json", lambda fh: fh.write("{}"), "w")
+    (out / "fig" / "mydata").symlink_to(data)
+    assert output.remove_tree(out / "fig") == [out / "fig" / "mydata"]
+    assert (out / "fig" / "mydata").is_symlink() and (data / "x.csv").read_text() == "1,2"
+    assert not (out / "fig" / "run.json").exists()
+    (out / "fig" / "mydata").unlink()
+    (out / "fig" / "sub").mkdir()                  # nothing but empty folders: all removed
+    assert output.remove_tree(out / "fig") == [] and not (out / "fig").exists()
